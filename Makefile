@@ -1,0 +1,71 @@
+# libfabric-psm2: a libfabric "psm2" provider written in Go.
+#
+#   make          build build/lib/libfabric.so.1 and the DL plugin
+#   make demo     install what is missing, build, run the demo
+#   make check    install what is missing, build, run every test
+#
+# Everything is built under build/.
+
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+CC       ?= gcc
+BUILD    := build
+LIBDIR   := $(BUILD)/lib
+CMD      := ./cmd/libfabric-psm2
+SHIM     := cmd/libfabric-psm2
+LIB      := $(LIBDIR)/libfabric.so.1
+DLLIB    := $(LIBDIR)/libfabric/libpsm2-fi.so
+GOSRC    := $(shell find . -name '*.go' -not -path './build/*') \
+            $(wildcard $(SHIM)/*.c $(SHIM)/*.h $(SHIM)/*.map) go.mod go.sum \
+            $(shell find include -name '*.h')
+CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
+
+export CGO_ENABLED := 1
+
+.PHONY: all deps demo check test gotest ctest abi clean
+
+all: $(LIB) $(DLLIB)
+
+deps:
+	@scripts/deps.sh
+
+$(LIB): $(GOSRC)
+	@mkdir -p $(LIBDIR)
+	$(GO) build -buildmode=c-shared -trimpath \
+	  -ldflags "-extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/libfabric.map -Wl,-soname,libfabric.so.1 -Wl,-z,nodelete'" \
+	  -o $@ $(CMD)
+	@rm -f $(LIBDIR)/libfabric.so.1.h
+	ln -sf libfabric.so.1 $(LIBDIR)/libfabric.so
+
+$(DLLIB): $(GOSRC)
+	@mkdir -p $(dir $@)
+	$(GO) build -tags dl -buildmode=c-shared -trimpath \
+	  -ldflags "-extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/dl.map -Wl,-z,nodelete'" \
+	  -o $@ $(CMD)
+	@rm -f $(DLLIB:.so=.h)
+
+demo: deps all
+	@scripts/demo.sh
+
+# The C programs of ctest/ are built against our headers only.
+CTESTS := $(patsubst ctest/%.c,$(BUILD)/ctest/%,$(wildcard ctest/*.c))
+$(BUILD)/ctest/%: ctest/%.c $(shell find include -name '*.h') | $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
+
+gotest:
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) test ./internal/... ./provider/...
+	$(GO) test -race ./...
+
+abi:
+	ctest/abi/run.sh include $(BUILD)/abi
+
+ctest: all $(CTESTS)
+	scripts/ctest.sh
+
+check: deps all gotest abi ctest
+
+test: check
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,16 @@
+// Command libfabric-psm2 is the cgo shim that turns the Go provider into a
+// C shared object: libfabric.so.1 (a standalone libfabric with only the
+// psm2 provider) or, built with the dl tag, libpsm2-fi.so (a provider
+// plugin for an installed libfabric). It holds the exported C entry points,
+// the static ops tables and the C<->Go conversions, and nothing else: the
+// behaviour lives in provider/ and internal/.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include -O2 -Wall -Wno-unused-function
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+func main() {}

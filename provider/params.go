@@ -1,0 +1,327 @@
+package provider
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// Params holds the FI_PSM2_* runtime parameters of fi_psm2(7), parsed and
+// validated once when the provider is created. A value that does not parse
+// or is out of range is logged as a warning and replaced by the default.
+type Params struct {
+	NameServer   bool
+	TaggedRMA    bool
+	UUID         UUID
+	Delay        int // seconds slept before an endpoint closes
+	Timeout      int // seconds for a graceful endpoint close
+	ConnTimeout  int // seconds to establish a connection
+	ProgInterval int // microseconds between auto-progress passes; -1: derived
+	ProgAffinity []int
+	InjectSize   int
+	LockLevel    int
+	LockLevelSet bool // FI_PSM2_LOCK_LEVEL was given (else locking follows the threading model)
+	LazyConn     bool
+	Disconnect   bool
+	TagLayout    TagLayout
+}
+
+// TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
+type TagLayout int
+
+// The FI_PSM2_TAG_LAYOUT choices.
+const (
+	TagLayoutAuto  TagLayout = iota
+	TagLayoutTag60           // 32-bit CQ data, 4 flag bits, 60-bit tag
+	TagLayoutTag64           // 4 flag bits, 28-bit data, 64-bit tag
+)
+
+func (t TagLayout) String() string {
+	return [...]string{"auto", "tag60", "tag64"}[t]
+}
+
+// MaxInjectSize bounds FI_PSM2_INJECT_SIZE: an inject is copied into one
+// transport buffer before the call returns.
+const MaxInjectSize = 65536
+
+// paramDef describes one provider parameter: its name (without the
+// FI_PSM2_ prefix, lower case as libfabric defines it), type and help.
+type paramDef struct {
+	name string
+	typ  ParamType
+	help string
+}
+
+// paramDefs lists the parameters in the order fi_info -e shows them.
+var paramDefs = []paramDef{
+	{"name_server", ParamBool, "Run the built-in name server that lets fi_getinfo(node, service) find a server endpoint (default: yes; no under Open MPI/MPICH/PMIx launchers)"},
+	{"tagged_rma", ParamBool, "Carry large RMA transfers over the tagged message queue (default: yes)"},
+	{"uuid", ParamString, "Job key: only endpoints with the same UUID can talk (default: 00FF00FF-0000-0000-0000-00FF00FF00FF, or derived from OMPI_MCA_orte_precondition_transports)"},
+	{"delay", ParamInt, "Seconds to sleep before closing an endpoint, for debugging (default: 0)"},
+	{"timeout", ParamInt, "Seconds allowed for a graceful endpoint close before it is forced (default: 5)"},
+	{"conn_timeout", ParamInt, "Seconds allowed to establish a connection to a peer; pending operations to an unreachable peer fail after it (default: 5)"},
+	{"prog_interval", ParamInt, "Microseconds between passes of the auto-progress thread (default: 1 if prog_affinity is set, else 1000)"},
+	{"prog_affinity", ParamString, "CPU cores for the auto-progress thread: start[:end[:stride]][,...], negative ids count from the last core (default: not pinned)"},
+	{"inject_size", ParamInt, fmt.Sprintf("Largest message fi_inject/fi_tinject accept, in bytes, 0 to %d (default: 64)", MaxInjectSize)},
+	{"lock_level", ParamInt, "Internal locking: 2 all locks, 1 only those needed when each context has one thread, 0 none (default: 2; unset follows the threading model)"},
+	{"lazy_conn", ParamBool, "Always connect to a peer on first use instead of at address insertion (default: no)"},
+	{"disconnect", ParamBool, "Tell connected peers when an endpoint closes so a restarted process can reuse its address (default: no)"},
+	{"tag_layout", ParamString, "Split of the 96-bit wire tag: tag60 (32-bit CQ data), tag64 (64-bit tags, no CQ data) or auto (default: auto)"},
+}
+
+// defineParams registers every parameter with the host.
+func defineParams(h Host) {
+	for _, d := range paramDefs {
+		h.DefineParam(d.name, d.typ, d.help)
+	}
+}
+
+// envName is the environment variable behind a parameter.
+func envName(name string) string { return "FI_PSM2_" + strings.ToUpper(name) }
+
+// loadParams reads and validates every parameter. Bad values are warned
+// about and replaced by the default; loadParams never fails.
+func loadParams(h Host, log logger) Params {
+	p := Params{
+		NameServer:   true,
+		TaggedRMA:    true,
+		UUID:         DefaultUUID,
+		Timeout:      5,
+		ConnTimeout:  5,
+		ProgInterval: -1,
+		InjectSize:   64,
+		LockLevel:    2,
+	}
+	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
+		if _, ok := h.Getenv(launcher); ok {
+			p.NameServer = false
+		}
+	}
+	if key, ok := h.Getenv("OMPI_MCA_orte_precondition_transports"); ok {
+		if u, err := uuidFromOMPIKey(key); err == nil {
+			p.UUID = u
+		} else {
+			log.Infof(fi.LOG_CORE, "ignoring Open MPI job key %q: %v", key, err)
+		}
+	}
+
+	r := paramReader{h: h, log: log}
+	r.boolean("name_server", &p.NameServer)
+	r.boolean("tagged_rma", &p.TaggedRMA)
+	if s, ok := r.str("uuid"); ok {
+		if u, err := ParseUUID(s); err == nil {
+			p.UUID = u
+		} else {
+			r.bad("uuid", s, err)
+		}
+	}
+	r.integer("delay", &p.Delay, 0, 3600)
+	r.integer("timeout", &p.Timeout, 0, 3600)
+	r.integer("conn_timeout", &p.ConnTimeout, 1, 3600)
+	r.integer("prog_interval", &p.ProgInterval, -1, 60_000_000)
+	if s, ok := r.str("prog_affinity"); ok {
+		if cpus, err := ParseAffinity(s, numCPU()); err == nil {
+			p.ProgAffinity = cpus
+		} else {
+			r.bad("prog_affinity", s, err)
+		}
+	}
+	r.integer("inject_size", &p.InjectSize, 0, MaxInjectSize)
+	if r.integer("lock_level", &p.LockLevel, 0, 2) {
+		p.LockLevelSet = true
+	}
+	r.boolean("lazy_conn", &p.LazyConn)
+	r.boolean("disconnect", &p.Disconnect)
+	if s, ok := r.str("tag_layout"); ok {
+		switch strings.ToLower(s) {
+		case "auto":
+			p.TagLayout = TagLayoutAuto
+		case "tag60":
+			p.TagLayout = TagLayoutTag60
+		case "tag64":
+			p.TagLayout = TagLayoutTag64
+		default:
+			r.bad("tag_layout", s, fmt.Errorf("want auto, tag60 or tag64"))
+		}
+	}
+	if p.ProgInterval < 0 {
+		p.ProgInterval = 1000
+		if len(p.ProgAffinity) > 0 {
+			p.ProgInterval = 1
+		}
+	}
+	return p
+}
+
+type paramReader struct {
+	h   Host
+	log logger
+}
+
+func (r paramReader) str(name string) (string, bool) {
+	return r.h.Getenv(envName(name))
+}
+
+func (r paramReader) bad(name, value string, why error) {
+	r.log.Warnf(fi.LOG_CORE, "invalid %s=%q (%v), using the default", envName(name), value, why)
+}
+
+// boolean parses libfabric's boolean spellings.
+func (r paramReader) boolean(name string, dst *bool) {
+	s, ok := r.str(name)
+	if !ok {
+		return
+	}
+	if v, ok := ParseBool(s); ok {
+		*dst = v
+		return
+	}
+	r.bad(name, s, fmt.Errorf("want 0/1, yes/no, true/false or on/off"))
+}
+
+// integer parses a C-style integer (decimal, 0x hex, 0 octal) in [lo, hi].
+// It reports whether the variable was set to a valid value.
+func (r paramReader) integer(name string, dst *int, lo, hi int) bool {
+	s, ok := r.str(name)
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		r.bad(name, s, fmt.Errorf("not an integer"))
+		return false
+	}
+	if v < int64(lo) || v > int64(hi) {
+		r.bad(name, s, fmt.Errorf("out of range [%d, %d]", lo, hi))
+		return false
+	}
+	*dst = int(v)
+	return true
+}
+
+// ParseBool accepts the spellings libfabric's fi_param_get accepts.
+func ParseBool(s string) (value, ok bool) {
+	switch strings.ToLower(s) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}
+
+// ParseAffinity expands the fi_psm2(7) core list syntax
+// "start[:end[:stride]][,...]" into CPU ids. Negative ids count back from
+// ncpu (-1 is the last core). Every id must name an existing core.
+func ParseAffinity(s string, ncpu int) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty core list")
+	}
+	var cpus []int
+	for _, block := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(block), ":")
+		if len(parts) > 3 {
+			return nil, fmt.Errorf("block %q has more than three fields", block)
+		}
+		var v [3]int
+		for i, f := range parts {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("block %q: %q is not an integer", block, f)
+			}
+			v[i] = n
+		}
+		start, end, stride := v[0], v[0], 1
+		if len(parts) > 1 {
+			end = v[1]
+		}
+		if len(parts) > 2 {
+			stride = v[2]
+		}
+		if start < 0 {
+			start += ncpu
+		}
+		if end < 0 {
+			end += ncpu
+		}
+		if stride <= 0 {
+			return nil, fmt.Errorf("block %q: stride must be positive", block)
+		}
+		if start < 0 || start >= ncpu || end < 0 || end >= ncpu {
+			return nil, fmt.Errorf("block %q: cores must be in [%d, %d]", block, -ncpu, ncpu-1)
+		}
+		if end < start {
+			return nil, fmt.Errorf("block %q: end before start", block)
+		}
+		for c := start; c <= end; c += stride {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// UUID is a 16-byte job key (psm2_uuid_t).
+type UUID [16]byte
+
+// DefaultUUID is the job key used when nothing else sets one. The provider
+// code (not its man page, which differs) defines this value.
+var DefaultUUID = UUID{0x00, 0xFF, 0x00, 0xFF, 0, 0, 0, 0, 0, 0, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF}
+
+// ParseUUID reads the canonical 8-4-4-4-12 hex form, either case.
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, fmt.Errorf("want the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
+	}
+	hex := strings.ReplaceAll(s, "-", "")
+	for i := range u {
+		b, err := strconv.ParseUint(hex[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return u, fmt.Errorf("%q is not hex", hex[2*i:2*i+2])
+		}
+		u[i] = byte(b)
+	}
+	return u, nil
+}
+
+// String prints the canonical upper-case form.
+func (u UUID) String() string {
+	return fmt.Sprintf("%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15])
+}
+
+// uuidFromOMPIKey turns Open MPI's "%016llx-%016llx" job key into a UUID:
+// the two numbers are stored as little-endian 64-bit words.
+func uuidFromOMPIKey(key string) (UUID, error) {
+	var u UUID
+	a, b, ok := strings.Cut(key, "-")
+	if !ok {
+		return u, fmt.Errorf("want two hex numbers joined by '-'")
+	}
+	x, err1 := strconv.ParseUint(a, 16, 64)
+	y, err2 := strconv.ParseUint(b, 16, 64)
+	if err1 != nil || err2 != nil {
+		return u, fmt.Errorf("want two hex numbers joined by '-'")
+	}
+	binary.LittleEndian.PutUint64(u[0:8], x)
+	binary.LittleEndian.PutUint64(u[8:16], y)
+	return u, nil
+}
+
+// NameServerPort is the TCP port of the name server for a job key: the sum
+// of the key's eight little-endian 16-bit words modulo 2^16, moved above
+// the reserved range when it falls below 4096.
+func (u UUID) NameServerPort() uint16 {
+	var sum uint32
+	for i := 0; i < 16; i += 2 {
+		sum += uint32(binary.LittleEndian.Uint16(u[i:]))
+	}
+	port := uint16(sum)
+	if port < 4096 {
+		port += 4096
+	}
+	return port
+}
