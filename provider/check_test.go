@@ -178,7 +178,7 @@ func TestAlterInfoGeneric(t *testing.T) {
 
 func TestGrantCaps(t *testing.T) {
 	tests := []struct {
-		name                      string
+		name                   string
 		info, hint, attr, want uint64
 	}{
 		{"no hint: primary of info and attr, all secondary", fi.TAGGED | fi.SEND | fi.RECV | fi.MULTI_RECV,
