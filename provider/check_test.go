@@ -240,3 +240,111 @@ func TestNewEntryShapes(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckInfoRanksAndFormats(t *testing.T) {
+	tests := []struct {
+		name    string
+		version uint32
+		prov    func(p *fi.Info)
+		hints   func(h *fi.Info)
+		ok      bool
+	}{
+		{name: "THREAD_FID", hints: func(h *fi.Info) { h.Domain.Threading = fi.THREAD_FID }, ok: true},
+		{name: "THREAD_COMPLETION", hints: func(h *fi.Info) { h.Domain.Threading = fi.THREAD_COMPLETION }, ok: true},
+		{name: "THREAD_ENDPOINT", hints: func(h *fi.Info) { h.Domain.Threading = fi.THREAD_ENDPOINT }, ok: true},
+		{name: "THREAD_SAFE", hints: func(h *fi.Info) { h.Domain.Threading = fi.THREAD_SAFE }, ok: true},
+		{name: "RM_DISABLED", hints: func(h *fi.Info) { h.Domain.ResourceMgmt = fi.RM_DISABLED }, ok: true},
+		{name: "PROGRESS_MANUAL", hints: func(h *fi.Info) { h.Domain.DataProgress = fi.PROGRESS_MANUAL }, ok: true},
+		{name: "IB provider takes IN", prov: func(p *fi.Info) { p.AddrFormat = fi.SOCKADDR_IB },
+			hints: func(h *fi.Info) { h.AddrFormat = fi.SOCKADDR_IN }, ok: true},
+		{name: "IN6 provider takes IN", prov: func(p *fi.Info) { p.AddrFormat = fi.SOCKADDR_IN6 },
+			hints: func(h *fi.Info) { h.AddrFormat = fi.SOCKADDR_IN }, ok: true},
+		{name: "IN6 provider refuses IB", prov: func(p *fi.Info) { p.AddrFormat = fi.SOCKADDR_IN6 },
+			hints: func(h *fi.Info) { h.AddrFormat = fi.SOCKADDR_IB }},
+		{name: "api 1.4 BASIC from a SCALABLE-only provider", version: fi.Version(1, 4),
+			prov: func(p *fi.Info) { p.Domain.MRMode = fi.MR_SCALABLE }, hints: func(h *fi.Info) { h.Domain.MRMode = fi.MR_BASIC }},
+		{name: "api 1.4 unspec from a provider without BASIC/SCALABLE", version: fi.Version(1, 4),
+			prov: func(p *fi.Info) { p.Domain.MRMode = fi.MR_LOCAL }, hints: func(h *fi.Info) { h.Mode |= fi.LOCAL_MR }},
+		{name: "api 1.4 BASIC", version: fi.Version(1, 4), hints: func(h *fi.Info) { h.Domain.MRMode = fi.MR_BASIC }, ok: true},
+		{name: "SCALABLE from a BASIC-only provider", prov: func(p *fi.Info) { p.Domain.MRMode = fi.MR_BASIC },
+			hints: func(h *fi.Info) { h.Domain.MRMode = fi.MR_SCALABLE }},
+		{name: "BASIC from a SCALABLE-only provider", prov: func(p *fi.Info) { p.Domain.MRMode = fi.MR_SCALABLE },
+			hints: func(h *fi.Info) { h.Domain.MRMode = fi.MR_BASIC }},
+		{name: "HMEM mr_mode needs HMEM caps", prov: func(p *fi.Info) { p.Domain.MRMode = fi.MR_HMEM | fi.MR_LOCAL },
+			hints: func(h *fi.Info) { h.Caps = fi.TAGGED; h.Domain.MRMode = fi.MR_LOCAL }, ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			version := tt.version
+			if version == 0 {
+				version = v117
+			}
+			prov := newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)
+			if tt.prov != nil {
+				tt.prov(prov)
+			}
+			hints := fiInfoHints()
+			hints.Domain.MRMode = 0
+			tt.hints(hints)
+			err := checkInfo(prov, hints, version)
+			if tt.ok && err != nil {
+				t.Errorf("checkInfo = %v, want nil", err)
+			}
+			if !tt.ok && !errors.Is(err, fi.ENODATA) {
+				t.Errorf("checkInfo = %v, want an fi.ENODATA error", err)
+			}
+		})
+	}
+}
+
+func TestAlterBasicScalable(t *testing.T) {
+	// psmx2_alter_prov_info reports BASIC|SCALABLE as SCALABLE.
+	p, _ := newTestProvider(t, nil)
+	infos := []*fi.Info{newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)}
+	p.alter(infos, &fi.Info{Domain: &fi.DomainAttr{MRMode: fi.MR_BASIC | fi.MR_SCALABLE}}, v117)
+	if got := infos[0].Domain.MRMode; got != fi.MR_SCALABLE {
+		t.Errorf("mr_mode = %#x, want FI_MR_SCALABLE", got)
+	}
+}
+
+func TestRejectWrapsENODATA(t *testing.T) {
+	p, _ := newTestProvider(t, nil)
+	for _, err := range []error{errors.New("plain"), noMatch("x"), fi.ENODATA} {
+		if got := p.reject(err); !errors.Is(got, fi.ENODATA) {
+			t.Errorf("reject(%v) = %v, want an fi.ENODATA error", err, got)
+		}
+	}
+}
+
+func TestParseHelpers(t *testing.T) {
+	for _, tt := range []struct {
+		node string
+		unit int
+		port uint8
+	}{
+		{"h:1:2", 1, 2},
+		{"h:0:x", 0, 0},
+		{"h:0:", 0, 0},
+		{"h:+3:4", 3, 4},
+		{"h:300:4", 44, 4}, // %hhi keeps the low 8 bits
+		{"h:0x7f:255", 127, 255},
+		{"h:010:7", 8, 7},  // %i reads 010 as octal
+		{"h: 2:7", 2, 7},   // scanf skips blanks before a number
+		{"h:2:300", 2, 44}, // %hhu keeps the low 8 bits
+		{"h", -1, 0},
+		{":1:2", -1, 0},
+	} {
+		u, p := parseHostUnitPort(tt.node, -1, 0)
+		if u != tt.unit || p != tt.port {
+			t.Errorf("parseHostUnitPort(%q) = %d, %d; want %d, %d", tt.node, u, p, tt.unit, tt.port)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want uint32
+	}{{"77", 77}, {"4294967295", 4294967295}, {"12abc", 12}, {"abc", 9}, {"", 9}, {" 5", 5}} {
+		if got := parseService(tt.in, 9); got != tt.want {
+			t.Errorf("parseService(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

@@ -273,18 +273,38 @@ var DefaultUUID = UUID{0x00, 0xFF, 0x00, 0xFF, 0, 0, 0, 0, 0, 0, 0x00, 0xFF, 0x0
 // ParseUUID reads the canonical 8-4-4-4-12 hex form, either case.
 func ParseUUID(s string) (UUID, error) {
 	var u UUID
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+	if len(s) != 36 {
 		return u, fmt.Errorf("want the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
 	}
-	hex := strings.ReplaceAll(s, "-", "")
-	for i := range u {
-		b, err := strconv.ParseUint(hex[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return u, fmt.Errorf("%q is not hex", hex[2*i:2*i+2])
+	n := 0 // hex digits read
+	for i := 0; i < len(s); i++ {
+		dash := i == 8 || i == 13 || i == 18 || i == 23
+		if dash != (s[i] == '-') {
+			return u, fmt.Errorf("want the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
 		}
-		u[i] = byte(b)
+		if dash {
+			continue
+		}
+		v, ok := hexDigit(s[i])
+		if !ok {
+			return u, fmt.Errorf("%q is not a hex digit", s[i])
+		}
+		u[n/2] |= v << (4 * (1 - n%2))
+		n++
 	}
 	return u, nil
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // String prints the canonical upper-case form.

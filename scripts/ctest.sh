@@ -117,10 +117,13 @@ done
 [ -z "$missing" ] && ok "fi_info -e lists all 13 FI_PSM2_* variables with help" || fail "fi_info -e misses:$missing" "$out"
 grep -q '^# FI_PROVIDER: String' <<<"$out" && ok "fi_info -e lists FI_PROVIDER" || fail "fi_info -e has no FI_PROVIDER"
 
+out=$(FI_PROVIDER=tcp run fi_info -l 2>&1)
+grep -qx 'psm2:' <<<"$out" && ok "fi_info -l lists psm2 even when FI_PROVIDER hides it" || fail "FI_PROVIDER=tcp fi_info -l" "$out"
+
 out=$(run fi_info -p tcp 2>&1); rc=$?
 [ "$out" = "fi_getinfo: -61" ] && [ $rc -ne 0 ] && ok "fi_info -p tcp prints fi_getinfo: -61" || fail "fi_info -p tcp gave rc=$rc" "$out"
 
-for spec in 'psm2:ok' '^psm2:none' 'tcp,psm2:ok' 'efa:none' 'PSM2:ok' '^tcp,verbs:ok' 'psm2;ofi_rxd:ok'; do
+for spec in 'psm2:ok' '^psm2:none' 'tcp,psm2:ok' 'efa:none' 'PSM2:ok' '^tcp,verbs:ok' 'psm2;ofi_rxd:none' '^tcp:ok'; do
 	val=${spec%:*} want=${spec##*:}
 	out=$(FI_PROVIDER="$val" run fi_info -p psm2 2>&1); rc=$?
 	if { [ $want = ok ] && [ $rc -eq 0 ] && grep -q 'provider: psm2' <<<"$out"; } ||

@@ -65,13 +65,13 @@ func New(env Env) *Core {
 		}
 		c.levelMask = 1<<(level+1) - 1
 	}
-	subsys := parseFilter(c.getenv("FI_LOG_SUBSYS"))
+	subsys := parseFilter(env("FI_LOG_SUBSYS"))
 	for i, n := range fi.LogSubsysNames {
 		if !subsys.excludes(n) {
 			c.subsysMask |= 1 << i
 		}
 	}
-	c.logProv = parseFilter(c.getenv("FI_LOG_PROV"))
+	c.logProv = parseFilter(env("FI_LOG_PROV"))
 	c.interval = 2000 * time.Millisecond
 	if v, ok := env("FI_LOG_INTERVAL"); ok {
 		var ms int
@@ -79,13 +79,8 @@ func New(env Env) *Core {
 			c.interval = time.Duration(ms) * time.Millisecond
 		}
 	}
-	c.provFilter = parseFilter(c.getenv("FI_PROVIDER"))
+	c.provFilter = parseFilter(env("FI_PROVIDER"))
 	return c
-}
-
-func (c *Core) getenv(name string) string {
-	v, _ := c.env(name)
-	return v
 }
 
 // Define registers a parameter, as fi_param_define does. A second
@@ -142,7 +137,9 @@ func (c *Core) LogMasks() (levels, subsystems uint32) { return c.levelMask, c.su
 // LogInterval is the pause between repeats of a rate-limited message.
 func (c *Core) LogInterval() time.Duration { return c.interval }
 
-// LogEnabled reports whether prov's messages at level/subsys print.
+// LogEnabled reports whether prov's messages at level/subsys print. The
+// core's own messages ("core") are not subject to FI_LOG_PROV, which only
+// selects among providers.
 func (c *Core) LogEnabled(prov string, level fi.LogLevel, subsys fi.LogSubsys) bool {
 	if level < 0 || level >= fi.LOG_MAX || subsys < 0 || subsys >= fi.LOG_SUBSYS_MAX {
 		return false
@@ -150,7 +147,7 @@ func (c *Core) LogEnabled(prov string, level fi.LogLevel, subsys fi.LogSubsys) b
 	if c.levelMask&(1<<level) == 0 || c.subsysMask&(1<<subsys) == 0 {
 		return false
 	}
-	return !c.logProv.excludes(prov)
+	return prov == "core" || !c.logProv.excludes(prov)
 }
 
 // ProvLogFiltered reports whether FI_LOG_PROV silences prov.
@@ -184,28 +181,23 @@ func (c *Core) logf(level fi.LogLevel, fn, format string, args ...any) {
 
 // filter is a provider or subsystem name list as FI_PROVIDER, FI_LOG_PROV
 // and FI_LOG_SUBSYS spell it: "a,b" keeps only those, "^a,b" drops them.
+// As in libfabric, a variable that is set but empty is the list [""],
+// which keeps nothing; an unset one filters nothing (names == nil).
 type filter struct {
 	names   []string
 	negated bool
 }
 
-func parseFilter(s string) filter {
-	if s == "" {
+func parseFilter(s string, set bool) filter {
+	if !set {
 		return filter{}
 	}
 	var f filter
-	if s[0] == '^' {
+	if strings.HasPrefix(s, "^") {
 		f.negated = true
 		s = s[1:]
 	}
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			f.names = append(f.names, n)
-		}
-	}
-	if f.names == nil {
-		f.names = []string{}
-	}
+	f.names = strings.Split(s, ",")
 	return f
 }
 
@@ -216,6 +208,24 @@ func (f filter) excludes(name string) bool {
 	}
 	for _, n := range f.names {
 		if strings.EqualFold(n, name) {
+			return f.negated
+		}
+	}
+	return !f.negated
+}
+
+// excludesEntry is the filter applied to fi_getinfo's answers: an entry's
+// whole prov_name must match a list name, except that a layered entry
+// "core;util" also matches the list name "core".
+func (f filter) excludesEntry(provName string) bool {
+	if f.names == nil {
+		return false
+	}
+	for _, n := range f.names {
+		if strings.EqualFold(n, provName) {
+			return f.negated
+		}
+		if len(provName) > len(n) && provName[len(n)] == ';' && strings.EqualFold(provName[:len(n)], n) {
 			return f.negated
 		}
 	}

@@ -34,8 +34,10 @@ func (c *Core) GetInfo(provs []Provider, version uint32, node, service string, f
 		active = append(active, p)
 	}
 	if flags == fi.PROV_ATTR_ONLY {
+		// Like libfabric, list every provider, FI_PROVIDER or not: the
+		// filter only hides providers from queries.
 		var out []*fi.Info
-		for _, p := range active {
+		for _, p := range provs {
 			out = append(out, &fi.Info{
 				Tx: &fi.TxAttr{}, Rx: &fi.RxAttr{}, EP: &fi.EPAttr{}, Domain: &fi.DomainAttr{},
 				Fabric: &fi.FabricAttr{ProvName: p.Name(), ProvVersion: p.Version()},
@@ -76,8 +78,13 @@ func (c *Core) GetInfo(provs []Provider, version uint32, node, service string, f
 			info.Fabric.ProvName = p.Name()
 			info.Fabric.ProvVersion = p.Version()
 			info.Fabric.APIVersion = version
+			// FI_PROVIDER applies once more to the answers: a positive
+			// list naming only "psm2;ofi_rxd" keeps no plain psm2 entry.
+			if c.provFilter.excludesEntry(info.Fabric.ProvName) {
+				continue
+			}
+			out = append(out, info)
 		}
-		out = append(out, infos...)
 	}
 	if out == nil {
 		return nil, fi.ENODATA
