@@ -501,18 +501,10 @@ func alterDomainAttr(a, h *fi.DomainAttr, caps uint64, version uint32) {
 	if h == nil {
 		return
 	}
-	if h.Threading != fi.THREAD_UNSPEC {
-		a.Threading = h.Threading
-	}
-	if h.ControlProgress != fi.PROGRESS_UNSPEC {
-		a.ControlProgress = h.ControlProgress
-	}
-	if h.DataProgress != fi.PROGRESS_UNSPEC {
-		a.DataProgress = h.DataProgress
-	}
-	if h.AVType != fi.AV_UNSPEC {
-		a.AVType = h.AVType
-	}
+	override(&a.Threading, h.Threading)
+	override(&a.ControlProgress, h.ControlProgress)
+	override(&a.DataProgress, h.DataProgress)
+	override(&a.AVType, h.AVType)
 }
 
 func alterEPAttr(a, h *fi.EPAttr, caps uint64) {
@@ -520,63 +512,44 @@ func alterEPAttr(a, h *fi.EPAttr, caps uint64) {
 		return
 	}
 	if caps&(fi.RMA|fi.ATOMIC) != 0 {
-		if h.MaxOrderRAWSize != 0 {
-			a.MaxOrderRAWSize = h.MaxOrderRAWSize
-		}
-		if h.MaxOrderWARSize != 0 {
-			a.MaxOrderWARSize = h.MaxOrderWARSize
-		}
-		if h.MaxOrderWAWSize != 0 {
-			a.MaxOrderWAWSize = h.MaxOrderWAWSize
-		}
+		override(&a.MaxOrderRAWSize, h.MaxOrderRAWSize)
+		override(&a.MaxOrderWARSize, h.MaxOrderWARSize)
+		override(&a.MaxOrderWAWSize, h.MaxOrderWAWSize)
 	}
-	if h.TxCtxCnt != 0 {
-		a.TxCtxCnt = h.TxCtxCnt
-	}
-	if h.RxCtxCnt != 0 {
-		a.RxCtxCnt = h.RxCtxCnt
-	}
+	override(&a.TxCtxCnt, h.TxCtxCnt)
+	override(&a.RxCtxCnt, h.RxCtxCnt)
 }
 
 func alterRxAttr(a *fi.RxAttr, h *fi.RxAttr, caps uint64) {
-	var hintCaps uint64
-	if h != nil {
-		hintCaps = h.Caps
-	}
-	a.Caps = grantCaps(caps, hintCaps, a.Caps)
 	if h == nil {
+		a.Caps = grantCaps(caps, 0, a.Caps)
 		return
 	}
+	a.Caps = grantCaps(caps, h.Caps, a.Caps)
 	a.OpFlags = h.OpFlags
 	a.TotalBufferedRecv = h.TotalBufferedRecv
-	if h.Size != 0 {
-		a.Size = h.Size
-	}
-	if h.IovLimit != 0 {
-		a.IovLimit = h.IovLimit
-	}
+	override(&a.Size, h.Size)
+	override(&a.IovLimit, h.IovLimit)
 }
 
 func alterTxAttr(a *fi.TxAttr, h *fi.TxAttr, caps uint64) {
-	var hintCaps uint64
-	if h != nil {
-		hintCaps = h.Caps
-	}
-	a.Caps = grantCaps(caps, hintCaps, a.Caps)
 	if h == nil {
+		a.Caps = grantCaps(caps, 0, a.Caps)
 		return
 	}
+	a.Caps = grantCaps(caps, h.Caps, a.Caps)
 	a.OpFlags = h.OpFlags
-	if h.InjectSize != 0 {
-		a.InjectSize = h.InjectSize
-	}
-	if h.Size != 0 {
-		a.Size = h.Size
-	}
-	if h.IovLimit != 0 {
-		a.IovLimit = h.IovLimit
-	}
-	if h.RMAIovLimit != 0 {
-		a.RMAIovLimit = h.RMAIovLimit
+	override(&a.InjectSize, h.InjectSize)
+	override(&a.Size, h.Size)
+	override(&a.IovLimit, h.IovLimit)
+	override(&a.RMAIovLimit, h.RMAIovLimit)
+}
+
+// override sets *dst to a hint's value when the hint gives one (non-zero);
+// zero means "no preference" throughout fi_info.
+func override[T comparable](dst *T, hint T) {
+	var zero T
+	if hint != zero {
+		*dst = hint
 	}
 }
