@@ -1,0 +1,377 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// Cell geometry.
+const (
+	// CellSize is the size of one ring cell: one cache line, so a producer
+	// filling a cell never invalidates the line of the cell the consumer is
+	// reading.
+	CellSize = 64
+	// CellPayload is what a cell carries: the cell minus its 8-byte
+	// sequence word.
+	CellPayload = CellSize - seqSize
+
+	seqSize = 8
+)
+
+// Bounds on the number of cells of a ring.
+const (
+	// MinCells is the smallest ring. The sequence protocol needs two
+	// cells: with one, "published in this lap" and "free for the next lap"
+	// are the same sequence value.
+	MinCells = 2
+	// MaxCells bounds what AttachRing accepts from a peer's header: 64 MiB
+	// of cells, far more than a receive queue needs, and small enough that
+	// RingSize cannot overflow.
+	MaxCells = 1 << 20
+)
+
+// Ring layout, version 1. Offsets are bytes from the start of the ring's
+// memory. Every field is a native-endian uint64 at an 8-byte aligned offset
+// and is only read or written with sync/atomic (ring_unsafe.go). There are
+// no pointers in the memory: cells are addressed by position & (N-1).
+// Changing anything here means bumping ringVersion; TestRingLayout pins the
+// values.
+const (
+	ringMagic   = 0x70736d72 // "psmr"
+	ringVersion = 1
+
+	// lineSep separates words written by different parties. It is two
+	// 64-byte lines, not one, because x86's adjacent-line prefetcher moves
+	// lines in 128-byte pairs, so 64-byte separation still false-shares.
+	lineSep = 128
+
+	offRingIdent   = 0           // ringMagic | ringVersion<<32; stored last by InitRing
+	offRingCells   = 8           // N, the number of cells; immutable
+	offRingProd    = lineSep     // producer reservation counter: next position to reserve
+	offRingCons    = 2 * lineSep // consumer counter: next position to consume
+	ringHeaderSize = 3 * lineSep // cell i starts at ringHeaderSize + i*CellSize
+
+	offCellSeq     = 0       // in a cell: the sequence word
+	offCellPayload = seqSize // in a cell: CellPayload bytes of payload
+)
+
+// Errors of the ring. The hot-path ones are allocated once, here.
+var (
+	// ErrFull is returned by TryPush when every cell holds a message the
+	// consumer has not taken yet.
+	ErrFull = errors.New("shm: ring full")
+	// ErrTooBig is returned by TryPush for a payload longer than
+	// CellPayload.
+	ErrTooBig = errors.New("shm: payload larger than a cell")
+	// ErrCorrupt means the shared memory does not hold a valid ring (or
+	// segment): a bad header on attach, or counters that contradict each
+	// other. The memory is written by other processes, so this is a fault
+	// of that peer; stop using the ring rather than the process.
+	ErrCorrupt = errors.New("shm: shared memory corrupt")
+	// ErrCells is returned for a cell count that is not a power of two
+	// in [MinCells, MaxCells].
+	ErrCells = errors.New("shm: cell count must be a power of two in [MinCells, MaxCells]")
+	// ErrMemory is returned when the memory given for a ring is shorter
+	// than RingSize or not 8-byte aligned.
+	ErrMemory = errors.New("shm: ring memory too short or misaligned")
+)
+
+// Ring is a bounded multi-producer, single-consumer queue of fixed cells in
+// a []byte that several processes map. It follows Dmitry Vyukov's bounded
+// queue: each cell has a sequence word saying whose turn it is, so producers
+// only contend on the reservation counter and the consumer never writes a
+// word the producers spin on, except the sequence of a cell it frees.
+//
+// For the cell at position pos (cell index pos & (N-1)), the sequence word
+// is:
+//
+//	pos        free: the producer that reserves pos may fill it
+//	pos + 1    published: the consumer may take it
+//	pos + N    taken: free for position pos + N, one lap later
+//
+// All counters are uint64 positions compared with wrap-safe arithmetic. They
+// start just below 2^64, so every ring crosses the overflow within its first
+// lap, in tests as in production.
+//
+// Known limitation. A producer that dies (or is stopped) between reserving
+// a position and publishing it leaves a cell whose sequence stays at pos.
+// The consumer can never pass it, and once the ring fills, every producer
+// gets ErrFull. Nothing in the ring can repair this, because a slow
+// producer and a dead one look the same. The owner detects it with Stalled:
+// the consumer's next cell still has sequence pos while the producer
+// counter is past pos. If that holds for the same pos for longer than a
+// timeout (far above the few nanoseconds a live producer takes to fill a
+// cell), the ring is broken, and the higher layer fails its peers and
+// recreates the ring.
+//
+// Concurrency. TryPush may be called by any number of goroutines and
+// processes at once, through any Ring attached to the same memory.
+// TryPop, Empty and Stalled belong to the single consumer: one goroutine at
+// a time, through one Ring, in one process. They are thread-compatible, not
+// thread-safe.
+//
+// Trust. The memory is shared with other processes, so everything read from
+// it is untrusted. The cell count is read and validated once, at
+// InitRing/AttachRing; every index is masked with it, and every payload
+// copy has a fixed size. Corrupt memory can make a ring deliver garbage or
+// refuse work (ErrFull, ErrCorrupt, Empty forever), never index out of
+// bounds.
+type Ring struct {
+	// Immutable after InitRing/AttachRing; read by producers and consumer.
+	mem  []byte // exactly RingSize(cells) bytes
+	mask uint64 // cells - 1
+	n    uint64 // cells
+	prod *atomic.Uint64
+	cons *atomic.Uint64
+
+	// Keeps head, written on every pop, off the line producers read.
+	_ [lineSep]byte
+
+	// Consumer state: only the single consumer reads or writes it.
+	head uint64 // next position to consume; mirrors *cons
+
+	_ [lineSep - 8]byte // and off whatever the allocator puts next
+}
+
+// RingSize returns the bytes a ring of cells cells needs: the header plus
+// cells*CellSize. It returns 0 if cells is not a power of two in
+// [MinCells, MaxCells].
+func RingSize(cells int) int {
+	if cells < 0 || !validCells(uint64(cells)) {
+		return 0
+	}
+	return ringHeaderSize + cells*CellSize
+}
+
+// InitRing formats mem as an empty ring of cells cells and returns it. Only
+// the memory's owner calls it, once, before any peer attaches; peers
+// attaching concurrently see ErrCorrupt until the header is complete
+// (the magic is stored last). mem must be 8-byte aligned (64 is better:
+// cells are then cache lines) and at least RingSize(cells) long; bytes past
+// RingSize are not touched.
+func InitRing(mem []byte, cells int) (*Ring, error) {
+	if cells < 0 || !validCells(uint64(cells)) {
+		return nil, fmt.Errorf("init ring of %d cells: %w", cells, ErrCells)
+	}
+	size := RingSize(cells)
+	if len(mem) < size || !aligned8(mem) {
+		return nil, fmt.Errorf("init ring of %d cells in %d bytes: %w", cells, len(mem), ErrMemory)
+	}
+	r := newRing(mem[:size:size], uint64(cells))
+
+	// Invalidate first, so a peer never sees the old magic over new words.
+	wordAt(r.mem, offRingIdent).Store(0)
+	start := initialPos(r.n)
+	for i := range r.n {
+		pos := start + i
+		r.seq(r.cellOff(pos)).Store(pos)
+		clear(r.payload(r.cellOff(pos)))
+	}
+	wordAt(r.mem, offRingCells).Store(r.n)
+	r.prod.Store(start)
+	r.cons.Store(start)
+	r.head = start
+	wordAt(r.mem, offRingIdent).Store(ringIdent)
+	return r, nil
+}
+
+// AttachRing returns a Ring over memory that InitRing formatted, possibly
+// in another process. The memory is untrusted: AttachRing checks the magic,
+// the version, that the cell count is valid and that mem holds that many
+// cells, and returns an error wrapping ErrCorrupt otherwise (ErrMemory if
+// mem is misaligned). The returned Ring can push; it can pop only if its
+// caller is the ring's single consumer, and it resumes at the consumer
+// counter stored in the header.
+func AttachRing(mem []byte) (*Ring, error) {
+	if len(mem) < ringHeaderSize {
+		return nil, fmt.Errorf("attach ring: %d bytes, shorter than the %d-byte header: %w",
+			len(mem), ringHeaderSize, ErrCorrupt)
+	}
+	if !aligned8(mem) {
+		return nil, fmt.Errorf("attach ring: %w", ErrMemory)
+	}
+	ident := wordAt(mem, offRingIdent).Load()
+	if magic := uint32(ident); magic != ringMagic {
+		return nil, fmt.Errorf("attach ring: bad magic %#x: %w", magic, ErrCorrupt)
+	}
+	if version := uint32(ident >> 32); version != ringVersion {
+		return nil, fmt.Errorf("attach ring: unsupported version %d: %w", version, ErrCorrupt)
+	}
+	cells := wordAt(mem, offRingCells).Load()
+	if !validCells(cells) {
+		return nil, fmt.Errorf("attach ring: bad cell count %d: %w", cells, ErrCorrupt)
+	}
+	size := RingSize(int(cells))
+	if len(mem) < size {
+		return nil, fmt.Errorf("attach ring: %d cells need %d bytes, have %d: %w",
+			cells, size, len(mem), ErrCorrupt)
+	}
+	r := newRing(mem[:size:size], cells)
+	r.head = r.cons.Load()
+	return r, nil
+}
+
+// Cells returns the number of cells, N.
+func (r *Ring) Cells() int { return int(r.n) }
+
+// TryPush copies payload into the next free cell and publishes it. Any
+// producer may call it, concurrently with other producers and with the
+// consumer. It never blocks and never overwrites: when every cell holds an
+// unconsumed message it returns ErrFull and the caller retries later. A
+// payload longer than CellPayload gets ErrTooBig; a shorter one is padded
+// with zeros to CellPayload bytes (the length, if the caller needs it, is
+// part of the caller's framing). It returns ErrCorrupt if the ring's
+// counters contradict each other, which only a misbehaving peer causes. It
+// does not allocate.
+//
+// Ordering: the payload is written before the cell's sequence is stored
+// (release), and the consumer loads the sequence (acquire) before reading
+// the payload, so a consumer that sees the cell published sees the whole
+// payload. Go's atomics are sequentially consistent, which is stronger.
+// Messages pushed by one producer are popped in the order it pushed them.
+//
+// A peer that keeps rewriting the producer counter can make TryPush retry
+// for as long as it keeps doing so; that is the same denial of service as
+// keeping the ring full, and the ring does not defend against it.
+func (r *Ring) TryPush(payload []byte) error {
+	if len(payload) > CellPayload {
+		return ErrTooBig
+	}
+	off, pos, err := r.reserve()
+	if err != nil {
+		return err
+	}
+	r.publish(off, pos, payload)
+	return nil
+}
+
+// reserve claims the next position for a producer and returns it with its
+// cell's offset. The caller must publish it.
+func (r *Ring) reserve() (off int, pos uint64, err error) {
+	pos = r.prod.Load()
+	for {
+		off = r.cellOff(pos)
+		seq := r.seq(off).Load()
+		switch d := int64(seq - pos); {
+		case d == 0: // free for pos: try to claim it
+			if r.prod.CompareAndSwap(pos, pos+1) {
+				return off, pos, nil
+			}
+			pos = r.prod.Load()
+		case d < 0: // still holds the message of pos - N
+			return 0, 0, ErrFull
+		default: // another producer claimed pos: the counter has moved on
+			next := r.prod.Load()
+			if next == pos {
+				// The cell is claimed for pos but the counter never
+				// passed pos: only a writer outside the protocol does
+				// that.
+				return 0, 0, ErrCorrupt
+			}
+			pos = next
+		}
+	}
+}
+
+// publish fills the reserved cell at off for position pos and hands it to
+// the consumer.
+func (r *Ring) publish(off int, pos uint64, payload []byte) {
+	cell := r.payload(off)
+	n := copy(cell, payload)
+	clear(cell[n:])
+	r.seq(off).Store(pos + 1)
+}
+
+// TryPop takes the next message: it copies the cell's CellPayload bytes
+// into dst (or the first len(dst) of them, if dst is shorter; the rest are
+// lost), frees the cell and returns the number of bytes copied with ok
+// true. If the next cell is not published, it returns 0, false at once;
+// that is an empty ring, or one stalled behind a producer that has not
+// published yet (see Stalled). Only the single consumer may call it. It
+// does not allocate.
+//
+// TryPop copies rather than lending the cell out: the bytes in dst are
+// private, so the caller can validate and then use them without a producer
+// changing them in between.
+//
+// Ordering: the sequence is loaded (acquire) before the payload is read,
+// and the payload is read before the freed sequence is stored (release),
+// so a producer reusing the cell a lap later cannot overwrite a message
+// still being copied.
+func (r *Ring) TryPop(dst []byte) (n int, ok bool) {
+	pos := r.head
+	off := r.cellOff(pos)
+	seq := r.seq(off)
+	if seq.Load() != pos+1 {
+		return 0, false
+	}
+	n = copy(dst, r.payload(off))
+	seq.Store(pos + r.n)
+	r.head = pos + 1
+	r.cons.Store(pos + 1)
+	return n, true
+}
+
+// Empty reports whether TryPop would find nothing: one atomic load
+// (acquire) of the next cell's sequence word, which is all an idle poll
+// costs. Only the single consumer may call it. A ring stalled behind an
+// unpublished reservation also reports Empty.
+func (r *Ring) Empty() bool {
+	return r.seq(r.cellOff(r.head)).Load() != r.head+1
+}
+
+// Stalled reports whether the consumer is held up at position pos by a
+// producer that reserved pos (the producer counter is past it) but has not
+// published it (its cell's sequence is still pos). Only the single
+// consumer may call it, typically when Empty has been true for a while.
+//
+// One true answer means nothing: a live producer is between its two steps
+// for a few nanoseconds. The caller remembers pos and the time it first saw
+// it stuck; if Stalled still reports the same pos stuck after a timeout,
+// the producer is dead or stopped and the ring cannot make progress again.
+func (r *Ring) Stalled() (pos uint64, stuck bool) {
+	pos = r.head
+	if r.seq(r.cellOff(pos)).Load() != pos {
+		return pos, false // published, or not yet free for this lap
+	}
+	return pos, int64(r.prod.Load()-pos) > 0
+}
+
+// newRing builds the Go-side view of a ring of cells cells over mem, which
+// the caller has checked holds RingSize(cells) aligned bytes.
+func newRing(mem []byte, cells uint64) *Ring {
+	return &Ring{
+		mem:  mem,
+		mask: cells - 1,
+		n:    cells,
+		prod: wordAt(mem, offRingProd),
+		cons: wordAt(mem, offRingCons),
+	}
+}
+
+// cellOff returns the byte offset of the cell for position pos.
+func (r *Ring) cellOff(pos uint64) int {
+	return ringHeaderSize + int(pos&r.mask)*CellSize
+}
+
+// seq returns the sequence word of the cell at off.
+func (r *Ring) seq(off int) *atomic.Uint64 { return wordAt(r.mem, off+offCellSeq) }
+
+// payload returns the payload bytes of the cell at off.
+func (r *Ring) payload(off int) []byte {
+	return r.mem[off+offCellPayload : off+CellSize : off+CellSize]
+}
+
+// ringIdent is the first header word of a valid ring.
+const ringIdent = uint64(ringMagic) | uint64(ringVersion)<<32
+
+// initialPos is where the counters of a fresh ring of n cells start: half a
+// lap below 2^64, so the uint64 counters overflow before the ring has been
+// filled once.
+func initialPos(n uint64) uint64 { return ^uint64(0) - n/2 }
+
+// validCells reports whether n is a power of two in [MinCells, MaxCells].
+func validCells(n uint64) bool {
+	return n >= MinCells && n <= MaxCells && n&(n-1) == 0
+}

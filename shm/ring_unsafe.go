@@ -1,0 +1,25 @@
+package shm
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// This file is the only place the package turns shared memory into typed
+// words. Everything else addresses the memory as []byte with offsets.
+
+// wordAt returns the 64-bit word at mem[off:off+8] for atomic access. The
+// slice expression bounds-checks the whole word; off must be a multiple of
+// 8 in memory that aligned8 accepted. The pointer refers into mem and so
+// keeps a Go-allocated mem alive; for a mapping, the caller must not use it
+// after the mapping is unmapped.
+func wordAt(mem []byte, off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&mem[off : off+8 : off+8][0]))
+}
+
+// aligned8 reports whether mem starts on an 8-byte boundary, as 64-bit
+// atomics require on every architecture Go supports (arm64 faults
+// otherwise, and x86 loses atomicity across a cache line).
+func aligned8(mem []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 == 0
+}

@@ -1,0 +1,467 @@
+//go:build linux
+
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+func mustCreate(t *testing.T, name string, cells int) *Segment {
+	t.Helper()
+	seg, err := Create(name, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = seg.Close() })
+	return seg
+}
+
+func TestSegmentCreateOpenUnlink(t *testing.T) {
+	name := testName(t)
+	owner := mustCreate(t, name, 16)
+	if owner.Name() != name || owner.Owner() != os.Getpid() || owner.Ring().Cells() != 16 {
+		t.Errorf("Create: name %q owner %d cells %d", owner.Name(), owner.Owner(), owner.Ring().Cells())
+	}
+	peer, err := Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peer.Owner() != os.Getpid() || peer.Ring().Cells() != 16 {
+		t.Errorf("Open: owner %d cells %d", peer.Owner(), peer.Ring().Cells())
+	}
+
+	// Two mappings of one object: a push through one is a pop through the
+	// other.
+	if err := peer.Ring().TryPush(msg(5, 6)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, CellPayload)
+	if _, ok := owner.Ring().TryPop(buf); !ok {
+		t.Fatal("owner did not see the peer's message")
+	}
+	if diff := cmp.Diff(msg(5, 6), buf); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	if err := peer.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := peer.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := Unlink(name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open after Unlink = %v, want ErrNotExist", err)
+	}
+	if err := Unlink(name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("second Unlink = %v, want ErrNotExist", err)
+	}
+	// The owner's mapping survives the name.
+	if err := owner.Ring().TryPush(nil); err != nil {
+		t.Errorf("push after Unlink: %v", err)
+	}
+}
+
+func TestSegmentExclusive(t *testing.T) {
+	name := testName(t)
+	first := mustCreate(t, name, 8)
+	if _, err := Create(name, 8); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("second Create = %v, want ErrExist", err)
+	}
+	// The failed Create must not have removed or damaged the first.
+	if err := first.Ring().TryPush(nil); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := Open(name)
+	if err != nil {
+		t.Fatalf("Open after the failed Create: %v", err)
+	}
+	defer peer.Close()
+	if peer.Ring().Empty() {
+		t.Error("the first segment's message is gone")
+	}
+}
+
+func TestSegmentPermissions(t *testing.T) {
+	for _, mask := range []int{0, 0o022, 0o077, 0o277} {
+		t.Run(fmt.Sprintf("umask %03o", mask), func(t *testing.T) {
+			old := unix.Umask(mask)
+			defer unix.Umask(old)
+			name := testName(t)
+			mustCreate(t, name, 8)
+			fi, err := os.Lstat(Dir + "/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode(); got != 0o600 {
+				t.Errorf("mode %v, want -rw-------", got)
+			}
+		})
+	}
+}
+
+func TestSegmentBadCells(t *testing.T) {
+	name := testName(t)
+	for _, cells := range []int{0, 1, 3, MaxCells * 2} {
+		if _, err := Create(name, cells); !errors.Is(err, ErrCells) {
+			t.Errorf("Create(%d cells) = %v, want ErrCells", cells, err)
+		}
+	}
+	if _, err := os.Lstat(Dir + "/" + name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed Create left %s behind: %v", name, err)
+	}
+}
+
+func TestSegmentNames(t *testing.T) {
+	tests := []struct {
+		name  string
+		valid bool
+	}{
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"a/b", false},
+		{"/abs", false},
+		{"../escape", false},
+		{"nul\x00byte", false},
+		{strings.Repeat("x", 256), false},
+		{strings.Repeat("x", 255), true},
+		{"..dots-are-fine", true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%.20q", tt.name), func(t *testing.T) {
+			err := checkName(tt.name)
+			if (err == nil) != tt.valid {
+				t.Fatalf("checkName = %v, want valid %v", err, tt.valid)
+			}
+			if tt.valid {
+				return
+			}
+			if _, err := Create(tt.name, 8); !errors.Is(err, ErrName) {
+				t.Errorf("Create = %v", err)
+			}
+			if _, err := Open(tt.name); !errors.Is(err, ErrName) {
+				t.Errorf("Open = %v", err)
+			}
+			if err := Unlink(tt.name); !errors.Is(err, ErrName) {
+				t.Errorf("Unlink = %v", err)
+			}
+			if _, err := Reclaim(tt.name); !errors.Is(err, ErrName) {
+				t.Errorf("Reclaim = %v", err)
+			}
+		})
+	}
+	// The longest valid name really works.
+	name := testName(t)
+	long := name + strings.Repeat("x", maxNameLen-len(name))
+	mustCreate(t, long, 8)
+	if err := Unlink(long); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSegmentLayout pins the version-1 header and checks what Create
+// writes, read back from the file with encoding/binary.
+func TestSegmentLayout(t *testing.T) {
+	type field struct {
+		Name string
+		Off  int
+	}
+	got := []field{{"ident", offSegIdent}, {"pid", offSegPID}, {"size", offSegSize},
+		{"ringOff", offSegRingOff}, {"header", segHeaderSize}}
+	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"header", 128}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("layout changed (-want +got):\n%s", diff)
+	}
+
+	name := testName(t)
+	mustCreate(t, name, 64)
+	b, err := os.ReadFile(Dir + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	if len(b)%page != 0 || len(b) < segHeaderSize+RingSize(64) {
+		t.Errorf("object is %d bytes, want whole pages holding %d", len(b), segHeaderSize+RingSize(64))
+	}
+	h, ok := decodeSegHeader(b)
+	wantHdr := segHeader{ident: segMagic | 1<<32, pid: uint64(os.Getpid()), size: uint64(len(b)), ringOff: 128}
+	if diff := cmp.Diff(wantHdr, h, cmp.AllowUnexported(segHeader{})); !ok || diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	ring := b[h.ringOff:]
+	if id := binary.NativeEndian.Uint64(ring[offRingIdent:]); id != ringIdent {
+		t.Errorf("ring ident %#x at the ring offset, want %#x", id, ringIdent)
+	}
+	if n := binary.NativeEndian.Uint64(ring[offRingCells:]); n != 64 {
+		t.Errorf("ring cells %d, want 64", n)
+	}
+}
+
+// TestOpenHostile opens segments another process of the same user
+// damaged. Every one must be refused with an error.
+func TestOpenHostile(t *testing.T) {
+	pwrite := func(off int64, v uint64) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var b [8]byte
+			binary.NativeEndian.PutUint64(b[:], v)
+			if _, err := f.WriteAt(b[:], off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	truncate := func(size int64) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			if err := os.Truncate(path, size); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, path string)
+		want   error
+	}{
+		{"bad magic", pwrite(offSegIdent, 0x12345678|1<<32), ErrCorrupt},
+		{"future version", pwrite(offSegIdent, segMagic|2<<32), ErrCorrupt},
+		{"not yet initialised", pwrite(offSegIdent, 0), ErrCorrupt},
+		{"size larger than the object", pwrite(offSegSize, 1<<40), ErrCorrupt},
+		{"size smaller than the object", pwrite(offSegSize, 2048), ErrCorrupt},
+		{"ring offset past the end", pwrite(offSegRingOff, 1<<40), ErrCorrupt},
+		{"ring offset inside the header", pwrite(offSegRingOff, 0), ErrCorrupt},
+		{"ring offset misaligned", pwrite(offSegRingOff, segHeaderSize+8), ErrCorrupt},
+		{"ring offset leaves no room", pwrite(offSegRingOff, 4096-lineSep), ErrCorrupt},
+		{"pid zero", pwrite(offSegPID, 0), ErrCorrupt},
+		{"pid negative", pwrite(offSegPID, ^uint64(0)), ErrCorrupt},
+		{"ring magic", pwrite(segHeaderSize+offRingIdent, 0), ErrCorrupt},
+		{"ring claims more cells", pwrite(segHeaderSize+offRingCells, 1<<16), ErrCorrupt},
+		{"truncated to the header", truncate(segHeaderSize), ErrCorrupt},
+		{"truncated to nothing", truncate(0), ErrCorrupt},
+		{"grown past the limit", truncate(maxSegmentSize() + 4096), ErrCorrupt},
+		{"replaced by a symlink", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}, syscall.ELOOP},
+		{"replaced by a directory", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Remove(path) })
+		}, syscall.EISDIR},
+		{"replaced by a fifo", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := testName(t)
+			seg, err := Create(name, 8) // 4096 bytes
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := seg.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(t, Dir+"/"+name)
+			seg, err = Open(name)
+			if !errors.Is(err, tt.want) || seg != nil {
+				t.Errorf("Open = %v, %v; want nil, %v", seg, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReclaim removes stale segments and keeps live ones.
+func TestReclaim(t *testing.T) {
+	tests := []struct {
+		name    string
+		make    func(t *testing.T, name string)
+		removed bool
+	}{
+		{"owner exited", func(t *testing.T, name string) {
+			c := startChild(t, "create", childNameEnv+"="+name)
+			c.wait(t) // reaped: its pid no longer exists
+		}, true},
+		{"owner alive", func(t *testing.T, name string) {
+			mustCreate(t, name, 8)
+		}, false},
+		{"owner is a live child", func(t *testing.T, name string) {
+			// Another live process: the pid is probed, not compared with
+			// ours.
+			mustCreate(t, name, 8)
+			sleeper := startSleeper(t)
+			f, err := os.OpenFile(Dir+"/"+name, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var b [8]byte
+			binary.NativeEndian.PutUint64(b[:], uint64(sleeper))
+			if _, err := f.WriteAt(b[:], offSegPID); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"garbage header", func(t *testing.T, name string) {
+			writeFile(t, name, []byte(strings.Repeat("garbage!", 512)))
+		}, true},
+		{"empty object: creator died before ftruncate", func(t *testing.T, name string) {
+			writeFile(t, name, nil)
+		}, true},
+		{"header never written: creator died before formatting", func(t *testing.T, name string) {
+			writeFile(t, name, make([]byte, 4096))
+		}, true},
+		{"pid zero in the header", func(t *testing.T, name string) {
+			mustCreate(t, name, 8)
+			f, err := os.OpenFile(Dir+"/"+name, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(make([]byte, 8), offSegPID); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"missing", func(t *testing.T, name string) {}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := testName(t)
+			tt.make(t, name)
+			_, statErr := os.Lstat(Dir + "/" + name)
+			existed := statErr == nil
+
+			removed, err := Reclaim(name)
+			if err != nil || removed != tt.removed {
+				t.Fatalf("Reclaim = %v, %v; want %v, nil", removed, err, tt.removed)
+			}
+			_, statErr = os.Lstat(Dir + "/" + name)
+			if exists := statErr == nil; exists != (existed && !tt.removed) {
+				t.Errorf("after Reclaim the name exists: %v", exists)
+			}
+			if removed {
+				// The name is free again.
+				mustCreate(t, name, 8)
+			}
+		})
+	}
+}
+
+// writeFile plants a file at Dir/name, as a crashed creator would leave.
+func writeFile(t *testing.T, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(Dir+"/"+name, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSleeper starts a child that stays alive until the test ends, and
+// returns its pid.
+func startSleeper(t *testing.T) int {
+	t.Helper()
+	c := startChild(t, "sleep")
+	return c.cmd.Process.Pid
+}
+
+// TestCrossProcess has child processes attach to a segment and push into
+// its ring while this process consumes: every message arrives once, in
+// each child's order.
+func TestCrossProcess(t *testing.T) {
+	const children = 2
+	perChild := 20000
+	if testing.Short() {
+		perChild = 2000
+	}
+	name := testName(t)
+	seg := mustCreate(t, name, 16) // small: children keep hitting ErrFull
+	r := seg.Ring()
+
+	kids := make([]*child, children)
+	for i := range kids {
+		kids[i] = startChild(t, "push",
+			childNameEnv+"="+name,
+			childIDEnv+"="+strconv.Itoa(i),
+			childCountEnv+"="+strconv.Itoa(perChild))
+	}
+
+	next := make([]uint64, children)
+	buf := make([]byte, CellPayload)
+	deadline := time.Now().Add(2 * time.Minute)
+	var b backoff
+	for got := 0; got < children*perChild; {
+		if _, ok := r.TryPop(buf); !ok {
+			if b.n%1024 == 1023 {
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out with %d of %d messages; next %v", got, children*perChild, next)
+				}
+				exited := 0
+				for _, c := range kids {
+					select {
+					case err := <-c.done:
+						c.done <- err
+						if err != nil {
+							t.Fatalf("child failed: %v\n%s", err, c.output.String())
+						}
+						exited++
+					default:
+					}
+				}
+				// Every push has returned; anything still missing is lost.
+				if exited == children && r.Empty() {
+					t.Fatalf("children done, ring empty, %d of %d messages delivered; next %v",
+						got, children*perChild, next)
+				}
+			}
+			b.wait()
+			continue
+		}
+		b.reset()
+		p, seq, err := checkMsg(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= children {
+			t.Fatalf("message from unknown child %d", p)
+		}
+		if seq != next[p] {
+			t.Fatalf("child %d: got seq %d, want %d", p, seq, next[p])
+		}
+		next[p]++
+		got++
+	}
+	for _, c := range kids {
+		c.wait(t)
+	}
+	if !r.Empty() {
+		t.Error("messages beyond the expected ones")
+	}
+}

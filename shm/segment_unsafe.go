@@ -1,0 +1,112 @@
+//go:build linux
+
+package shm
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds every system call of the package: opening, sizing and
+// mapping shared memory objects, and the liveness probe of Reclaim. A
+// mapping is memory outside Go's control: a slice into it is valid only
+// until unmapObject, which is why this file carries the _unsafe suffix.
+// Each call is retried on EINTR.
+
+// openObject opens path with flags plus O_CLOEXEC (no leaking into
+// children) and O_NOFOLLOW (a symlink planted in the shared directory is
+// refused, not followed).
+func openObject(path string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// closeObject closes fd. A shared memory object has nothing to flush, so
+// there is no error worth reporting; EINTR is not retried (Linux releases
+// the descriptor anyway).
+func closeObject(fd int) { _ = unix.Close(fd) }
+
+func fchmodObject(fd int, mode uint32) error {
+	return ignoringEINTR(func() error { return unix.Fchmod(fd, mode) })
+}
+
+func truncateObject(fd int, size int64) error {
+	return ignoringEINTR(func() error { return unix.Ftruncate(fd, size) })
+}
+
+// objectSize returns the size of the regular file fd refers to.
+func objectSize(fd int) (int64, error) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return 0, fmt.Errorf("fstat: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, fmt.Errorf("not a regular file (mode %#o): %w", st.Mode, ErrCorrupt)
+	}
+	return st.Size, nil
+}
+
+// readObject reads from offset 0 until buf is full or the object ends,
+// looping over short reads. It returns the bytes read.
+func readObject(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, fmt.Errorf("pread: %w", err)
+		case m == 0:
+			return n, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// mapObject maps size bytes of fd shared and read-write. The mapping
+// outlives fd.
+func mapObject(fd, size int) ([]byte, error) {
+	for {
+		mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return mem, err
+		}
+	}
+}
+
+// unmapObject unmaps memory returned by mapObject. Nothing may touch it
+// afterwards.
+func unmapObject(mem []byte) error { return unix.Munmap(mem) }
+
+func unlinkObject(path string) error {
+	return ignoringEINTR(func() error { return unix.Unlink(path) })
+}
+
+// processAlive probes pid with signal 0. EPERM means the process exists
+// but belongs to someone else.
+func processAlive(pid int) (bool, error) {
+	err := unix.Kill(pid, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.EPERM):
+		return true, nil
+	case errors.Is(err, unix.ESRCH):
+		return false, nil
+	}
+	return false, fmt.Errorf("kill(%d, 0): %w", pid, err)
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
