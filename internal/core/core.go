@@ -202,49 +202,40 @@ func parseFilter(s string, set bool) filter {
 }
 
 // excludes reports whether the filter removes name.
-func (f filter) excludes(name string) bool {
-	if f.names == nil {
-		return false
-	}
-	for _, n := range f.names {
-		if strings.EqualFold(n, name) {
-			return f.negated
-		}
-	}
-	return !f.negated
-}
+func (f filter) excludes(name string) bool { return f.excludesBy(name, strings.EqualFold) }
 
 // excludesEntry is the filter applied to fi_getinfo's answers: an entry's
 // whole prov_name must match a list name, except that a layered entry
 // "core;util" also matches the list name "core".
 func (f filter) excludesEntry(provName string) bool {
+	return f.excludesBy(provName, func(n, p string) bool {
+		return strings.EqualFold(n, p) || isCoreOf(n, p)
+	})
+}
+
+// excludesProvider is excludes for provider selection, where a layered
+// name "core;util" in a positive list also keeps the core provider.
+func (f filter) excludesProvider(name string) bool {
+	return f.excludesBy(name, func(n, p string) bool {
+		return strings.EqualFold(n, p) || (!f.negated && isCoreOf(p, n))
+	})
+}
+
+// excludesBy applies the filter, with match deciding whether the list name
+// n names name.
+func (f filter) excludesBy(name string, match func(n, name string) bool) bool {
 	if f.names == nil {
 		return false
 	}
 	for _, n := range f.names {
-		if strings.EqualFold(n, provName) {
-			return f.negated
-		}
-		if len(provName) > len(n) && provName[len(n)] == ';' && strings.EqualFold(provName[:len(n)], n) {
+		if match(n, name) {
 			return f.negated
 		}
 	}
 	return !f.negated
 }
 
-// excludesProvider is excludes for provider selection, where a layered
-// name "core;util" in a positive list also keeps the core provider.
-func (f filter) excludesProvider(name string) bool {
-	if !f.excludes(name) {
-		return false
-	}
-	if f.negated {
-		return true
-	}
-	for _, n := range f.names {
-		if core, _, ok := strings.Cut(n, ";"); ok && strings.EqualFold(core, name) {
-			return false
-		}
-	}
-	return true
+// isCoreOf reports whether layered is "core;<something>".
+func isCoreOf(core, layered string) bool {
+	return len(layered) > len(core) && layered[len(core)] == ';' && strings.EqualFold(layered[:len(core)], core)
 }
