@@ -23,3 +23,10 @@ func wordAt(mem []byte, off int) *atomic.Uint64 {
 func aligned8(mem []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 == 0
 }
+
+// word32At returns the 32-bit word at mem[off:off+4] for atomic access
+// (futex words are 32 bits). off must be a multiple of 4 in memory that
+// aligned8 accepted.
+func word32At(mem []byte, off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&mem[off : off+4 : off+4][0]))
+}

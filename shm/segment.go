@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,22 +20,63 @@ const Dir = "/dev/shm"
 // maxNameLen is NAME_MAX: a name is one path component of Dir.
 const maxNameLen = 255
 
-// Segment layout, version 1: a header of native-endian uint64 words, then
-// one ring at the ring offset. The object's size is a whole number of
-// pages. Changing anything here means bumping segVersion;
-// TestSegmentLayout pins the values.
+// Segment layout, version 2: a header of native-endian uint64 words, a
+// doorbell line pair, a line pair for the bounce-buffer busy bits, one ring
+// at the ring offset, and optionally a pool of bounce buffers at the pool
+// offset. The object's size is a whole number of pages. Changing anything
+// here means bumping segVersion; TestSegmentLayout pins the values.
+//
+// The header words up to offSegState are written once by Create, before
+// the magic; a peer reads them once at Open. The state word, the doorbell
+// and the busy bits change while the segment is in use and are only
+// accessed atomically.
 const (
 	segMagic   = 0x70736d73 // "psms"
-	segVersion = 1
+	segVersion = 2
 
-	offSegIdent   = 0  // segMagic | segVersion<<32; stored last by Create
-	offSegPID     = 8  // the owner's process id, for Reclaim
-	offSegSize    = 16 // total size of the object in bytes
-	offSegRingOff = 24 // offset of the ring from the start of the segment
+	offSegIdent    = 0  // segMagic | segVersion<<32; stored last by Create
+	offSegPID      = 8  // the owner's process id, for Reclaim
+	offSegSize     = 16 // total size of the object in bytes
+	offSegRingOff  = 24 // offset of the ring from the start of the segment
+	offSegJob      = 32 // 16 bytes: the job key (UUID) of the owner
+	offSegEPID     = 48 // the owner's endpoint id
+	offSegPoolOff  = 56 // offset of the bounce buffers; 0 if there are none
+	offSegPoolBufs = 64 // number of bounce buffers, at most MaxBuffers
+	offSegPoolSize = 72 // bytes per bounce buffer, a multiple of CellSize
+	offSegState    = 80 // segOpen, or segClosed once the owner closed it
 
-	// segHeaderSize is where the ring starts. It is lineSep so the ring's
-	// counters keep their own line pairs.
-	segHeaderSize = lineSep
+	// The doorbell: a 32-bit futex word the owner sleeps on and a 32-bit
+	// count of sleepers, on their own line pair. Only the owner writes the
+	// count; producers read it after every push and touch the sequence
+	// only when it is nonzero.
+	offSegBellSeq     = lineSep     // uint32 futex word
+	offSegBellWaiters = lineSep + 4 // uint32: owner threads inside Wait
+
+	// offSegBusy is a uint64 whose bit i is set while bounce buffer i
+	// holds data a receiver has not copied out yet: the owner sets it, the
+	// receiver clears it. Its own line pair keeps that ping-pong off the
+	// header and the doorbell.
+	offSegBusy = 2 * lineSep
+
+	// segHeaderSize is where the ring starts. It is a multiple of lineSep
+	// so the ring's counters keep their own line pairs.
+	segHeaderSize = 3 * lineSep
+)
+
+// Values of the state word.
+const (
+	segOpen   = 0
+	segClosed = 1
+)
+
+// Bounds on the bounce-buffer pool of a segment.
+const (
+	// MaxBuffers is the most bounce buffers a segment holds: one bit each
+	// in the busy word.
+	MaxBuffers = 64
+	// MaxBufferSize bounds the size of one bounce buffer, and so what
+	// Open accepts from a peer's header.
+	MaxBufferSize = 1 << 20
 )
 
 // segIdent is the first header word of a valid segment.
@@ -44,39 +86,83 @@ const segIdent = uint64(segMagic) | uint64(segVersion)<<32
 // longer than 255 bytes or contains '/' or NUL.
 var ErrName = errors.New("shm: invalid segment name")
 
+// ErrPool is returned by CreateSegment for a bounce-buffer pool out of
+// bounds: more than MaxBuffers buffers, or a buffer size that is not a
+// positive multiple of CellSize up to MaxBufferSize.
+var ErrPool = errors.New("shm: invalid bounce-buffer pool")
+
 // Segment is a POSIX shared memory object under Dir, mapped into this
-// process: a versioned header naming its owner, then one Ring. The owner
-// makes it with Create and consumes from its ring; peers map it with Open
-// and push into it.
+// process: a versioned header naming its owner (process, job and endpoint
+// id), a doorbell, one Ring and an optional pool of bounce buffers. The
+// owner makes it with Create or CreateSegment and consumes from its ring;
+// peers map it with Open and push into it.
 //
 // A Segment holds no file descriptor, only the mapping. Close unmaps it;
 // Unlink removes the name. Neither is done automatically.
 type Segment struct {
-	name string
-	mem  []byte
-	ring *Ring
-	pid  int
+	name    string
+	mem     []byte
+	ring    *Ring
+	pid     int
+	job     [16]byte
+	epid    uint64
+	pool    []byte // nbuf*bufSize bytes of bounce buffers; nil if none
+	nbuf    int
+	bufSize int
+	dev     uint64 // identity of the object, for Replaced
+	ino     uint64
 }
 
-// Create makes the shared memory object Dir/<name> (O_CREAT|O_EXCL, mode
-// 0600 whatever the umask), sizes it for a ring of cells cells, maps it,
-// and formats the header and the ring, storing the header's magic last so
-// that a peer's Open never accepts a half-written segment. The caller
-// owns the segment: it is the ring's consumer, and it unlinks the name when
-// done.
+// SegmentConfig describes a segment to CreateSegment.
+type SegmentConfig struct {
+	// Cells is the ring's cell count, a power of two in [MinCells,
+	// MaxCells].
+	Cells int
+	// Job and EPID are recorded in the header for peers to check.
+	Job  [16]byte
+	EPID uint64
+	// Buffers bounce buffers of BufferSize bytes each follow the ring,
+	// page-aligned. Buffers is at most MaxBuffers (0 for none);
+	// BufferSize is a multiple of CellSize, at most MaxBufferSize.
+	Buffers    int
+	BufferSize int
+}
+
+// Create makes a segment holding a ring of cells cells and nothing else:
+// CreateSegment with a zero job, endpoint id and pool.
+func Create(name string, cells int) (*Segment, error) {
+	return CreateSegment(name, SegmentConfig{Cells: cells})
+}
+
+// CreateSegment makes the shared memory object Dir/<name> (O_CREAT|O_EXCL,
+// mode 0600 whatever the umask), sizes it for cfg, maps it, and formats the
+// header, the ring and the busy bits, storing the header's magic last so
+// that a peer's Open never accepts a half-written segment. The caller owns
+// the segment: it is the ring's consumer, it alone sets busy bits, and it
+// unlinks the name when done.
 //
 // If the name exists, the error matches os.ErrExist; the caller can try
-// Reclaim and then Create again. On any error nothing is left behind.
-func Create(name string, cells int) (seg *Segment, err error) {
+// Reclaim and then create again. On any error nothing is left behind.
+func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	ringSize := RingSize(cells)
+	ringSize := RingSize(cfg.Cells)
 	if ringSize == 0 {
-		return nil, fmt.Errorf("create segment %q of %d cells: %w", name, cells, ErrCells)
+		return nil, fmt.Errorf("create segment %q of %d cells: %w", name, cfg.Cells, ErrCells)
+	}
+	if cfg.Buffers < 0 || cfg.Buffers > MaxBuffers || (cfg.Buffers > 0 &&
+		(cfg.BufferSize <= 0 || cfg.BufferSize > MaxBufferSize || cfg.BufferSize%CellSize != 0)) {
+		return nil, fmt.Errorf("create segment %q: %d buffers of %d bytes: %w",
+			name, cfg.Buffers, cfg.BufferSize, ErrPool)
 	}
 	page := os.Getpagesize()
-	size := (segHeaderSize + ringSize + page - 1) / page * page
+	size := roundUp(segHeaderSize+ringSize, page)
+	poolOff, poolSize := 0, 0
+	if cfg.Buffers > 0 {
+		poolOff, poolSize = size, cfg.BufferSize
+		size = roundUp(poolOff+cfg.Buffers*poolSize, page)
+	}
 
 	path := Dir + "/" + name
 	fd, err := openObject(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
@@ -97,6 +183,10 @@ func Create(name string, cells int) (seg *Segment, err error) {
 	if err := truncateObject(fd, int64(size)); err != nil {
 		return nil, fmt.Errorf("size segment %q: %w", name, err)
 	}
+	st, err := statObject(fd)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %q: %w", name, err)
+	}
 	mem, err := mapObject(fd, size)
 	if err != nil {
 		return nil, fmt.Errorf("map segment %q: %w", name, err)
@@ -111,12 +201,30 @@ func Create(name string, cells int) (seg *Segment, err error) {
 	wordAt(mem, offSegPID).Store(uint64(pid))
 	wordAt(mem, offSegSize).Store(uint64(size))
 	wordAt(mem, offSegRingOff).Store(segHeaderSize)
-	ring, err := InitRing(mem[segHeaderSize:], cells)
+	wordAt(mem, offSegJob).Store(binary.NativeEndian.Uint64(cfg.Job[0:]))
+	wordAt(mem, offSegJob+8).Store(binary.NativeEndian.Uint64(cfg.Job[8:]))
+	wordAt(mem, offSegEPID).Store(cfg.EPID)
+	wordAt(mem, offSegPoolOff).Store(uint64(poolOff))
+	wordAt(mem, offSegPoolBufs).Store(uint64(cfg.Buffers))
+	wordAt(mem, offSegPoolSize).Store(uint64(poolSize))
+	wordAt(mem, offSegState).Store(segOpen)
+	wordAt(mem, offSegBellSeq).Store(0) // seq and waiters
+	wordAt(mem, offSegBusy).Store(0)
+	ringEnd := size
+	if poolOff > 0 {
+		ringEnd = poolOff
+	}
+	ring, err := InitRing(mem[segHeaderSize:ringEnd], cfg.Cells)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
 	wordAt(mem, offSegIdent).Store(segIdent)
-	return &Segment{name: name, mem: mem, ring: ring, pid: pid}, nil
+	seg = &Segment{name: name, mem: mem, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
+		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino}
+	if poolOff > 0 {
+		seg.pool = mem[poolOff : poolOff+cfg.Buffers*poolSize : poolOff+cfg.Buffers*poolSize]
+	}
+	return seg, nil
 }
 
 // Open maps the existing segment Dir/<name>, made by Create in this or
@@ -124,6 +232,7 @@ func Create(name string, cells int) (seg *Segment, err error) {
 // header and the ring are validated, and anything wrong is an error
 // wrapping ErrCorrupt. A segment whose owner is still inside Create looks
 // the same; the caller may retry. A missing name matches os.ErrNotExist.
+// A segment its owner has closed opens fine; see Closed.
 //
 // Bounds are checked against the object's size at Open. A process of the
 // same user that shrinks the object afterwards makes later accesses fault
@@ -137,10 +246,11 @@ func Open(name string) (seg *Segment, err error) {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
 	defer closeObject(fd)
-	size, err := objectSize(fd)
+	st, err := statObject(fd)
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
+	size := st.size
 	if size < int64(segHeaderSize+RingSize(MinCells)) || size > maxSegmentSize() {
 		return nil, fmt.Errorf("open segment %q: size %d out of range: %w", name, size, ErrCorrupt)
 	}
@@ -158,14 +268,26 @@ func Open(name string) (seg *Segment, err error) {
 	h.pid = wordAt(mem, offSegPID).Load()
 	h.size = wordAt(mem, offSegSize).Load()
 	h.ringOff = wordAt(mem, offSegRingOff).Load()
+	binary.NativeEndian.PutUint64(h.job[0:], wordAt(mem, offSegJob).Load())
+	binary.NativeEndian.PutUint64(h.job[8:], wordAt(mem, offSegJob+8).Load())
+	h.epid = wordAt(mem, offSegEPID).Load()
+	h.poolOff = wordAt(mem, offSegPoolOff).Load()
+	h.poolBufs = wordAt(mem, offSegPoolBufs).Load()
+	h.poolSize = wordAt(mem, offSegPoolSize).Load()
 	if err := h.check(size); err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	ring, err := AttachRing(mem[h.ringOff:])
+	ring, err := AttachRing(mem[h.ringOff:h.ringEnd()])
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	return &Segment{name: name, mem: mem, ring: ring, pid: int(h.pid)}, nil
+	seg = &Segment{name: name, mem: mem, ring: ring, pid: int(h.pid), job: h.job, epid: h.epid,
+		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino}
+	if h.poolBufs > 0 {
+		end := h.poolOff + h.poolBufs*h.poolSize
+		seg.pool = mem[h.poolOff:end:end]
+	}
+	return seg, nil
 }
 
 // Name returns the segment's name, without Dir.
@@ -174,8 +296,62 @@ func (s *Segment) Name() string { return s.name }
 // Owner returns the process id recorded by the segment's creator.
 func (s *Segment) Owner() int { return s.pid }
 
+// Job returns the job key recorded by the segment's creator.
+func (s *Segment) Job() [16]byte { return s.job }
+
+// EPID returns the endpoint id recorded by the segment's creator.
+func (s *Segment) EPID() uint64 { return s.epid }
+
 // Ring returns the segment's ring. It must not be used after Close.
 func (s *Segment) Ring() *Ring { return s.ring }
+
+// Buffers returns the number of bounce buffers.
+func (s *Segment) Buffers() int { return s.nbuf }
+
+// BufferSize returns the size of one bounce buffer in bytes.
+func (s *Segment) BufferSize() int { return s.bufSize }
+
+// Buffer returns bounce buffer i, or nil if i is out of range. The memory
+// is shared: its owner writes it while the buffer's busy bit is clear, and
+// the receiver it was handed to reads it until it clears the bit.
+func (s *Segment) Buffer(i int) []byte {
+	if i < 0 || i >= s.nbuf {
+		return nil
+	}
+	off := i * s.bufSize
+	return s.pool[off : off+s.bufSize : off+s.bufSize]
+}
+
+// Busy returns the word of busy bits: bit i is set while bounce buffer i
+// holds data a receiver has not released. The owner sets bits (Or), the
+// receiver clears them (And); anyone may load it.
+func (s *Segment) Busy() *atomic.Uint64 { return wordAt(s.mem, offSegBusy) }
+
+// Closed reports whether the owner has marked the segment closed.
+func (s *Segment) Closed() bool { return wordAt(s.mem, offSegState).Load() != segOpen }
+
+// MarkClosed records in the header that the owner is closing the
+// segment, for peers that still map it. Only the owner calls it.
+func (s *Segment) MarkClosed() { wordAt(s.mem, offSegState).Store(segClosed) }
+
+// bellSeq and bellWaiters are the doorbell's words.
+func (s *Segment) bellSeq() *atomic.Uint32     { return word32At(s.mem, offSegBellSeq) }
+func (s *Segment) bellWaiters() *atomic.Uint32 { return word32At(s.mem, offSegBellWaiters) }
+
+// Replaced reports whether Dir/<name> no longer names the object this
+// Segment maps: it was unlinked, or unlinked and made again. It costs one
+// stat(2).
+func (s *Segment) Replaced() (bool, error) {
+	var st unix.Stat_t
+	err := ignoringEINTR(func() error { return unix.Lstat(Dir+"/"+s.name, &st) })
+	if errors.Is(err, unix.ENOENT) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stat segment %q: %w", s.name, err)
+	}
+	return uint64(st.Dev) != s.dev || st.Ino != s.ino, nil
+}
 
 // Close unmaps the segment. The Ring and any memory obtained from it must
 // not be used afterwards: they refer to unmapped memory. Close does not
@@ -185,7 +361,7 @@ func (s *Segment) Close() error {
 		return nil
 	}
 	mem := s.mem
-	s.mem, s.ring = nil, nil
+	s.mem, s.ring, s.pool = nil, nil, nil
 	if err := unmapObject(mem); err != nil {
 		return fmt.Errorf("unmap segment %q: %w", s.name, err)
 	}
@@ -260,27 +436,37 @@ func Reclaim(name string) (removed bool, err error) {
 // segHeader is a decoded copy of a segment header. It is never mapped over
 // the memory: the words are loaded one by one and checked here.
 type segHeader struct {
-	ident, pid, size, ringOff uint64
+	ident, pid, size, ringOff   uint64
+	job                         [16]byte
+	epid                        uint64
+	poolOff, poolBufs, poolSize uint64
 }
 
 // decodeSegHeader decodes a header read from the object's first bytes. It
 // reports false if b is too short to hold one.
 func decodeSegHeader(b []byte) (segHeader, bool) {
-	if len(b) < offSegRingOff+8 {
+	if len(b) < offSegState {
 		return segHeader{}, false
 	}
-	return segHeader{
-		ident:   binary.NativeEndian.Uint64(b[offSegIdent:]),
-		pid:     binary.NativeEndian.Uint64(b[offSegPID:]),
-		size:    binary.NativeEndian.Uint64(b[offSegSize:]),
-		ringOff: binary.NativeEndian.Uint64(b[offSegRingOff:]),
-	}, true
+	h := segHeader{
+		ident:    binary.NativeEndian.Uint64(b[offSegIdent:]),
+		pid:      binary.NativeEndian.Uint64(b[offSegPID:]),
+		size:     binary.NativeEndian.Uint64(b[offSegSize:]),
+		ringOff:  binary.NativeEndian.Uint64(b[offSegRingOff:]),
+		epid:     binary.NativeEndian.Uint64(b[offSegEPID:]),
+		poolOff:  binary.NativeEndian.Uint64(b[offSegPoolOff:]),
+		poolBufs: binary.NativeEndian.Uint64(b[offSegPoolBufs:]),
+		poolSize: binary.NativeEndian.Uint64(b[offSegPoolSize:]),
+	}
+	copy(h.job[:], b[offSegJob:offSegJob+16])
+	return h, true
 }
 
 // check validates h against the size of the object it came from. After it
-// succeeds, ringOff is a line-aligned offset inside the object and pid is a
-// positive pid_t, safe to pass to kill(2) (0 and negative values would
-// address process groups).
+// succeeds, ringOff is a line-aligned offset inside the object, before the
+// pool if there is one; the pool, if any, lies inside the object; and pid
+// is a positive pid_t, safe to pass to kill(2) (0 and negative values
+// would address process groups).
 func (h segHeader) check(objSize int64) error {
 	switch {
 	case uint32(h.ident) != segMagic:
@@ -289,20 +475,41 @@ func (h segHeader) check(objSize int64) error {
 		return fmt.Errorf("unsupported segment version %d: %w", uint32(h.ident>>32), ErrCorrupt)
 	case h.size != uint64(objSize):
 		return fmt.Errorf("segment header says %d bytes, object has %d: %w", h.size, objSize, ErrCorrupt)
-	case h.ringOff < segHeaderSize || h.ringOff%lineSep != 0 || h.ringOff >= h.size:
-		return fmt.Errorf("bad ring offset %d: %w", h.ringOff, ErrCorrupt)
 	case h.pid == 0 || h.pid > 1<<31-1:
 		return fmt.Errorf("bad owner pid %d: %w", h.pid, ErrCorrupt)
+	}
+	if h.poolBufs == 0 {
+		if h.poolOff != 0 || h.poolSize != 0 {
+			return fmt.Errorf("pool offset %d and size %d without buffers: %w", h.poolOff, h.poolSize, ErrCorrupt)
+		}
+	} else if h.poolBufs > MaxBuffers || h.poolSize == 0 || h.poolSize > MaxBufferSize ||
+		h.poolSize%CellSize != 0 || h.poolOff%CellSize != 0 || h.poolOff < segHeaderSize ||
+		h.poolOff > h.size || h.size-h.poolOff < h.poolBufs*h.poolSize {
+		return fmt.Errorf("bad pool: %d buffers of %d bytes at %d: %w", h.poolBufs, h.poolSize, h.poolOff, ErrCorrupt)
+	}
+	if h.ringOff < segHeaderSize || h.ringOff%lineSep != 0 || h.ringOff >= h.ringEnd() {
+		return fmt.Errorf("bad ring offset %d: %w", h.ringOff, ErrCorrupt)
 	}
 	return nil
 }
 
-// maxSegmentSize is the largest object Open maps: a segment of MaxCells
-// cells.
-func maxSegmentSize() int64 {
-	page := os.Getpagesize()
-	return int64((segHeaderSize + RingSize(MaxCells) + page - 1) / page * page)
+// ringEnd is where the ring's memory must end: the pool, or the end of the
+// object.
+func (h segHeader) ringEnd() uint64 {
+	if h.poolBufs > 0 {
+		return h.poolOff
+	}
+	return h.size
 }
+
+// maxSegmentSize is the largest object Open maps: a segment of MaxCells
+// cells and MaxBuffers buffers of MaxBufferSize bytes.
+func maxSegmentSize() int64 {
+	return int64(roundUp(segHeaderSize+RingSize(MaxCells), os.Getpagesize()) + MaxBuffers*MaxBufferSize)
+}
+
+// roundUp rounds n up to a multiple of m.
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
 // checkName validates a segment name: one path component of Dir.
 func checkName(name string) error {

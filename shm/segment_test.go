@@ -173,41 +173,135 @@ func TestSegmentNames(t *testing.T) {
 	}
 }
 
-// TestSegmentLayout pins the version-1 header and checks what Create
-// writes, read back from the file with encoding/binary.
+// TestSegmentLayout pins the version-2 header and checks what
+// CreateSegment writes, read back from the file with encoding/binary.
 func TestSegmentLayout(t *testing.T) {
 	type field struct {
 		Name string
 		Off  int
 	}
 	got := []field{{"ident", offSegIdent}, {"pid", offSegPID}, {"size", offSegSize},
-		{"ringOff", offSegRingOff}, {"header", segHeaderSize}}
-	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"header", 128}}
+		{"ringOff", offSegRingOff}, {"job", offSegJob}, {"epid", offSegEPID},
+		{"poolOff", offSegPoolOff}, {"poolBufs", offSegPoolBufs}, {"poolSize", offSegPoolSize},
+		{"state", offSegState}, {"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
+		{"busy", offSegBusy}, {"header", segHeaderSize}}
+	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"job", 32},
+		{"epid", 48}, {"poolOff", 56}, {"poolBufs", 64}, {"poolSize", 72}, {"state", 80},
+		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"header", 384}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
+	if segMagic != 0x70736d73 || segVersion != 2 {
+		t.Errorf("magic %#x version %d changed", segMagic, segVersion)
+	}
 
+	for _, bufs := range []int{0, 3} {
+		t.Run(fmt.Sprintf("%d buffers", bufs), func(t *testing.T) {
+			name := testName(t)
+			job := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+			cfg := SegmentConfig{Cells: 64, Job: job, EPID: 0xabcdef, Buffers: bufs}
+			if bufs > 0 {
+				cfg.BufferSize = 1024
+			}
+			seg, err := CreateSegment(name, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = seg.Close() })
+			b, err := os.ReadFile(Dir + "/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := os.Getpagesize()
+			ringEnd := roundUp(segHeaderSize+RingSize(64), page)
+			wantSize := ringEnd
+			wantHdr := segHeader{ident: segMagic | 2<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
+				ringOff: 384, job: job, epid: 0xabcdef}
+			if bufs > 0 {
+				wantSize = roundUp(ringEnd+bufs*1024, page)
+				wantHdr.poolOff, wantHdr.poolBufs, wantHdr.poolSize = uint64(ringEnd), 3, 1024
+			}
+			if len(b) != wantSize {
+				t.Errorf("object is %d bytes, want %d", len(b), wantSize)
+			}
+			h, ok := decodeSegHeader(b)
+			if diff := cmp.Diff(wantHdr, h, cmp.AllowUnexported(segHeader{})); !ok || diff != "" {
+				t.Errorf("header (-want +got):\n%s", diff)
+			}
+			for _, off := range []int{offSegState, offSegBellSeq, offSegBusy} {
+				if w := binary.NativeEndian.Uint64(b[off:]); w != 0 {
+					t.Errorf("word at %d is %#x, want 0", off, w)
+				}
+			}
+			ring := b[h.ringOff:]
+			if id := binary.NativeEndian.Uint64(ring[offRingIdent:]); id != ringIdent {
+				t.Errorf("ring ident %#x at the ring offset, want %#x", id, ringIdent)
+			}
+			if n := binary.NativeEndian.Uint64(ring[offRingCells:]); n != 64 {
+				t.Errorf("ring cells %d, want 64", n)
+			}
+
+			// A peer sees the same.
+			peer, err := Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peer.Close()
+			if peer.Job() != job || peer.EPID() != 0xabcdef || peer.Buffers() != bufs ||
+				peer.BufferSize() != int(wantHdr.poolSize) || peer.Closed() {
+				t.Errorf("Open: job %x epid %#x %d buffers of %d, closed %v",
+					peer.Job(), peer.EPID(), peer.Buffers(), peer.BufferSize(), peer.Closed())
+			}
+			for i := range bufs {
+				copy(seg.Buffer(i), fmt.Sprint("buffer ", i))
+				if got := string(peer.Buffer(i)[:8]); got != fmt.Sprint("buffer ", i) {
+					t.Errorf("peer's buffer %d starts %q", i, got)
+				}
+			}
+			if peer.Buffer(-1) != nil || peer.Buffer(bufs) != nil {
+				t.Error("Buffer out of range is not nil")
+			}
+			seg.Busy().Or(5)
+			seg.MarkClosed()
+			if peer.Busy().Load() != 5 || !peer.Closed() {
+				t.Error("busy bits or state not shared")
+			}
+		})
+	}
+}
+
+func TestSegmentBadPool(t *testing.T) {
 	name := testName(t)
-	mustCreate(t, name, 64)
-	b, err := os.ReadFile(Dir + "/" + name)
-	if err != nil {
+	for _, cfg := range []SegmentConfig{
+		{Cells: 8, Buffers: -1, BufferSize: 64},
+		{Cells: 8, Buffers: MaxBuffers + 1, BufferSize: 64},
+		{Cells: 8, Buffers: 1, BufferSize: 0},
+		{Cells: 8, Buffers: 1, BufferSize: 100},
+		{Cells: 8, Buffers: 1, BufferSize: MaxBufferSize + 64},
+	} {
+		if _, err := CreateSegment(name, cfg); !errors.Is(err, ErrPool) {
+			t.Errorf("CreateSegment(%+v) = %v, want ErrPool", cfg, err)
+		}
+	}
+}
+
+// TestSegmentReplaced tells the object a Segment maps from whatever the
+// name refers to now.
+func TestSegmentReplaced(t *testing.T) {
+	name := testName(t)
+	first := mustCreate(t, name, 8)
+	if r, err := first.Replaced(); r || err != nil {
+		t.Fatalf("Replaced = %v, %v on a live name", r, err)
+	}
+	if err := Unlink(name); err != nil {
 		t.Fatal(err)
 	}
-	page := os.Getpagesize()
-	if len(b)%page != 0 || len(b) < segHeaderSize+RingSize(64) {
-		t.Errorf("object is %d bytes, want whole pages holding %d", len(b), segHeaderSize+RingSize(64))
+	if r, err := first.Replaced(); !r || err != nil {
+		t.Fatalf("Replaced = %v, %v after Unlink", r, err)
 	}
-	h, ok := decodeSegHeader(b)
-	wantHdr := segHeader{ident: segMagic | 1<<32, pid: uint64(os.Getpid()), size: uint64(len(b)), ringOff: 128}
-	if diff := cmp.Diff(wantHdr, h, cmp.AllowUnexported(segHeader{})); !ok || diff != "" {
-		t.Errorf("header (-want +got):\n%s", diff)
-	}
-	ring := b[h.ringOff:]
-	if id := binary.NativeEndian.Uint64(ring[offRingIdent:]); id != ringIdent {
-		t.Errorf("ring ident %#x at the ring offset, want %#x", id, ringIdent)
-	}
-	if n := binary.NativeEndian.Uint64(ring[offRingCells:]); n != 64 {
-		t.Errorf("ring cells %d, want 64", n)
+	mustCreate(t, name, 8)
+	if r, err := first.Replaced(); !r || err != nil {
+		t.Fatalf("Replaced = %v, %v after re-creation", r, err)
 	}
 }
 
@@ -241,7 +335,8 @@ func TestOpenHostile(t *testing.T) {
 		want   error
 	}{
 		{"bad magic", pwrite(offSegIdent, 0x12345678|1<<32), ErrCorrupt},
-		{"future version", pwrite(offSegIdent, segMagic|2<<32), ErrCorrupt},
+		{"future version", pwrite(offSegIdent, segMagic|(segVersion+1)<<32), ErrCorrupt},
+		{"old version", pwrite(offSegIdent, segMagic|1<<32), ErrCorrupt},
 		{"not yet initialised", pwrite(offSegIdent, 0), ErrCorrupt},
 		{"size larger than the object", pwrite(offSegSize, 1<<40), ErrCorrupt},
 		{"size smaller than the object", pwrite(offSegSize, 2048), ErrCorrupt},
@@ -250,6 +345,23 @@ func TestOpenHostile(t *testing.T) {
 		{"ring offset misaligned", pwrite(offSegRingOff, segHeaderSize+8), ErrCorrupt},
 		{"ring offset leaves no room", pwrite(offSegRingOff, 4096-lineSep), ErrCorrupt},
 		{"pid zero", pwrite(offSegPID, 0), ErrCorrupt},
+		{"pool offset without buffers", pwrite(offSegPoolOff, 1024), ErrCorrupt},
+		{"buffers without a size", pwrite(offSegPoolBufs, 1), ErrCorrupt},
+		{"pool past the end", func(t *testing.T, path string) {
+			pwrite(offSegPoolOff, 1024)(t, path)
+			pwrite(offSegPoolSize, 1024)(t, path)
+			pwrite(offSegPoolBufs, 4)(t, path)
+		}, ErrCorrupt},
+		{"too many buffers", func(t *testing.T, path string) {
+			pwrite(offSegPoolOff, 1024)(t, path)
+			pwrite(offSegPoolSize, 64)(t, path)
+			pwrite(offSegPoolBufs, MaxBuffers+1)(t, path)
+		}, ErrCorrupt},
+		{"pool over the ring", func(t *testing.T, path string) {
+			pwrite(offSegPoolOff, 1024)(t, path) // the ring of 8 cells ends at 384+896
+			pwrite(offSegPoolSize, 64)(t, path)
+			pwrite(offSegPoolBufs, 1)(t, path)
+		}, ErrCorrupt},
 		{"pid negative", pwrite(offSegPID, ^uint64(0)), ErrCorrupt},
 		{"ring magic", pwrite(segHeaderSize+offRingIdent, 0), ErrCorrupt},
 		{"ring claims more cells", pwrite(segHeaderSize+offRingCells, 1<<16), ErrCorrupt},

@@ -40,16 +40,29 @@ func truncateObject(fd int, size int64) error {
 	return ignoringEINTR(func() error { return unix.Ftruncate(fd, size) })
 }
 
-// objectSize returns the size of the regular file fd refers to.
-func objectSize(fd int) (int64, error) {
+// objectStat is what fstat says about an object: its size, and the
+// device and inode that identify it.
+type objectStat struct {
+	size     int64
+	dev, ino uint64
+}
+
+// statObject describes the regular file fd refers to.
+func statObject(fd int) (objectStat, error) {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return 0, fmt.Errorf("fstat: %w", err)
+		return objectStat{}, fmt.Errorf("fstat: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return 0, fmt.Errorf("not a regular file (mode %#o): %w", st.Mode, ErrCorrupt)
+		return objectStat{}, fmt.Errorf("not a regular file (mode %#o): %w", st.Mode, ErrCorrupt)
 	}
-	return st.Size, nil
+	return objectStat{size: st.Size, dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// objectSize returns the size of the regular file fd refers to.
+func objectSize(fd int) (int64, error) {
+	st, err := statObject(fd)
+	return st.size, err
 }
 
 // readObject reads from offset 0 until buf is full or the object ends,
