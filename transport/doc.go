@@ -1,0 +1,16 @@
+// Package transport is the boundary between the provider's messaging
+// engine (package provider: matching, completions, libfabric semantics) and
+// the wires that move bytes between endpoints: the intra-node shared-memory
+// path (package shm) and the inter-node HFI path (package hfi).
+//
+// A wire implements Endpoint. The provider owns everything above it: tag
+// matching, the unexpected queue, completion queues and counters. The wire
+// owns framing, flow control, reliability, rendezvous and peer liveness. The
+// provider never sees wire formats; the wire never sees tags as more than 64
+// opaque bits.
+//
+// Everything here is on the data path, so the contract is written to allow
+// zero allocations per message: operations are named by uint64 cookies the
+// provider chooses, events are delivered through a Handler the provider
+// implements, and the Header passed to a Handler is borrowed for the call.
+package transport

@@ -1,0 +1,150 @@
+package transport
+
+import (
+	"errors"
+	"time"
+	"unsafe"
+)
+
+// Header is what travels with every message besides its payload. The wire
+// carries it verbatim; only the provider interprets it.
+type Header struct {
+	Tag   uint64 // the 64-bit match tag (0 for untagged messages)
+	Data  uint64 // remote CQ data (meaningful when Flags says so)
+	Flags uint32 // provider-defined bits: message kind, CQ data present, ...
+	Len   uint64 // total payload length in bytes
+}
+
+// Incoming describes an arrived message to Handler.Deliver.
+//
+// For an eager message, Payload holds all Len bytes; it is borrowed: valid
+// only during the Deliver call (it may point into shared memory or a reused
+// buffer), so the handler copies what it keeps.
+//
+// For a rendezvous message, Payload is nil and Rndv names the sender's
+// data; the handler keeps the Rndv value (it is a plain value, safe to
+// copy and store) and later calls Endpoint.Fetch or Endpoint.Discard on it
+// exactly once.
+type Incoming struct {
+	Src     Conn   // the sender's connection; 0 if the sender is not connected here
+	SrcEPID uint64 // the sender's endpoint id, always set
+	Payload []byte
+	Rndv    Rndv
+	IsRndv  bool
+}
+
+// Rndv identifies the data of a rendezvous message at its sender. The
+// fields are the wire's; the provider only stores and hands back the value.
+type Rndv struct {
+	W [6]uint64
+}
+
+// Conn is a wire's handle for a connected peer, returned by
+// Endpoint.Connect. 0 is never a valid Conn.
+type Conn uint64
+
+// Handler receives a wire's events. It is implemented by the provider and
+// called only from inside Endpoint.Poll (or Send/Fetch when they complete
+// something synchronously, as documented there), in the thread that called
+// it.
+type Handler interface {
+	// Deliver hands over an arrived message. Messages from one sender are
+	// delivered in the order it sent them.
+	Deliver(h *Header, m *Incoming)
+	// SendDone reports that the send started with cookie completed (its
+	// buffers may be reused) or failed.
+	SendDone(cookie uint64, err error)
+	// FetchDone reports that the Fetch started with cookie completed,
+	// having written n bytes into its destination, or failed.
+	FetchDone(cookie uint64, n int, err error)
+}
+
+// Send flags.
+const (
+	// SendCopy asks the wire to be done with the caller's buffers when
+	// Send returns (an inject): it copies whatever it still needs.
+	SendCopy uint32 = 1 << iota
+)
+
+// Endpoint is one open endpoint of a wire. Its methods are not safe for
+// concurrent use; the provider serializes calls per endpoint (its lock
+// level decides how). Poll, Send, Fetch and Discard never block.
+type Endpoint interface {
+	// EPID is this endpoint's id, the first word of its psm2 endpoint name.
+	EPID() uint64
+
+	// Connect returns a connection to the endpoint with id epid, in the
+	// same job (UUID), setting it up if needed. Connecting to the same
+	// epid again returns the same Conn. It fails with an error wrapping
+	// ErrUnreachable if no such endpoint is reachable, including one of
+	// another job.
+	Connect(epid uint64) (Conn, error)
+
+	// Send sends h and the payload gathered from iov (total h.Len bytes)
+	// to c. If the send is complete when Send returns, it returns done
+	// true and no SendDone follows; otherwise SendDone(cookie, ...) comes
+	// later from Poll. A wire that cannot take the message now (its queue
+	// to the peer is full) returns ErrAgain and has done nothing; the
+	// caller progresses and retries. Unless flags has SendCopy, the
+	// buffers of iov must stay valid and unchanged until the send is done.
+	Send(c Conn, h *Header, iov [][]byte, cookie uint64, flags uint32) (done bool, err error)
+
+	// Fetch pulls the data of rendezvous message r into dst: min(len(dst),
+	// r's length) bytes. A shorter dst truncates: the rest is dropped and
+	// the sender's send still completes normally. If the fetch is complete
+	// when Fetch returns, it returns done true with n; otherwise
+	// FetchDone(cookie, ...) comes later from Poll. Either way the sender
+	// is told, and r must not be used again.
+	Fetch(r *Rndv, dst []byte, cookie uint64) (done bool, n int, err error)
+
+	// Discard drops rendezvous message r without reading it; the sender's
+	// send completes normally. r must not be used again.
+	Discard(r *Rndv) error
+
+	// Poll services the wire: it takes up to budget arrived packets and
+	// calls h for the events they cause, and it retries queued control
+	// traffic and checks the liveness of peers with operations pending.
+	// It returns the number of events delivered.
+	Poll(h Handler, budget int) int
+
+	// Idle reports, as cheaply as possible and without side effects,
+	// that Poll would find nothing to do right now.
+	Idle() bool
+
+	// Wait blocks until something may have arrived for Poll, Wake is
+	// called, or timeout passes (a negative timeout waits forever). It
+	// may return early; callers loop.
+	Wait(timeout time.Duration)
+
+	// Wake makes a concurrent or the next Wait return. Safe to call from
+	// any goroutine.
+	Wake()
+
+	// RingProbe returns the memory of the endpoint's receive ring (a
+	// shm.Ring), so code outside Go can test whether anything arrived
+	// without a call into Go; nil if the wire has no such ring.
+	RingProbe() unsafe.Pointer
+
+	// Close stops the endpoint: sends and fetches still pending fail with
+	// ErrClosed (through the handler, if Poll is called again) and
+	// peers see this endpoint disappear.
+	Close() error
+}
+
+// Errors of the wires. Wires return these or errors wrapping them, so the
+// provider can map them to libfabric codes with errors.Is.
+var (
+	// ErrAgain: the wire cannot take the operation now; retry after Poll.
+	ErrAgain = errors.New("transport: resources temporarily unavailable")
+	// ErrUnreachable: no endpoint with that id can be reached in this job.
+	ErrUnreachable = errors.New("transport: endpoint unreachable")
+	// ErrPeerDead: the peer stopped (died or closed) with the operation
+	// pending.
+	ErrPeerDead = errors.New("transport: peer gone")
+	// ErrTimeout: the peer did not answer within the connection timeout.
+	ErrTimeout = errors.New("transport: peer timed out")
+	// ErrClosed: the endpoint was closed.
+	ErrClosed = errors.New("transport: endpoint closed")
+	// ErrTooLong: the message is longer than the wire can carry.
+	ErrTooLong = errors.New("transport: message too long")
+)
