@@ -246,6 +246,68 @@ func (r *Ring) TryPush(payload []byte) error {
 	return nil
 }
 
+// MaxPushCells is the most cells TryPushCells takes at once.
+const MaxPushCells = 8
+
+// TryPushCells pushes len(cells)/CellPayload consecutive cells as one
+// unit: they occupy consecutive positions, so no other producer's cell
+// falls between them, and the consumer finds them all published once it
+// finds the first one published. len(cells) must be a positive multiple of
+// CellPayload, for at most MaxPushCells cells and at most the ring's cell
+// count; otherwise it returns ErrTooBig. It returns ErrFull if the ring has
+// fewer free cells than that, and ErrCorrupt like TryPush. It does not
+// allocate.
+//
+// The cells after the first are published first and the first one last,
+// so a consumer that pops the first cell can pop the others at once; a
+// consumer only needs to know, from the first cell's content, how many
+// follow.
+func (r *Ring) TryPushCells(cells []byte) error {
+	n := uint64(len(cells) / CellPayload)
+	if len(cells)%CellPayload != 0 || n == 0 || n > MaxPushCells || n > r.n {
+		return ErrTooBig
+	}
+	if n == 1 {
+		return r.TryPush(cells)
+	}
+	pos, err := r.reserveN(n)
+	if err != nil {
+		return err
+	}
+	for k := n - 1; k > 0; k-- {
+		r.publish(r.cellOff(pos+k), pos+k, cells[k*CellPayload:(k+1)*CellPayload])
+	}
+	r.publish(r.cellOff(pos), pos, cells[:CellPayload])
+	return nil
+}
+
+// reserveN claims n consecutive positions starting at the returned one.
+// The consumer frees cells in position order, so once the last of the n
+// cells is free for its position, the earlier ones are too (or already
+// claimed, and the counter has moved, so the CAS fails).
+func (r *Ring) reserveN(n uint64) (pos uint64, err error) {
+	pos = r.prod.Load()
+	for {
+		last := pos + n - 1
+		seq := r.seq(r.cellOff(last)).Load()
+		switch d := int64(seq - last); {
+		case d == 0:
+			if r.prod.CompareAndSwap(pos, pos+n) {
+				return pos, nil
+			}
+			pos = r.prod.Load()
+		case d < 0:
+			return 0, ErrFull
+		default:
+			next := r.prod.Load()
+			if next == pos {
+				return 0, ErrCorrupt
+			}
+			pos = next
+		}
+	}
+}
+
 // reserve claims the next position for a producer and returns it with its
 // cell's offset. The caller must publish it.
 func (r *Ring) reserve() (off int, pos uint64, err error) {
@@ -311,6 +373,18 @@ func (r *Ring) TryPop(dst []byte) (n int, ok bool) {
 	r.head = pos + 1
 	r.cons.Store(pos + 1)
 	return n, true
+}
+
+// Peek returns the first payload byte of the next cell, without taking
+// it, and true if that cell is published; 0, false otherwise. Only the
+// single consumer may call it. A consumer of TryPushCells units uses it to
+// check that the cell it is about to take as part of a unit is one.
+func (r *Ring) Peek() (b byte, ok bool) {
+	off := r.cellOff(r.head)
+	if r.seq(off).Load() != r.head+1 {
+		return 0, false
+	}
+	return r.mem[off+offCellPayload], true
 }
 
 // Empty reports whether TryPop would find nothing: one atomic load

@@ -660,3 +660,133 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("ErrFull path allocates %v times", allocs)
 	}
 }
+
+// unit builds a TryPushCells unit of n cells: cell k carries (producer,
+// seq*16+k) in fillMsg form, so a consumer can tell the cells apart.
+func unit(producer, seq uint64, n int) []byte {
+	b := make([]byte, n*CellPayload)
+	for k := range n {
+		fillMsg(b[k*CellPayload:(k+1)*CellPayload], producer, seq*16+uint64(k))
+	}
+	return b
+}
+
+func TestPushCells(t *testing.T) {
+	r, _ := newTestRing(t, 8)
+	for _, bad := range [][]byte{nil, make([]byte, CellPayload-1), make([]byte, CellPayload+1),
+		make([]byte, (MaxPushCells+1)*CellPayload)} {
+		if err := r.TryPushCells(bad); err != ErrTooBig {
+			t.Errorf("TryPushCells(%d bytes) = %v, want ErrTooBig", len(bad), err)
+		}
+	}
+	small, _ := newTestRing(t, 2)
+	if err := small.TryPushCells(unit(0, 0, 3)); err != ErrTooBig {
+		t.Errorf("3 cells into a ring of 2 = %v, want ErrTooBig", err)
+	}
+
+	// Fill 6 of 8 cells: a unit of 3 does not fit, one of 2 does.
+	if err := r.TryPushCells(unit(0, 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.TryPushCells(unit(0, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.TryPushCells(unit(0, 2, 3)); err != ErrFull {
+		t.Fatalf("3 cells into 2 free = %v, want ErrFull", err)
+	}
+	if err := r.TryPushCells(unit(0, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.TryPush(nil); err != ErrFull {
+		t.Fatalf("push into a full ring = %v", err)
+	}
+	buf := make([]byte, CellPayload)
+	want := []uint64{0, 1, 2, 3, 16, 17, 32, 33}
+	for i, w := range want {
+		b, ok := r.Peek()
+		if !ok {
+			t.Fatalf("Peek before cell %d found nothing", i)
+		}
+		if _, ok := r.TryPop(buf); !ok {
+			t.Fatalf("TryPop %d failed", i)
+		}
+		if b != buf[0] {
+			t.Errorf("Peek said %#x, the cell starts %#x", b, buf[0])
+		}
+		if _, seq, err := checkMsg(buf); err != nil || seq != w {
+			t.Fatalf("cell %d: seq %d (%v), want %d", i, seq, err, w)
+		}
+	}
+	if _, ok := r.Peek(); ok {
+		t.Error("Peek on an empty ring succeeded")
+	}
+}
+
+// TestPushCellsWrap pushes units of every size over many laps: each unit's
+// cells come out together and in order, across the wrap of the positions
+// and of the cell array.
+func TestPushCellsWrap(t *testing.T) {
+	r, _ := newTestRing(t, 8)
+	buf := make([]byte, CellPayload)
+	for seq := range uint64(500) {
+		n := int(seq%4) + 1
+		if err := r.TryPushCells(unit(1, seq, n)); err != nil {
+			t.Fatalf("unit %d: %v", seq, err)
+		}
+		for k := range uint64(n) {
+			if _, ok := r.TryPop(buf); !ok {
+				t.Fatalf("unit %d cell %d missing", seq, k)
+			}
+			if _, got, err := checkMsg(buf); err != nil || got != seq*16+k {
+				t.Fatalf("unit %d cell %d: got %d (%v)", seq, k, got, err)
+			}
+		}
+	}
+}
+
+// TestPushCellsConcurrent has producers push units of 1 to 3 cells at
+// once: no cell of another producer lands inside a unit, and a unit's
+// later cells are published when its first one is.
+func TestPushCellsConcurrent(t *testing.T) {
+	const producers, perProd, cells = 3, 3000, 8
+	owner, mem := newTestRing(t, cells)
+	var wg sync.WaitGroup
+	for p := range uint64(producers) {
+		r, err := AttachRing(mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for seq := range uint64(perProd) {
+				u := unit(p, seq, int(seq%3)+1)
+				for r.TryPushCells(u) != nil {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	next := make([]uint64, producers)
+	buf := make([]byte, CellPayload)
+	for got := 0; got < producers*perProd; {
+		if _, ok := owner.TryPop(buf); !ok {
+			runtime.Gosched()
+			continue
+		}
+		p, seq, err := checkMsg(buf)
+		if err != nil || p >= producers || seq != next[p]*16 {
+			t.Fatalf("first cell: producer %d seq %d (%v); next %v", p, seq, err, next)
+		}
+		for k := range next[p] % 3 {
+			if _, ok := owner.TryPop(buf); !ok {
+				t.Fatalf("producer %d unit %d: cell %d not published with the first", p, next[p], k+1)
+			}
+			q, s, err := checkMsg(buf)
+			if err != nil || q != p || s != next[p]*16+k+1 {
+				t.Fatalf("producer %d unit %d cell %d: got producer %d seq %d (%v)", p, next[p], k+1, q, s, err)
+			}
+		}
+		next[p]++
+		got++
+	}
+	wg.Wait()
+}
