@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,6 +43,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	// Like a leaked fd, a leaked segment outlives the test: fail on it.
 	leaked, _ := filepath.Glob(filepath.Join(Dir, testPrefix+"*"))
+	endpoints, _ := filepath.Glob(filepath.Join(Dir, testJobPrefix()+"*"))
+	leaked = append(leaked, endpoints...)
 	for _, path := range leaked {
 		fmt.Fprintf(os.Stderr, "leaked segment %s\n", path)
 		_ = os.Remove(path)
@@ -52,6 +55,9 @@ func TestMain(m *testing.M) {
 
 func runChild(role string) error {
 	name := os.Getenv(childNameEnv)
+	if strings.HasPrefix(role, "ep-") {
+		return runEndpointChild(role)
+	}
 	switch role {
 	case "create":
 		// Make a segment and die without cleaning up.

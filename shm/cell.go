@@ -1,0 +1,123 @@
+package shm
+
+import "encoding/binary"
+
+// The endpoint protocol's cells. Every message and control packet is one
+// ring cell (CellPayload bytes), except an inline message longer than fits
+// in one, which is a unit of consecutive cells pushed with TryPushCells: a
+// head cell followed by continuation cells. Words are native-endian; all
+// offsets are into the cell's payload (the 8-byte sequence word is the
+// ring's).
+//
+// Every cell starts with the same 16 bytes:
+//
+//	0   u8   kind (cellInline ... cellData; 0 is never valid)
+//	1   u8   flags: cellHasData for messages, the status for cellFIN
+//	2   u16  inline length (cellInline) or bounce buffer index (cellEager, cellData)
+//	4   u32  the message header's Flags (messages only)
+//	8   u64  the sender's endpoint id
+//
+// then, by kind:
+//
+//	cellInline  16 tag, 24 data if cellHasData, then the payload:
+//	            32 bytes in the head cell (24 with data), 55 in each
+//	            continuation
+//	cellCont    0 kind, 1..55 payload (no common header)
+//	cellEager   16 tag, 24 data, 32 length; the payload is in the sender's
+//	            bounce buffer at index [2:4]
+//	cellRTS     16 tag, 24 data, 32 length, 40 the sender's address of the
+//	            data, 48 send id
+//	cellFIN     16 send id; [1] is a finStatus
+//	cellCTS     16 send id, 24 fetch id, 32 bytes wanted
+//	cellData    16 fetch id, 24 offset, 32 length, 40 send id; the bytes are
+//	            in the sender's bounce buffer at index [2:4]
+//
+// Ids are (generation<<32 | slot) of a table in the process that made
+// them; a stale or forged id fails the generation check and is dropped.
+const (
+	cellInline = 1 + iota
+	cellCont
+	cellEager
+	cellRTS
+	cellFIN
+	cellCTS
+	cellData
+)
+
+// Offsets in a cell.
+const (
+	offCellKind   = 0
+	offCellFlags  = 1
+	offCellShort  = 2 // u16: inline length or buffer index
+	offCellHFlags = 4
+	offCellEPID   = 8
+	offCellW2     = 16 // tag, or the first id of a control cell
+	offCellW3     = 24 // data, or the second word of a control cell
+	offCellW4     = 32 // length, or the third word
+	offCellW5     = 40
+	offCellW6     = 48
+
+	// cellHasData says the message's Data word is present. Without it the
+	// inline payload starts at offCellW3, 8 bytes earlier.
+	cellHasData = 1
+
+	// inlineHead is the payload a head cell carries, without and with the
+	// Data word; contPayload is what a continuation cell carries.
+	inlineHead     = CellPayload - offCellW3
+	inlineHeadData = CellPayload - offCellW4
+	contPayload    = CellPayload - 1
+)
+
+// finStatus says how a rendezvous ended at the receiver.
+const (
+	finOK      = 0 // fetched (possibly truncated) or discarded
+	finTimeout = 1 // the receiver gave up waiting for the data
+	finFault   = 2 // the receiver could not read the sender's memory
+)
+
+// cell is the bytes of one cell's payload.
+type cell = [CellPayload]byte
+
+func get16(b []byte, off int) uint16    { return binary.NativeEndian.Uint16(b[off:]) }
+func get32(b []byte, off int) uint32    { return binary.NativeEndian.Uint32(b[off:]) }
+func get64(b []byte, off int) uint64    { return binary.NativeEndian.Uint64(b[off:]) }
+func put16(b []byte, off int, v uint16) { binary.NativeEndian.PutUint16(b[off:], v) }
+func put32(b []byte, off int, v uint32) { binary.NativeEndian.PutUint32(b[off:], v) }
+func put64(b []byte, off int, v uint64) { binary.NativeEndian.PutUint64(b[off:], v) }
+
+// putCommon writes the 16 bytes every cell starts with.
+func putCommon(b []byte, kind, flags byte, short uint16, hflags uint32, epid uint64) {
+	b[offCellKind] = kind
+	b[offCellFlags] = flags
+	put16(b, offCellShort, short)
+	put32(b, offCellHFlags, hflags)
+	put64(b, offCellEPID, epid)
+}
+
+// inlineCells returns the number of cells an inline message of n bytes
+// takes, with or without the Data word.
+func inlineCells(n int, hasData bool) int {
+	head := inlineHead
+	if hasData {
+		head = inlineHeadData
+	}
+	if n <= head {
+		return 1
+	}
+	return 1 + (n-head+contPayload-1)/contPayload
+}
+
+// inlineMax returns the longest inline message that fits in cells cells.
+func inlineMax(cells int, hasData bool) int {
+	head := inlineHead
+	if hasData {
+		head = inlineHeadData
+	}
+	return head + (cells-1)*contPayload
+}
+
+// makeID and splitID build and take apart a send or fetch id.
+func makeID(gen uint32, slot int) uint64 { return uint64(gen)<<32 | uint64(uint32(slot)) }
+func splitID(id uint64) (gen uint32, slot int) {
+	return uint32(id >> 32), int(uint32(id))
+}

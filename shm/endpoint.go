@@ -1,0 +1,818 @@
+//go:build linux
+
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// Defaults and bounds of Config.
+const (
+	DefaultConnTimeout   = 5 * time.Second
+	DefaultRndvThreshold = 16000 // PSM2_MQ_RNDV_SHM_THRESH
+	DefaultRingCells     = 1024
+	DefaultBuffers       = 32
+	DefaultInlineCells   = 4
+
+	// MaxRndvThreshold bounds RndvThreshold: an eager message must fit in
+	// one bounce buffer, and every endpoint's segment holds Buffers of them.
+	MaxRndvThreshold = 256 << 10
+
+	// minBufferSize is the smallest bounce buffer, and so the chunk of the
+	// copy rendezvous when the threshold is small.
+	minBufferSize = 16 << 10
+
+	// checkInterval is how often Poll checks the liveness of peers that
+	// operations wait on (less if ConnTimeout is short).
+	checkInterval = 100 * time.Millisecond
+
+	// busyWait is the longest Wait sleeps while the endpoint itself has
+	// work that no doorbell announces: queued control cells, streams
+	// waiting for bounce buffers, a send refused with ErrAgain.
+	busyWait = time.Millisecond
+)
+
+// Config configures an Endpoint. Zero fields take their defaults.
+type Config struct {
+	// Job is the job key (the psm2 UUID). It is part of every segment
+	// name and stored in the segment header: endpoints of different jobs
+	// cannot find each other, and Connect fails with ErrUnreachable.
+	Job [16]byte
+	// EPID is this endpoint's id, chosen by the provider and unique on
+	// the node.
+	EPID uint64
+	// ConnTimeout bounds how long an operation waits on a peer that is
+	// alive but makes no progress (FI_PSM2_CONN_TIMEOUT). Default 5s.
+	ConnTimeout time.Duration
+	// RndvThreshold: messages longer than this use rendezvous, unless
+	// they fit inline. Default DefaultRndvThreshold, at most
+	// MaxRndvThreshold; negative means every message longer than an
+	// inline one.
+	RndvThreshold int
+	// DisableCMA forces the bounce-buffer rendezvous even where
+	// process_vm_readv or a direct copy would work.
+	DisableCMA bool
+	// RingCells is the size of the receive ring, a power of two in
+	// [MinCells, MaxCells]. Default DefaultRingCells.
+	RingCells int
+	// Buffers is the number of bounce buffers in the endpoint's segment,
+	// at most MaxBuffers. Default DefaultBuffers.
+	Buffers int
+	// InlineCells is the most ring cells one inline message may take, in
+	// [1, MaxPushCells]. Default DefaultInlineCells.
+	InlineCells int
+}
+
+// Stats counts what an endpoint did. Every field only grows.
+type Stats struct {
+	Sent     uint64 // messages accepted by Send
+	Inline   uint64 // ... of which sent inline in ring cells
+	Eager    uint64 // ... of which sent through a bounce buffer
+	Rndv     uint64 // ... of which sent by rendezvous
+	Received uint64 // messages delivered to the handler
+	RndvCMA  uint64 // fetches done by process_vm_readv or an in-process copy
+	RndvCopy uint64 // fetches done through the sender's bounce buffers
+	Dropped  uint64 // arrived cells dropped as malformed, stale or unusable
+	Again    uint64 // sends refused with ErrAgain
+	Queued   uint64 // control cells queued because the peer's ring was full
+	PeerDead uint64 // operations failed because their peer died or closed
+	Timeouts uint64 // operations failed because their peer made no progress
+}
+
+// Errors of the endpoint besides the transport's.
+var (
+	// ErrBadAddress: the receiver of a rendezvous could not read the
+	// sender's memory (the sender's SendDone reports it).
+	ErrBadAddress = errors.New("shm: rendezvous data unreadable at the sender")
+	// ErrBadConn: a Conn or Rndv that this endpoint did not hand out.
+	ErrBadConn = errors.New("shm: invalid connection or rendezvous handle")
+	// ErrLength: the header's length is not the iov's total.
+	ErrLength = errors.New("shm: header length does not match the payload")
+
+	errClosed        = fmt.Errorf("shm: %w", transport.ErrClosed)
+	errAgain         = transport.ErrAgain
+	errRemoteTimeout = fmt.Errorf("shm: the receiver gave up: %w", transport.ErrTimeout)
+	errRemoteFault   = fmt.Errorf("shm: fetch: %w", ErrBadAddress)
+)
+
+// Endpoint is one endpoint of the shared-memory wire: a segment under Dir
+// holding this endpoint's receive ring, doorbell and bounce buffers, plus
+// the mappings of the peers it talks to. It implements transport.Endpoint;
+// see docs/shm.md for the protocols.
+//
+// As transport.Endpoint says, its methods are not safe for concurrent use,
+// except Wake. The handler is called only from Poll, on the calling
+// goroutine; Send, Fetch and Discard never call it (they report what they
+// complete at once through their results).
+type Endpoint struct {
+	cfg         Config
+	epid        uint64
+	pid         int
+	seg         *Segment
+	ring        *Ring
+	threshold   int // longest eager message
+	inlineCells int
+	connTimeout int64 // ns
+	interval    int64 // ns between liveness checks
+	token       uint64
+	epoch       time.Time
+
+	peers  []*peer
+	byEPID map[uint64]int32
+	last   *peer // the peer of the last cell received
+
+	// Our bounce buffers. Bit i of the segment's busy word is set while
+	// buffer i is handed to holder[i].
+	busy    *atomic.Uint64
+	nbuf    int
+	allBufs uint64
+	holder  [MaxBuffers]int32
+	reserve int  // buffers a stream leaves to eager sends
+	starved bool // an allocation failed since the last liveness check
+
+	sends       []sendOp
+	freeSends   []int32
+	fetches     []fetchOp
+	freeFetches []int32
+	streams     []int32 // sends streaming through bounce buffers
+	pending     int     // sends and fetches outstanding
+	ctlPeers    []int32 // peers with queued control cells
+	doomed      bool    // some peer died with operations pending
+	nextCheck   int64
+
+	cmaRefused bool // process_vm_readv is not allowed here
+	noLocal    bool // tests: use process_vm_readv even within the process
+	again      bool // the last Send returned ErrAgain
+
+	tx      [MaxPushCells * CellPayload]byte
+	rx      cell
+	payload [MaxPushCells * CellPayload]byte
+	hdr     transport.Header
+	inc     transport.Incoming
+	stats   Stats
+
+	bellSeq     *atomic.Uint32
+	bellWaiters *atomic.Uint32
+	woken       atomic.Bool
+	wakeMu      sync.Mutex // orders Wake against Close's unmap
+	closed      bool
+}
+
+// peer is another endpoint (or this one) that this endpoint sends to or
+// receives from. Its index in Endpoint.peers is its Conn minus one.
+type peer struct {
+	epid      uint64
+	idx       int32
+	connected bool // Connect returned its Conn: Incoming.Src is set
+	self      bool
+	seg       *Segment // the peer's segment: our own if self
+	ring      *Ring    // its receive ring
+	pid       int
+	busy      *atomic.Uint64 // its busy bits, which we clear as a receiver
+	bellSeq   *atomic.Uint32
+	bellWait  *atomic.Uint32
+
+	dead error // why the peer is unusable; nil while it is fine
+
+	ctl     []cell // control cells waiting for room in its ring, in order
+	ctlHead int
+
+	ops       int    // our operations that wait on it
+	lastCons  uint64 // its consumer counter at the last check
+	consSince int64  // when lastCons last changed
+}
+
+// Operation states.
+const (
+	opFree     = iota
+	opWait     // a send whose RTS is out; a fetch waiting for DATA
+	opStream   // a send streaming through bounce buffers
+	opFinished // reported, about to be freed
+)
+
+type sendOp struct {
+	gen     uint32
+	state   uint8
+	peer    int32
+	local   bool // published in the in-process registry
+	cookie  uint64
+	data    []byte
+	fetchID uint64 // the receiver's fetch, once streaming
+	off     int    // bytes handed to bounce buffers so far
+	want    int    // bytes to stream
+}
+
+type fetchOp struct {
+	gen    uint32
+	state  uint8
+	peer   int32
+	cookie uint64
+	sendID uint64
+	dst    []byte // exactly the bytes wanted
+	got    int
+	last   int64 // when data last arrived
+}
+
+// NewEndpoint creates the endpoint's segment, SegmentName(cfg.Job,
+// cfg.EPID), reclaiming first any segment of this user whose owner is
+// dead (including a leftover under this very name).
+func NewEndpoint(cfg Config) (*Endpoint, error) {
+	if cfg.ConnTimeout <= 0 {
+		cfg.ConnTimeout = DefaultConnTimeout
+	}
+	switch {
+	case cfg.RndvThreshold == 0:
+		cfg.RndvThreshold = DefaultRndvThreshold
+	case cfg.RndvThreshold < 0:
+		cfg.RndvThreshold = 0
+	case cfg.RndvThreshold > MaxRndvThreshold:
+		cfg.RndvThreshold = MaxRndvThreshold
+	}
+	if cfg.RingCells == 0 {
+		cfg.RingCells = DefaultRingCells
+	}
+	if cfg.Buffers == 0 {
+		cfg.Buffers = DefaultBuffers
+	}
+	if cfg.InlineCells == 0 {
+		cfg.InlineCells = DefaultInlineCells
+	}
+	if cfg.Buffers < 1 || cfg.Buffers > MaxBuffers {
+		return nil, fmt.Errorf("shm: endpoint: %d bounce buffers: %w", cfg.Buffers, ErrPool)
+	}
+	if cfg.InlineCells < 1 || cfg.InlineCells > MaxPushCells || cfg.InlineCells > cfg.RingCells {
+		return nil, fmt.Errorf("shm: endpoint: %d inline cells out of range", cfg.InlineCells)
+	}
+	bufSize := roundUp(max(cfg.RndvThreshold, minBufferSize), 4096)
+
+	_, _ = ReclaimStale()
+	name := SegmentName(cfg.Job, cfg.EPID)
+	scfg := SegmentConfig{Cells: cfg.RingCells, Job: cfg.Job, EPID: cfg.EPID,
+		Buffers: cfg.Buffers, BufferSize: bufSize}
+	seg, err := CreateSegment(name, scfg)
+	if errors.Is(err, os.ErrExist) {
+		if removed, _ := Reclaim(name); removed {
+			seg, err = CreateSegment(name, scfg)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shm: endpoint %#x: %w", cfg.EPID, err)
+	}
+
+	e := &Endpoint{
+		cfg:         cfg,
+		epid:        cfg.EPID,
+		pid:         os.Getpid(),
+		seg:         seg,
+		ring:        seg.Ring(),
+		threshold:   cfg.RndvThreshold,
+		inlineCells: cfg.InlineCells,
+		connTimeout: int64(cfg.ConnTimeout),
+		interval:    int64(min(checkInterval, cfg.ConnTimeout/4)),
+		epoch:       time.Now(),
+		byEPID:      make(map[uint64]int32),
+		busy:        seg.Busy(),
+		nbuf:        cfg.Buffers,
+		allBufs:     ^uint64(0) >> (64 - cfg.Buffers),
+		reserve:     cfg.Buffers / 4,
+		bellSeq:     seg.bellSeq(),
+		bellWaiters: seg.bellWaiters(),
+	}
+	e.token = uint64(e.epoch.UnixNano()) ^ cfg.EPID ^ uint64(uintptr(unsafe.Pointer(e)))
+	for i := range e.holder {
+		e.holder[i] = -1
+	}
+	return e, nil
+}
+
+// EPID returns the endpoint's id.
+func (e *Endpoint) EPID() uint64 { return e.epid }
+
+// Name returns the name of the endpoint's segment under Dir.
+func (e *Endpoint) Name() string { return e.seg.Name() }
+
+// Stats returns the endpoint's counters. Like the other methods it must
+// not run concurrently with them.
+func (e *Endpoint) Stats() Stats { return e.stats }
+
+// RingProbe returns the base of the endpoint's receive ring, for code
+// outside Go that wants to know whether Poll has anything to do without
+// calling into Go. The memory is a Ring (version 1): the cell count N is
+// the uint64 at +8, the consumer counter cons the uint64 at +256, and
+// cell i starts at +384+64*i with its sequence word at +0. The ring holds
+// an arrived cell iff the sequence word of cell cons&(N-1) equals cons+1
+// (all loads atomic, native-endian). Queued control work and liveness
+// checks are not visible there; Idle sees those. The pointer is valid
+// until Close.
+func (e *Endpoint) RingProbe() unsafe.Pointer {
+	if e.closed {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(e.ring.mem))
+}
+
+// Connect returns the Conn of endpoint epid of this job, mapping its
+// segment the first time. It fails with an error wrapping
+// transport.ErrUnreachable if there is no such segment (another job's
+// endpoints have other names), if it is not a valid segment of epid in
+// this job, or if its owner closed it or died. Connecting to this
+// endpoint's own id works: messages to self go through the own ring.
+func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
+	if e.closed {
+		return 0, errClosed
+	}
+	if i, ok := e.byEPID[epid]; ok {
+		p := e.peers[i]
+		if p.dead != nil && p.ops == 0 && !p.self {
+			// A peer we gave up on: its endpoint id may have a new,
+			// live segment.
+			if err := e.remap(p); err != nil {
+				return 0, err
+			}
+		}
+		p.connected = true
+		return transport.Conn(i + 1), nil
+	}
+	p, err := e.openPeer(epid)
+	if err != nil {
+		return 0, err
+	}
+	p.connected = true
+	return transport.Conn(p.idx + 1), nil
+}
+
+// openPeer maps the segment of endpoint epid and adds it to the peers.
+func (e *Endpoint) openPeer(epid uint64) (*peer, error) {
+	p := &peer{epid: epid, idx: int32(len(e.peers))}
+	if epid == e.epid {
+		p.self = true
+		e.attach(p, e.seg)
+	} else if err := e.remap(p); err != nil {
+		return nil, err
+	}
+	e.peers = append(e.peers, p)
+	e.byEPID[epid] = p.idx
+	return p, nil
+}
+
+// remap (re)opens the segment of peer p, which is not self.
+func (e *Endpoint) remap(p *peer) error {
+	seg, err := Open(SegmentName(e.cfg.Job, p.epid))
+	if err != nil {
+		return fmt.Errorf("shm: connect %#x: %w: %w", p.epid, transport.ErrUnreachable, err)
+	}
+	var why string
+	switch alive, _ := processAlive(seg.Owner()); {
+	case seg.Job() != e.cfg.Job || seg.EPID() != p.epid:
+		why = "segment of another endpoint"
+	case seg.Closed():
+		why = "endpoint closed"
+	case !alive:
+		why = "owner dead"
+	}
+	if why != "" {
+		_ = seg.Close()
+		return fmt.Errorf("shm: connect %#x: %s: %w", p.epid, why, transport.ErrUnreachable)
+	}
+	if p.seg != nil {
+		_ = p.seg.Close()
+	}
+	e.attach(p, seg)
+	p.dead = nil
+	p.ctl, p.ctlHead = p.ctl[:0], 0
+	return nil
+}
+
+// attach points p at the mapped segment seg.
+func (e *Endpoint) attach(p *peer, seg *Segment) {
+	p.seg = seg
+	p.ring = seg.Ring()
+	p.pid = seg.Owner()
+	p.busy = seg.Busy()
+	p.bellSeq = seg.bellSeq()
+	p.bellWait = seg.bellWaiters()
+	p.lastCons = p.ring.cons.Load()
+	p.consSince = e.now()
+}
+
+// conn returns the peer of c, or nil if c is not a Conn of this endpoint.
+func (e *Endpoint) conn(c transport.Conn) *peer {
+	if c == 0 || uint64(c) > uint64(len(e.peers)) {
+		return nil
+	}
+	p := e.peers[c-1]
+	if !p.connected {
+		return nil
+	}
+	return p
+}
+
+// lookup returns the known peer with id epid, or nil.
+func (e *Endpoint) lookup(epid uint64) *peer {
+	if p := e.last; p != nil && p.epid == epid {
+		return p
+	}
+	i, ok := e.byEPID[epid]
+	if !ok {
+		return nil
+	}
+	e.last = e.peers[i]
+	return e.last
+}
+
+// sender returns the peer with id epid, mapping its segment if this is
+// the first cell from it that needs its memory; nil if it cannot be
+// mapped.
+func (e *Endpoint) sender(epid uint64) *peer {
+	if p := e.lookup(epid); p != nil {
+		return p
+	}
+	p, err := e.openPeer(epid)
+	if err != nil {
+		return nil
+	}
+	e.last = p
+	return p
+}
+
+// Send sends the message h with the payload gathered from iov to c:
+//
+//   - up to an inline message's size (InlineCells cells; 32 bytes in one
+//     cell, 87 in two, 197 in four, 8 less with CQ data), whatever the
+//     threshold: in ring cells;
+//   - else up to RndvThreshold bytes: through one of this endpoint's
+//     bounce buffers;
+//   - longer: by rendezvous. Send publishes the data (a private copy if
+//     flags has SendCopy or iov has more than one piece) and returns done
+//     false; SendDone follows from Poll.
+//
+// Inline and eager sends are complete when Send returns (done true) and
+// do not allocate. ErrAgain means the peer's ring is full, no bounce
+// buffer is free, or control cells to the peer are still queued; nothing
+// was sent. A dead or closed peer gives an error wrapping
+// transport.ErrPeerDead.
+func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
+	if e.closed {
+		return false, errClosed
+	}
+	p := e.conn(c)
+	if p == nil {
+		return false, ErrBadConn
+	}
+	if p.dead != nil {
+		return false, p.dead
+	}
+	if !p.self && p.seg.Closed() {
+		e.kill(p, transport.ErrPeerDead, "closed")
+		return false, p.dead
+	}
+	if p.ctlHead < len(p.ctl) && !e.flush(p) {
+		return false, e.refuse(p)
+	}
+	n := 0
+	for _, b := range iov {
+		n += len(b)
+	}
+	if uint64(n) != h.Len {
+		return false, ErrLength
+	}
+	var err error
+	switch {
+	case n <= inlineMax(e.inlineCells, h.Data != 0):
+		err = e.sendInline(p, h, iov, n)
+	case n > e.threshold:
+		return e.sendRndv(p, h, iov, n, cookie, flags)
+	default:
+		err = e.sendEager(p, h, iov, n)
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// sendInline pushes the message in inlineCells(n) cells.
+func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int) error {
+	hasData := h.Data != 0
+	cells := inlineCells(n, hasData)
+	b := e.tx[:cells*CellPayload]
+	var fl byte
+	start := offCellW3
+	if hasData {
+		fl = cellHasData
+		start = offCellW4
+		put64(b, offCellW3, h.Data)
+	}
+	putCommon(b, cellInline, fl, uint16(n), h.Flags, e.epid)
+	put64(b, offCellW2, h.Tag)
+	g := gather{iov: iov}
+	g.read(b[start:CellPayload])
+	for k := 1; k < cells; k++ {
+		c := b[k*CellPayload : (k+1)*CellPayload]
+		c[0] = cellCont
+		g.read(c[1:])
+	}
+	if err := p.ring.TryPushCells(b); err != nil {
+		return e.pushFailed(p, err)
+	}
+	e.sent(p)
+	e.stats.Inline++
+	return nil
+}
+
+// sendEager copies the payload into a free bounce buffer of ours and
+// pushes one cell naming it.
+func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n int) error {
+	i, ok := e.allocBuf(0)
+	if !ok {
+		return e.refuse(p)
+	}
+	g := gather{iov: iov}
+	g.read(e.seg.Buffer(i)[:n])
+	b := e.tx[:CellPayload]
+	putCommon(b, cellEager, cellHasData, uint16(i), h.Flags, e.epid)
+	put64(b, offCellW2, h.Tag)
+	put64(b, offCellW3, h.Data)
+	put64(b, offCellW4, uint64(n))
+	put64(b, offCellW5, 0)
+	put64(b, offCellW6, 0)
+	if err := p.ring.TryPush(b); err != nil {
+		e.freeBuf(i)
+		return e.pushFailed(p, err)
+	}
+	e.holder[i] = p.idx
+	e.sent(p)
+	e.stats.Eager++
+	return nil
+}
+
+// sendRndv publishes the data and pushes an RTS cell.
+func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, cookie uint64, flags uint32) (bool, error) {
+	var data []byte
+	if len(iov) == 1 && flags&transport.SendCopy == 0 {
+		data = iov[0][:n:n]
+	} else {
+		data = make([]byte, n)
+		g := gather{iov: iov}
+		g.read(data)
+	}
+	slot := e.newSend()
+	op := &e.sends[slot]
+	id := makeID(op.gen, slot)
+	b := e.tx[:CellPayload]
+	putCommon(b, cellRTS, cellHasData, 0, h.Flags, e.epid)
+	put64(b, offCellW2, h.Tag)
+	put64(b, offCellW3, h.Data)
+	put64(b, offCellW4, uint64(n))
+	put64(b, offCellW5, addrOf(data))
+	put64(b, offCellW6, id)
+	local := p.pid == e.pid
+	if local {
+		localPut(e.epid, id, data) // before the RTS can be seen
+	}
+	if err := p.ring.TryPush(b); err != nil {
+		if local {
+			localDrop(e.epid, id)
+		}
+		e.releaseSend(slot)
+		return false, e.pushFailed(p, err)
+	}
+	*op = sendOp{gen: op.gen, state: opWait, peer: p.idx, local: local, cookie: cookie, data: data}
+	p.ops++
+	e.pending++
+	e.sent(p)
+	e.stats.Rndv++
+	return false, nil
+}
+
+// sent does the bookkeeping of a successful push of a message to p.
+func (e *Endpoint) sent(p *peer) {
+	e.ring2(p)
+	e.again = false
+	e.stats.Sent++
+}
+
+// refuse returns ErrAgain for a send to p.
+func (e *Endpoint) refuse(*peer) error {
+	e.again = true
+	e.stats.Again++
+	return errAgain
+}
+
+// pushFailed turns a failed push to p into Send's error: ErrAgain for a
+// full ring, the peer's death otherwise.
+func (e *Endpoint) pushFailed(p *peer, err error) error {
+	if err == ErrFull {
+		return e.refuse(p)
+	}
+	e.kill(p, transport.ErrPeerDead, "ring corrupt")
+	return p.dead
+}
+
+// ring2 rings p's doorbell if its owner is waiting: one load when nobody
+// sleeps.
+func (e *Endpoint) ring2(p *peer) {
+	if p.bellWait.Load() != 0 {
+		p.bellSeq.Add(1)
+		futexWake(p.bellSeq)
+	}
+}
+
+// allocBuf takes a free bounce buffer, leaving at least reserve others
+// free; false if there is none.
+func (e *Endpoint) allocBuf(reserve int) (int, bool) {
+	free := ^e.busy.Load() & e.allBufs
+	if bits.OnesCount64(free) <= reserve {
+		e.reclaimBufs()
+		free = ^e.busy.Load() & e.allBufs
+		if bits.OnesCount64(free) <= reserve {
+			e.starved = true
+			return 0, false
+		}
+	}
+	i := bits.TrailingZeros64(free)
+	// Receivers only clear bits, so the bit is still clear.
+	e.busy.Or(1 << i)
+	return i, true
+}
+
+// freeBuf returns our bounce buffer i to the pool.
+func (e *Endpoint) freeBuf(i int) {
+	e.busy.And(^(uint64(1) << i))
+	e.holder[i] = -1
+}
+
+// reclaimBufs frees the bounce buffers held by peers known to be gone.
+func (e *Endpoint) reclaimBufs() {
+	held := e.busy.Load() & e.allBufs
+	for held != 0 {
+		i := bits.TrailingZeros64(held)
+		held &^= 1 << i
+		if h := e.holder[i]; h >= 0 {
+			if p := e.peers[h]; p.dead != nil || (!p.self && p.seg.Closed()) {
+				e.freeBuf(i)
+			}
+		}
+	}
+}
+
+// newSend returns a free slot of the send table.
+func (e *Endpoint) newSend() int {
+	if n := len(e.freeSends); n > 0 {
+		slot := int(e.freeSends[n-1])
+		e.freeSends = e.freeSends[:n-1]
+		return slot
+	}
+	e.sends = append(e.sends, sendOp{gen: 1})
+	return len(e.sends) - 1
+}
+
+// releaseSend frees send slot and bumps its generation, so its id is
+// stale from now on.
+func (e *Endpoint) releaseSend(slot int) {
+	op := &e.sends[slot]
+	*op = sendOp{gen: op.gen + 1}
+	if op.gen == 0 {
+		op.gen = 1
+	}
+	e.freeSends = append(e.freeSends, int32(slot))
+}
+
+// newFetch and releaseFetch do the same for the fetch table.
+func (e *Endpoint) newFetch() int {
+	if n := len(e.freeFetches); n > 0 {
+		slot := int(e.freeFetches[n-1])
+		e.freeFetches = e.freeFetches[:n-1]
+		return slot
+	}
+	e.fetches = append(e.fetches, fetchOp{gen: 1})
+	return len(e.fetches) - 1
+}
+
+func (e *Endpoint) releaseFetch(slot int) {
+	op := &e.fetches[slot]
+	*op = fetchOp{gen: op.gen + 1}
+	if op.gen == 0 {
+		op.gen = 1
+	}
+	e.freeFetches = append(e.freeFetches, int32(slot))
+}
+
+// sendByID returns the live send named by id, or nil.
+func (e *Endpoint) sendByID(id uint64) *sendOp {
+	gen, slot := splitID(id)
+	if slot >= len(e.sends) {
+		return nil
+	}
+	op := &e.sends[slot]
+	if op.gen != gen || op.state == opFree || op.state == opFinished {
+		return nil
+	}
+	return op
+}
+
+// fetchByID returns the live fetch named by id, or nil.
+func (e *Endpoint) fetchByID(id uint64) *fetchOp {
+	gen, slot := splitID(id)
+	if slot >= len(e.fetches) {
+		return nil
+	}
+	op := &e.fetches[slot]
+	if op.gen != gen || op.state != opWait {
+		return nil
+	}
+	return op
+}
+
+// now returns monotonic nanoseconds since the endpoint was made.
+func (e *Endpoint) now() int64 { return int64(time.Since(e.epoch)) }
+
+// gather copies the bytes of an iov out in pieces, resuming where the
+// last piece ended.
+type gather struct {
+	iov [][]byte
+	i   int
+	off int
+}
+
+// read fills dst from the iov and returns the bytes copied.
+func (g *gather) read(dst []byte) int {
+	n := 0
+	for n < len(dst) && g.i < len(g.iov) {
+		c := copy(dst[n:], g.iov[g.i][g.off:])
+		n += c
+		g.off += c
+		if g.off == len(g.iov[g.i]) {
+			g.i++
+			g.off = 0
+		}
+	}
+	return n
+}
+
+// Idle reports whether Poll would find nothing to do: one atomic load
+// while no operation is pending; with operations pending, also whether a
+// liveness check is due.
+func (e *Endpoint) Idle() bool {
+	if e.closed {
+		return e.pending == 0
+	}
+	return e.ring.Empty() && len(e.ctlPeers) == 0 && len(e.streams) == 0 &&
+		!e.doomed && ((e.pending == 0 && !e.starved) || e.now() < e.nextCheck)
+}
+
+// Wait blocks until a cell may have arrived in the ring, Wake is called,
+// or timeout passes (forever if negative). While the endpoint has work of
+// its own that no doorbell announces, it sleeps at most a millisecond;
+// while operations wait on peers, at most until the next liveness check.
+// Every push into the ring rings the doorbell if this endpoint is inside
+// Wait; a push costs one extra load otherwise.
+func (e *Endpoint) Wait(timeout time.Duration) {
+	if e.closed {
+		return
+	}
+	if len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved {
+		timeout = capWait(timeout, busyWait)
+	} else if e.pending > 0 {
+		timeout = capWait(timeout, time.Duration(e.interval))
+	}
+	seq := e.bellSeq.Load()
+	e.bellWaiters.Add(1)
+	if !e.woken.Swap(false) && e.ring.Empty() {
+		futexWait(e.bellSeq, seq, timeout)
+	}
+	e.bellWaiters.Add(^uint32(0))
+}
+
+func capWait(timeout, limit time.Duration) time.Duration {
+	if timeout < 0 || timeout > limit {
+		return limit
+	}
+	return timeout
+}
+
+// Wake makes a concurrent Wait return, or the next one if none is
+// sleeping. It is safe from any goroutine, even during or after Close.
+func (e *Endpoint) Wake() {
+	e.woken.Store(true)
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	if e.closed {
+		return
+	}
+	e.bellSeq.Add(1)
+	if e.bellWaiters.Load() != 0 {
+		futexWake(e.bellSeq)
+	}
+}

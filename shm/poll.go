@@ -1,0 +1,408 @@
+//go:build linux
+
+package shm
+
+import (
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// Poll services the endpoint: it pushes queued control cells, streams
+// rendezvous data to receivers that asked for a copy, takes up to budget
+// messages or control cells from the ring (at least one), and, with
+// operations pending, checks the liveness of their peers every ~100 ms.
+// It returns the number of handler calls made. In steady state it does
+// not allocate.
+//
+// After Close, Poll reports every operation still pending as failed with
+// ErrClosed, once, and does nothing else.
+func (e *Endpoint) Poll(h transport.Handler, budget int) int {
+	if e.closed {
+		return e.failAll(h, errClosed)
+	}
+	ev := 0
+	if len(e.ctlPeers) > 0 {
+		e.flushAll()
+	}
+	budget = max(budget, 1)
+	for range budget {
+		if _, ok := e.ring.TryPop(e.rx[:]); !ok {
+			break
+		}
+		ev += e.handle(h)
+	}
+	if len(e.streams) > 0 {
+		ev += e.pump(h)
+	}
+	if e.doomed || ((e.pending > 0 || len(e.ctlPeers) > 0 || e.starved) && e.now() >= e.nextCheck) {
+		ev += e.check(h)
+	}
+	return ev
+}
+
+// handle acts on the cell in e.rx and returns the handler calls made.
+func (e *Endpoint) handle(h transport.Handler) int {
+	switch e.rx[offCellKind] {
+	case cellInline:
+		return e.onInline(h)
+	case cellEager:
+		return e.onEager(h)
+	case cellRTS:
+		return e.onRTS(h)
+	case cellFIN:
+		return e.onFIN(h)
+	case cellCTS:
+		e.onCTS()
+		return 0
+	case cellData:
+		return e.onData(h)
+	}
+	// Unknown kinds, and continuation cells without their head.
+	return e.drop()
+}
+
+func (e *Endpoint) drop() int {
+	e.stats.Dropped++
+	return 0
+}
+
+// header fills e.hdr and e.inc with what every message cell carries.
+func (e *Endpoint) header(length uint64) uint64 {
+	b := e.rx[:]
+	epid := get64(b, offCellEPID)
+	e.hdr = transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags), Len: length}
+	if b[offCellFlags]&cellHasData != 0 {
+		e.hdr.Data = get64(b, offCellW3)
+	}
+	e.inc = transport.Incoming{SrcEPID: epid}
+	return epid
+}
+
+// srcOf returns the Conn of peer p for Incoming.Src: 0 unless this
+// endpoint connected to it.
+func srcOf(p *peer) transport.Conn {
+	if p == nil || !p.connected {
+		return 0
+	}
+	return transport.Conn(p.idx + 1)
+}
+
+// deliver hands the message in e.hdr and e.inc to h.
+func (e *Endpoint) deliver(h transport.Handler) int {
+	e.stats.Received++
+	h.Deliver(&e.hdr, &e.inc)
+	e.inc = transport.Incoming{} // drop the borrowed payload
+	return 1
+}
+
+// onInline delivers an inline message, taking its continuation cells
+// from the ring.
+func (e *Endpoint) onInline(h transport.Handler) int {
+	b := e.rx[:]
+	n := int(get16(b, offCellShort))
+	hasData := b[offCellFlags]&cellHasData != 0
+	cells := inlineCells(n, hasData)
+	if cells > MaxPushCells {
+		return e.drop() // its continuations are dropped one by one
+	}
+	start := offCellW3
+	if hasData {
+		start = offCellW4
+	}
+	epid := e.header(uint64(n))
+	if cells == 1 {
+		e.inc.Payload = b[start : start+n : start+n]
+	} else {
+		got := copy(e.payload[:], b[start:])
+		for k := 1; k < cells; k++ {
+			// The unit's cells were published before its head; anything
+			// else here is not ours to take.
+			if kind, ok := e.ring.Peek(); !ok || kind != cellCont {
+				return e.drop()
+			}
+			e.ring.TryPop(e.rx[:])
+			got += copy(e.payload[got:], e.rx[1:])
+		}
+		e.inc.Payload = e.payload[:n:n]
+	}
+	e.inc.Src = srcOf(e.lookup(epid))
+	return e.deliver(h)
+}
+
+// onEager delivers a message whose payload is in the sender's bounce
+// buffer, then releases the buffer.
+func (e *Endpoint) onEager(h transport.Handler) int {
+	b := e.rx[:]
+	n := get64(b, offCellW4)
+	i := int(get16(b, offCellShort))
+	epid := e.header(n)
+	p := e.sender(epid)
+	if p == nil {
+		return e.drop()
+	}
+	buf := p.seg.Buffer(i)
+	if buf == nil {
+		return e.drop()
+	}
+	if n > uint64(len(buf)) {
+		e.release(p, i)
+		return e.drop()
+	}
+	e.inc.Payload = buf[:n:n]
+	e.inc.Src = srcOf(p)
+	ev := e.deliver(h)
+	e.release(p, i)
+	return ev
+}
+
+// release clears the busy bit of p's bounce buffer i and rings p's
+// doorbell, in case it waits for a free buffer.
+func (e *Endpoint) release(p *peer, i int) {
+	p.busy.And(^(uint64(1) << i))
+	e.ring2(p)
+}
+
+// onRTS delivers a rendezvous message.
+func (e *Endpoint) onRTS(h transport.Handler) int {
+	b := e.rx[:]
+	n := get64(b, offCellW4)
+	epid := e.header(n)
+	p := e.sender(epid)
+	if p == nil || n == 0 {
+		return e.drop()
+	}
+	e.inc.Src = srcOf(p)
+	e.inc.IsRndv = true
+	e.inc.Rndv = transport.Rndv{W: [6]uint64{
+		epid,
+		get64(b, offCellW5), // address
+		n,
+		get64(b, offCellW6), // send id
+		uint64(p.idx) + 1,
+		e.token,
+	}}
+	return e.deliver(h)
+}
+
+// onFIN completes a rendezvous send: the receiver fetched, discarded or
+// gave up.
+func (e *Endpoint) onFIN(h transport.Handler) int {
+	b := e.rx[:]
+	id := get64(b, offCellW2)
+	op := e.sendByID(id)
+	if op == nil || e.peers[op.peer].epid != get64(b, offCellEPID) {
+		return e.drop()
+	}
+	var err error
+	switch b[offCellFlags] {
+	case finOK:
+	case finTimeout:
+		err = errRemoteTimeout
+		e.stats.Timeouts++
+	default:
+		err = errRemoteFault
+	}
+	_, slot := splitID(id)
+	if op.state == opStream {
+		e.unstream(slot)
+	}
+	return e.finishSend(h, slot, err)
+}
+
+// finishSend reports send slot done with err and frees it.
+func (e *Endpoint) finishSend(h transport.Handler, slot int, err error) int {
+	op := &e.sends[slot]
+	if op.local {
+		localDrop(e.epid, makeID(op.gen, slot))
+	}
+	cookie := op.cookie
+	e.peers[op.peer].ops--
+	e.pending--
+	op.state = opFinished
+	e.releaseSend(slot)
+	h.SendDone(cookie, err)
+	return 1
+}
+
+// onCTS starts streaming a rendezvous send to a receiver that cannot read
+// this process's memory.
+func (e *Endpoint) onCTS() {
+	b := e.rx[:]
+	id := get64(b, offCellW2)
+	op := e.sendByID(id)
+	if op == nil || op.state != opWait || e.peers[op.peer].epid != get64(b, offCellEPID) {
+		e.drop()
+		return
+	}
+	want := get64(b, offCellW4)
+	op.state = opStream
+	op.fetchID = get64(b, offCellW3)
+	op.off = 0
+	op.want = int(min(want, uint64(len(op.data))))
+	_, slot := splitID(id)
+	e.streams = append(e.streams, int32(slot))
+}
+
+// onData copies one chunk of a copy rendezvous into the fetch's
+// destination and releases the sender's bounce buffer.
+func (e *Endpoint) onData(h transport.Handler) int {
+	b := e.rx[:]
+	epid := get64(b, offCellEPID)
+	p := e.lookup(epid)
+	if p == nil {
+		return e.drop()
+	}
+	i := int(get16(b, offCellShort))
+	buf := p.seg.Buffer(i)
+	if buf == nil {
+		return e.drop()
+	}
+	defer e.release(p, i)
+	id := get64(b, offCellW2)
+	off, n := get64(b, offCellW3), get64(b, offCellW4)
+	op := e.fetchByID(id)
+	if op == nil || e.peers[op.peer] != p || op.sendID != get64(b, offCellW5) ||
+		n > uint64(len(buf)) || off > uint64(len(op.dst)) || n > uint64(len(op.dst))-off {
+		return e.drop()
+	}
+	copy(op.dst[off:], buf[:n])
+	op.got += int(n)
+	op.last = e.now()
+	if op.got < len(op.dst) {
+		return 0
+	}
+	_, slot := splitID(id)
+	e.stats.RndvCopy++
+	return e.finishFetch(h, slot, len(op.dst), nil)
+}
+
+// finishFetch reports fetch slot done and frees it.
+func (e *Endpoint) finishFetch(h transport.Handler, slot, n int, err error) int {
+	op := &e.fetches[slot]
+	cookie := op.cookie
+	e.peers[op.peer].ops--
+	e.pending--
+	op.state = opFinished
+	e.releaseFetch(slot)
+	h.FetchDone(cookie, n, err)
+	return 1
+}
+
+// pump streams the data of the sends in e.streams into bounce buffers,
+// one DATA cell per buffer, as far as free buffers and room in the
+// receivers' rings allow. A send whose data is all in buffers is done:
+// its caller's memory is no longer needed.
+func (e *Endpoint) pump(h transport.Handler) int {
+	ev := 0
+	for k := 0; k < len(e.streams); {
+		slot := int(e.streams[k])
+		op := &e.sends[slot]
+		p := e.peers[op.peer]
+		if p.dead != nil {
+			k++ // the liveness check fails it
+			continue
+		}
+		for op.off < op.want {
+			i, ok := e.allocBuf(e.reserve)
+			if !ok {
+				return ev
+			}
+			n := min(op.want-op.off, e.seg.BufferSize())
+			copy(e.seg.Buffer(i), op.data[op.off:op.off+n])
+			c := e.tx[:CellPayload]
+			putCommon(c, cellData, 0, uint16(i), 0, e.epid)
+			put64(c, offCellW2, op.fetchID)
+			put64(c, offCellW3, uint64(op.off))
+			put64(c, offCellW4, uint64(n))
+			put64(c, offCellW5, makeID(op.gen, slot))
+			put64(c, offCellW6, 0)
+			if err := p.ring.TryPush(c); err != nil {
+				e.freeBuf(i)
+				if err != ErrFull {
+					e.kill(p, transport.ErrPeerDead, "ring corrupt")
+				}
+				break
+			}
+			e.holder[i] = p.idx
+			op.off += n
+			e.ring2(p)
+		}
+		if op.off < op.want {
+			k++
+			continue
+		}
+		e.streams = append(e.streams[:k], e.streams[k+1:]...)
+		e.stats.RndvCopy++
+		ev += e.finishSend(h, slot, nil)
+	}
+	return ev
+}
+
+// unstream removes send slot from e.streams.
+func (e *Endpoint) unstream(slot int) {
+	for k, s := range e.streams {
+		if int(s) == slot {
+			e.streams = append(e.streams[:k], e.streams[k+1:]...)
+			return
+		}
+	}
+}
+
+// control pushes control cell c to p, or queues it behind p's earlier
+// control cells if it cannot go now; queued cells go out, in order, from
+// Poll. Control cells are never dropped while p lives.
+func (e *Endpoint) control(p *peer, c []byte) {
+	if p.dead != nil {
+		return
+	}
+	if p.ctlHead == len(p.ctl) {
+		err := p.ring.TryPush(c)
+		if err == nil {
+			e.ring2(p)
+			return
+		}
+		if err != ErrFull {
+			e.kill(p, transport.ErrPeerDead, "ring corrupt")
+			return
+		}
+		e.ctlPeers = append(e.ctlPeers, p.idx)
+	}
+	p.ctl = append(p.ctl, cell(c))
+	e.stats.Queued++
+}
+
+// flush pushes p's queued control cells; it reports whether none is left.
+func (e *Endpoint) flush(p *peer) bool {
+	pushed := false
+	for p.ctlHead < len(p.ctl) {
+		err := p.ring.TryPush(p.ctl[p.ctlHead][:])
+		if err != nil {
+			if err != ErrFull {
+				e.kill(p, transport.ErrPeerDead, "ring corrupt")
+			}
+			break
+		}
+		p.ctlHead++
+		pushed = true
+	}
+	if pushed {
+		e.ring2(p)
+	}
+	if p.ctlHead < len(p.ctl) {
+		return false
+	}
+	p.ctl, p.ctlHead = p.ctl[:0], 0
+	return true
+}
+
+// flushAll flushes every peer with queued control cells.
+func (e *Endpoint) flushAll() {
+	k := 0
+	for _, i := range e.ctlPeers {
+		p := e.peers[i]
+		if p.dead == nil && !e.flush(p) {
+			e.ctlPeers[k] = i
+			k++
+		}
+	}
+	e.ctlPeers = e.ctlPeers[:k]
+}

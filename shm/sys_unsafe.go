@@ -1,0 +1,69 @@
+//go:build linux
+
+package shm
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds the endpoint's system calls that pass memory to the
+// kernel: the doorbell futex and cross-memory attach.
+
+// Futex operations. The doorbell lives in shared memory mapped by other
+// processes, so these are the shared (not FUTEX_PRIVATE_FLAG) variants:
+// the kernel keys them by the page, not by this process's address.
+const (
+	futexWaitOp = 0 // FUTEX_WAIT
+	futexWakeOp = 1 // FUTEX_WAKE
+)
+
+// futexWait sleeps while *word == val, until woken, interrupted or timeout
+// passes (forever if timeout is negative). Every outcome is a return:
+// callers re-check their condition.
+func futexWait(word *atomic.Uint32, val uint32, timeout time.Duration) {
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		t := unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWaitOp,
+		uintptr(val), uintptr(unsafe.Pointer(ts)), 0, 0)
+}
+
+// futexWake wakes every thread sleeping on word.
+func futexWake(word *atomic.Uint32) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakeOp,
+		1<<31-1, 0, 0, 0)
+}
+
+// addrOf returns the address of b's first byte, as the number a peer
+// passes back to process_vm_readv. b must not be empty.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// cmaRead copies len(dst) bytes from address addr of process pid into dst
+// with process_vm_readv(2), looping over partial reads. It returns the
+// errno of the first failure; a read that makes no progress is EFAULT.
+func cmaRead(pid int, addr uint64, dst []byte) error {
+	var local [1]unix.Iovec
+	var remote [1]unix.RemoteIovec
+	for done := 0; done < len(dst); {
+		local[0].Base = &dst[done]
+		local[0].SetLen(len(dst) - done)
+		remote[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(done), Len: len(dst) - done}
+		n, err := unix.ProcessVMReadv(pid, local[:], remote[:], 0)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n <= 0:
+			return unix.EFAULT
+		}
+		done += n
+	}
+	return nil
+}
