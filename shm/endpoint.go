@@ -174,7 +174,8 @@ type Endpoint struct {
 type peer struct {
 	epid      uint64
 	idx       int32
-	connected bool // Connect returned its Conn: Incoming.Src is set
+	gen       uint32 // bumped when the segment is mapped again
+	connected bool   // Connect returned its Conn: Incoming.Src is set
 	self      bool
 	seg       *Segment // the peer's segment: our own if self
 	ring      *Ring    // its receive ring
@@ -389,6 +390,7 @@ func (e *Endpoint) remap(p *peer) error {
 		_ = p.seg.Close()
 	}
 	e.attach(p, seg)
+	p.gen++
 	p.dead = nil
 	p.ctl, p.ctlHead = p.ctl[:0], 0
 	return nil

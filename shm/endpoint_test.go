@@ -685,8 +685,28 @@ func TestEndpointMalformed(t *testing.T) {
 	if a.busy.Load() != 0 {
 		t.Errorf("a's busy bits %#x", a.busy.Load())
 	}
+	// Forged RTS cells: their data cannot be found (in-process) or read
+	// (process_vm_readv). The fetch fails; the peer stays usable.
+	for _, cma := range []bool{false, true} {
+		b.noLocal = cma
+		if err := r.TryPush(mk(cellRTS, 0, 0, a2b, 0, 0, 100, 0x10, 1<<32|99)); err != nil {
+			t.Fatal(err)
+		}
+		d := recvOne(t, a, b)
+		want := transport.ErrPeerDead
+		if cma {
+			want = ErrBadAddress
+		}
+		if done, _, err := b.Fetch(&d.Rndv, make([]byte, 100), 1); !done || !errors.Is(err, want) {
+			t.Errorf("cma %v: Fetch of a forged RTS = %v, %v; want %v", cma, done, err, want)
+		}
+	}
+	b.noLocal = false
 	for i, n := range []int{5, 150, 3000, 50000} {
 		transfer(t, a, b, ab, n, byte(i))
+	}
+	if st := a.Stats(); st.Dropped != 1 {
+		t.Errorf("a dropped %d cells, want the one FIN for the forged send", st.Dropped)
 	}
 	if len(b.rec.sendDone)+len(b.rec.fetchDone) != 0 {
 		t.Errorf("garbage completed operations: %v %v", b.rec.sendDone, b.rec.fetchDone)

@@ -172,10 +172,12 @@ func (e *Endpoint) failAll(h transport.Handler, err error) int {
 //
 //  1. it marks the segment closed, so peers fail what waits on it and
 //     stop sending (Send to it returns ErrPeerDead);
-//  2. it lingers, up to ConnTimeout, while live peers still hold its
-//     bounce buffers, i.e. have eager messages or copy-rendezvous chunks
-//     from it not yet taken out of their rings (they may not have mapped
-//     the segment yet, and once its name is gone they cannot);
+//  2. it lingers, up to min(ConnTimeout, 1s), while live peers still
+//     hold its bounce buffers, i.e. have eager messages or
+//     copy-rendezvous chunks from it not yet taken out of their rings
+//     (they may not have mapped the segment yet, and once its name is
+//     gone they cannot); it does not poll meanwhile, so a peer served
+//     by the same thread is waited for in vain;
 //  3. it unlinks the segment's name and unmaps everything.
 //
 // Operations still pending are not reported by Close: the next Poll
@@ -222,10 +224,14 @@ func (e *Endpoint) Close() error {
 	return nil
 }
 
+// lingerMax bounds how long Close waits for peers to release bounce
+// buffers.
+const lingerMax = time.Second
+
 // linger waits until no live peer holds one of our bounce buffers, or
-// ConnTimeout passes.
+// min(ConnTimeout, lingerMax) passes.
 func (e *Endpoint) linger() {
-	deadline := time.Now().Add(e.cfg.ConnTimeout)
+	deadline := time.Now().Add(min(e.cfg.ConnTimeout, lingerMax))
 	for {
 		held := e.busy.Load() & e.allBufs
 		for i := range e.nbuf {

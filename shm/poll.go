@@ -177,7 +177,7 @@ func (e *Endpoint) onRTS(h transport.Handler) int {
 		get64(b, offCellW5), // address
 		n,
 		get64(b, offCellW6), // send id
-		uint64(p.idx) + 1,
+		uint64(p.gen)<<32 | uint64(p.idx+1),
 		e.token,
 	}}
 	return e.deliver(h)

@@ -15,11 +15,15 @@ import (
 // rndvPeer checks that r is a rendezvous this endpoint delivered and
 // returns its sender.
 func (e *Endpoint) rndvPeer(r *transport.Rndv) (*peer, error) {
-	i := r.W[4] - 1
-	if r.W[5] != e.token || i >= uint64(len(e.peers)) || e.peers[i].epid != r.W[0] || r.W[2] == 0 {
+	i := uint64(uint32(r.W[4])) - 1
+	if r.W[5] != e.token || i >= uint64(len(e.peers)) || r.W[2] == 0 {
 		return nil, ErrBadConn
 	}
-	return e.peers[i], nil
+	p := e.peers[i]
+	if p.epid != r.W[0] || p.gen != uint32(r.W[4]>>32) {
+		return nil, ErrBadConn
+	}
+	return p, nil
 }
 
 // Fetch copies the data of rendezvous message r into dst: min(len(dst),
@@ -72,9 +76,11 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 			return true, want, nil
 		case err == unix.EPERM || err == unix.ENOSYS:
 			e.cmaRefused = true
-		case err == unix.ESRCH || errors.Is(err, transport.ErrPeerDead):
+		case err == unix.ESRCH:
 			e.kill(p, transport.ErrPeerDead, "gone")
 			return true, 0, p.dead
+		case err == errLocalGone:
+			return true, 0, err
 		case err != errNoDirect:
 			e.fin(p, id, finFault)
 			return true, 0, fmt.Errorf("shm: fetch from %#x: %w: %w", p.epid, ErrBadAddress, err)
@@ -97,8 +103,13 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	return false, 0, nil
 }
 
-// errNoDirect says a direct read is not possible: use the copy protocol.
-var errNoDirect = errors.New("shm: no direct read")
+var (
+	// errNoDirect says a direct read is not possible: use the copy
+	// protocol.
+	errNoDirect = errors.New("shm: no direct read")
+	// errLocalGone: an in-process sender no longer has the data.
+	errLocalGone = fmt.Errorf("shm: fetch: the send has ended at the sender: %w", transport.ErrPeerDead)
+)
 
 // directRead reads the data of r from the sender's memory: from the
 // in-process registry or with process_vm_readv. It returns errNoDirect if
@@ -108,8 +119,8 @@ func (e *Endpoint) directRead(p *peer, r *transport.Rndv, dst []byte) error {
 		src, ok := localGet(p.epid, r.W[3])
 		if !ok {
 			// Published before the RTS and withdrawn only when the send
-			// ends: the sender is gone, or the cell is forged.
-			return transport.ErrPeerDead
+			// ends: the sender gave up on it, or the cell is forged.
+			return errLocalGone
 		}
 		copy(dst, src)
 		localDrop(p.epid, r.W[3])

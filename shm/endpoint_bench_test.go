@@ -1,0 +1,218 @@
+//go:build linux
+
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// echoHandler keeps the last message delivered, for sending it back
+// after Poll returns.
+type echoHandler struct {
+	hdr     transport.Header
+	buf     []byte
+	n       int
+	got     bool
+	rndv    transport.Rndv
+	isRndv  bool
+	sends   int
+	fetches int
+}
+
+func (x *echoHandler) Deliver(h *transport.Header, m *transport.Incoming) {
+	x.hdr = *h
+	x.n = copy(x.buf, m.Payload)
+	x.got = true
+	x.isRndv = m.IsRndv
+	x.rndv = m.Rndv
+}
+func (x *echoHandler) SendDone(uint64, error)       { x.sends++ }
+func (x *echoHandler) FetchDone(uint64, int, error) { x.fetches++ }
+
+// BenchmarkEndpointPingPong bounces one message between two endpoints
+// polled by two goroutines; one op is a round trip.
+func BenchmarkEndpointPingPong(b *testing.B) {
+	for _, n := range []int{8, 64, 197, 1024, 8192} {
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			x, y, xy := pair(b)
+			yx, err := y.Connect(x.EPID())
+			if err != nil {
+				b.Fatal(err)
+			}
+			var stop atomic.Bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h := &echoHandler{buf: make([]byte, n)}
+				iov := [][]byte{nil}
+				for !stop.Load() {
+					y.Poll(h, 16)
+					if !h.got {
+						continue
+					}
+					h.got = false
+					iov[0] = h.buf[:h.n]
+					for {
+						if _, err := y.Send(yx, &h.hdr, iov, 0, 0); err == nil || stop.Load() {
+							break
+						}
+					}
+				}
+			}()
+			h := &echoHandler{buf: make([]byte, n)}
+			payload := pattern(n, 1)
+			iov := [][]byte{payload}
+			hdr := transport.Header{Tag: 7, Len: uint64(n)}
+			b.SetBytes(int64(2 * n))
+			b.ReportAllocs()
+			for b.Loop() {
+				for {
+					_, err := x.Send(xy, &hdr, iov, 0, 0)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, transport.ErrAgain) {
+						b.Fatal(err)
+					}
+				}
+				for !h.got {
+					x.Poll(h, 16)
+				}
+				h.got = false
+			}
+			stop.Store(true)
+			<-done
+		})
+	}
+}
+
+// BenchmarkEndpointStream sends messages one way as fast as the receiver
+// takes them: the message rate.
+func BenchmarkEndpointStream(b *testing.B) {
+	for _, n := range []int{8, 64, 8192} {
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			x, y, xy := pair(b, func(c *Config) { c.RingCells = 4096 })
+			var stop atomic.Bool
+			var received atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var z zeroHandler
+				for !stop.Load() {
+					if y.Poll(&z, 64) > 0 {
+						received.Store(int64(z.n))
+					}
+				}
+			}()
+			iov := [][]byte{pattern(n, 1)}
+			hdr := transport.Header{Tag: 7, Len: uint64(n)}
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			sent := int64(0)
+			for b.Loop() {
+				for {
+					_, err := x.Send(xy, &hdr, iov, 0, 0)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, transport.ErrAgain) {
+						b.Fatal(err)
+					}
+				}
+				sent++
+			}
+			for received.Load() < sent {
+			}
+			stop.Store(true)
+			<-done
+		})
+	}
+}
+
+// BenchmarkEndpointRndv moves one rendezvous message per op from one
+// goroutine's endpoint to another's: RTS, fetch, FIN (or CTS and the
+// streamed chunks), SendDone.
+func BenchmarkEndpointRndv(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		cma  bool
+	}{
+		{"in-process", func(*Config) {}, false},
+		{"cma", func(*Config) {}, true},
+		{"copy", noCMA, false},
+	} {
+		for _, n := range []int{64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%dKiB", tc.name, n>>10), func(b *testing.B) {
+				x, y, xy := pair(b, tc.mod)
+				y.noLocal = tc.cma
+				var stop atomic.Bool
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					h := &echoHandler{}
+					dst := make([]byte, n)
+					for !stop.Load() {
+						y.Poll(h, 16)
+						if !h.got {
+							continue
+						}
+						h.got = false
+						if ok, _, err := y.Fetch(&h.rndv, dst, 1); err != nil {
+							panic(err)
+						} else if ok {
+							h.fetches++
+						}
+					}
+				}()
+				h := &echoHandler{}
+				iov := [][]byte{pattern(n, 1)}
+				hdr := transport.Header{Tag: 7, Len: uint64(n)}
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				for b.Loop() {
+					for {
+						_, err := x.Send(xy, &hdr, iov, 0, 0)
+						if err == nil {
+							break
+						}
+						if !errors.Is(err, transport.ErrAgain) {
+							b.Fatal(err)
+						}
+						x.Poll(h, 16)
+					}
+					for sends := h.sends; h.sends == sends; {
+						x.Poll(h, 16)
+					}
+				}
+				stop.Store(true)
+				<-done
+			})
+		}
+	}
+}
+
+// BenchmarkEndpointIdle is what an idle progress loop pays per endpoint.
+func BenchmarkEndpointIdle(b *testing.B) {
+	_, y, _ := pair(b)
+	var z zeroHandler
+	b.Run("Idle", func(b *testing.B) {
+		b.ReportAllocs()
+		idle := false
+		for b.Loop() {
+			idle = y.Idle()
+		}
+		sinkBool = idle
+	})
+	b.Run("Poll", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			y.Poll(&z, 16)
+		}
+	})
+}
