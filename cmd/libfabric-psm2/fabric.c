@@ -10,14 +10,17 @@ static int fabric_close(struct fid *fid)
 static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
 			 struct fid_domain **dom, void *context)
 {
-	(void) fabric; (void) info; (void) dom; (void) context;
-	return -FI_ENOSYS;
+	if (!fabric || !info || !dom)
+		return -FI_EINVAL;
+	return psm2go_domain_open((struct psm2_fabric *) fabric, info, dom, context);
 }
 
+/* fi_domain2 calls this only with flags set, and none are supported. */
 static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 			  struct fid_domain **dom, uint64_t flags, void *context)
 {
-	(void) flags;
+	if (flags)
+		return -FI_EBADFLAGS;
 	return fabric_domain(fabric, info, dom, context);
 }
 
@@ -31,21 +34,44 @@ static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 static int fabric_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 			  struct fid_eq **eq, void *context)
 {
-	(void) fabric; (void) attr; (void) eq; (void) context;
-	return -FI_ENOSYS;
+	if (!fabric || !attr || !eq)
+		return -FI_EINVAL;
+	return psm2go_eq_open((struct psm2_fabric *) fabric, attr, eq, context);
 }
 
 static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 			    struct fid_wait **waitset)
 {
-	(void) fabric; (void) attr; (void) waitset;
-	return -FI_ENOSYS;
+	if (!fabric || !attr || !waitset)
+		return -FI_EINVAL;
+	return psm2go_wait_open((struct psm2_fabric *) fabric, attr, waitset);
 }
 
+/* fi_trywait takes CQs, EQs and wait sets; counters are not supported
+ * (as in psm2), anything else is invalid. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-	(void) fabric; (void) fids; (void) count;
-	return -FI_ENOSYS;
+	int i;
+
+	if (!fabric || count < 0 || (count && !fids))
+		return -FI_EINVAL;
+	for (i = 0; i < count; i++) {
+		if (!fids[i])
+			return -FI_EINVAL;
+		switch (fids[i]->fclass) {
+		case FI_CLASS_CQ:
+		case FI_CLASS_EQ:
+		case FI_CLASS_WAIT:
+			if (!psm2_fid_handle(fids[i]))
+				return -FI_EINVAL;
+			break;
+		case FI_CLASS_CNTR:
+			return -FI_ENOSYS;
+		default:
+			return -FI_EINVAL;
+		}
+	}
+	return psm2go_trywait((struct psm2_fabric *) fabric, fids, count);
 }
 
 struct fi_ops psm2_fabric_fi_ops = {

@@ -21,7 +21,7 @@ func openFabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, contex
 	}
 	f, err := lib.prov.OpenFabric(fabricFromC(attr))
 	if err != nil {
-		return -C.int(fi.ToErrno(err))
+		return errnoOf(err)
 	}
 	c := calloc[C.struct_psm2_fabric]()
 	if c == nil {
@@ -48,10 +48,44 @@ func psm2go_fabric_close(c *C.struct_psm2_fabric) C.int {
 		return -C.int(fi.EINVAL)
 	}
 	if err := f.Close(); err != nil {
-		return -C.int(fi.ToErrno(err))
+		return errnoOf(err)
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
 	C.free(unsafe.Pointer(c))
 	return 0
+}
+
+// errnoOf is the C return code for err: 0 for nil, else the negative FI_E*
+// code. The common cases (nil, a bare fi.Errno) cost a comparison and a
+// type assertion, with no allocation; only wrapped errors go through
+// fi.ToErrno's errors.As.
+func errnoOf(err error) C.int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(fi.Errno); ok {
+		return -C.int(e)
+	}
+	return -C.int(fi.ToErrno(err))
+}
+
+// fabricObj is the Go fabric behind a C fabric (nil for NULL or a stale
+// one).
+func fabricObj(c *C.struct_psm2_fabric) *provider.Fabric {
+	if c == nil {
+		return nil
+	}
+	return handleObj[provider.Fabric](c.handle)
+}
+
+// cstrCopy writes s into buf (capacity n) as a NUL-terminated string,
+// truncated to fit.
+func cstrCopy(buf *C.char, n C.size_t, s string) {
+	if buf == nil || n == 0 {
+		return
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	k := copy(dst[:len(dst)-1], s)
+	dst[k] = 0
 }

@@ -12,6 +12,12 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
 #include <rdma/providers/fi_prov.h>
 #include <rdma/providers/fi_log.h>
 
@@ -21,10 +27,104 @@ struct psm2_fabric {
 	void *handle;
 };
 
+/*
+ * The objects below the fabric. Each is the libfabric fid struct, then the
+ * Go handle (newHandle/handleValue in handles.go: the control paths, open,
+ * close, bind, control). Objects on the data path also carry a slot: their
+ * index in Go's objTable, which the data path resolves without a lock.
+ * Slot 0 is never used, so a zeroed struct resolves to nothing.
+ */
+struct psm2_domain {
+	struct fid_domain domain_fid;
+	void *handle;
+	struct psm2_fabric *fabric;
+};
+
+struct psm2_av {
+	struct fid_av av_fid;
+	void *handle;
+};
+
+struct psm2_cq {
+	struct fid_cq cq_fid;
+	void *handle;
+	uint32_t slot;		/* objTable.cq */
+	int32_t wait_obj;	/* attr->wait_obj, for FI_GETWAITOBJ */
+	/* Room for the C-side idle fast path (fields may be added here). */
+};
+
+struct psm2_cntr {
+	struct fid_cntr cntr_fid;
+	void *handle;
+	uint32_t slot;		/* objTable.cntr */
+	int32_t wait_obj;
+};
+
+struct psm2_eq {
+	struct fid_eq eq_fid;
+	void *handle;
+	void *err_data;		/* err_data handed out by the last readerr (malloc) */
+	uint32_t api_version;	/* the fabric's */
+};
+
+struct psm2_wait {
+	struct fid_wait wait_fid;
+	void *handle;
+};
+
+struct psm2_poll {
+	struct fid_poll poll_fid;
+	void *handle;
+};
+
+struct psm2_mr {
+	struct fid_mr mr_fid;
+	void *handle;
+};
+
+/*
+ * An endpoint, or an alias of one (fi_ep_alias). An alias is a copy of the
+ * endpoint's struct with its own op flags and base pointing at the
+ * endpoint; it shares the handle and slot. The endpoint counts its open
+ * aliases and cannot be closed while any is open (-FI_EBUSY).
+ */
+struct psm2_ep {
+	struct fid_ep ep_fid;
+	void *handle;
+	uint32_t slot;		/* objTable.ep */
+	int32_t aliases;	/* open aliases (atomic), on the endpoint itself */
+	uint64_t tx_op_flags;	/* fid op flags: sends without explicit flags */
+	uint64_t rx_op_flags;	/* receives without explicit flags */
+	struct psm2_ep *base;	/* NULL for an endpoint, the endpoint for an alias */
+};
+
 /* Ops tables shared by the link modes. */
 extern struct fi_ops psm2_nic_ops;
 extern struct fi_ops psm2_fabric_fi_ops;
 extern struct fi_ops_fabric psm2_fabric_ops;
+
+/* Constructors: calloc'd, fid class, context and ops set; NULL on ENOMEM.
+ * Released with free(). */
+struct psm2_domain *psm2_domain_new(struct psm2_fabric *fabric, void *context);
+struct psm2_av *psm2_av_new(void *context);
+struct psm2_cq *psm2_cq_new(void *context, int32_t wait_obj);
+struct psm2_cntr *psm2_cntr_new(void *context, int32_t wait_obj);
+struct psm2_eq *psm2_eq_new(void *context, uint32_t api_version);
+struct psm2_wait *psm2_wait_new(void);
+struct psm2_poll *psm2_poll_new(void);
+struct psm2_mr *psm2_mr_new(void *context, uint64_t key);
+struct psm2_ep *psm2_ep_new(void *context);
+
+/* The Go handle behind any fid of ours (NULL for a fid that is not one:
+ * the class says which struct it is, the ops table proves it is ours). */
+void *psm2_fid_handle(const struct fid *fid);
+
+/* FI_GETWAIT's answer for an object whose wait object is fd: an int, or
+ * for FI_WAIT_POLLFD a struct fi_wait_pollfd holding that one fd. */
+int psm2_getwait_out(int32_t wait_obj, int fd, void *arg);
+
+/* Thread-local buffer for the *_strerror calls given no buffer. */
+char *psm2_strerror_buf(size_t *len);
 
 /* Stubs for unsupported ops slots. */
 int psm2_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -1,0 +1,142 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider"
+)
+
+// psm2go_av_open opens an AV; attr may be NULL (the defaults), as in psm2.
+//
+//export psm2go_av_open
+func psm2go_av_open(dc *C.struct_psm2_domain, attr *C.struct_fi_av_attr, out **C.struct_fid_av, context unsafe.Pointer) C.int {
+	d := domainObj(dc)
+	if d == nil || out == nil {
+		return -C.int(fi.EINVAL)
+	}
+	a := &provider.AVAttr{}
+	if attr != nil {
+		a.Type = fi.AVType(attr._type)
+		a.RxCtxBits = int(attr.rx_ctx_bits)
+		a.Count = uint64(attr.count)
+		a.EPPerNode = uint64(attr.ep_per_node)
+		a.Name = goStr(attr.name)
+		a.MapAddr = uintptr(attr.map_addr)
+		a.Flags = uint64(attr.flags)
+	}
+	av, err := d.OpenAV(a)
+	if err != nil {
+		return errnoOf(err)
+	}
+	c := C.psm2_av_new(context)
+	if c == nil {
+		av.Close()
+		return -C.int(fi.ENOMEM)
+	}
+	c.handle = newHandle(av)
+	av.Fid = uintptr(unsafe.Pointer(c))
+	*out = &c.av_fid
+	return 0
+}
+
+func avObj(c *C.struct_psm2_av) *provider.AV {
+	if c == nil {
+		return nil
+	}
+	return handleObj[provider.AV](c.handle)
+}
+
+//export psm2go_av_close
+func psm2go_av_close(c *C.struct_psm2_av) C.int {
+	av := avObj(c)
+	if av == nil {
+		return -C.int(fi.EINVAL)
+	}
+	if err := av.Close(); err != nil {
+		return errnoOf(err)
+	}
+	deleteHandle(c.handle)
+	c.handle = nil
+	C.free(unsafe.Pointer(c))
+	return 0
+}
+
+//export psm2go_av_bind
+func psm2go_av_bind(c *C.struct_psm2_av, h unsafe.Pointer, flags C.uint64_t) C.int {
+	av, eq := avObj(c), handleObj[provider.EQ](h)
+	if av == nil || eq == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(av.Bind(eq, uint64(flags)))
+}
+
+// avCount turns an AV call's result into the C return value.
+func avCount(n int, err error) C.int {
+	if err != nil {
+		return errnoOf(err)
+	}
+	return C.int(n)
+}
+
+//export psm2go_av_insert
+func psm2go_av_insert(c *C.struct_psm2_av, addr unsafe.Pointer, count C.size_t, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+	av := avObj(c)
+	if av == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return avCount(av.Insert(addr, int(count), unsafe.Pointer(out), uint64(flags), uintptr(context)))
+}
+
+//export psm2go_av_insertsvc
+func psm2go_av_insertsvc(c *C.struct_psm2_av, node, service *C.char, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+	av := avObj(c)
+	if av == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return avCount(av.InsertSvc(goStr(node), goStr(service), unsafe.Pointer(out), uint64(flags), uintptr(context)))
+}
+
+//export psm2go_av_insertsym
+func psm2go_av_insertsym(c *C.struct_psm2_av, node *C.char, nodecnt C.size_t, service *C.char, svccnt C.size_t,
+	out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+	av := avObj(c)
+	if av == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return avCount(av.InsertSym(goStr(node), int(nodecnt), goStr(service), int(svccnt),
+		unsafe.Pointer(out), uint64(flags), uintptr(context)))
+}
+
+//export psm2go_av_remove
+func psm2go_av_remove(c *C.struct_psm2_av, addrs *C.uint64_t, count C.size_t, flags C.uint64_t) C.int {
+	av := avObj(c)
+	if av == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(av.Remove(unsafe.Pointer(addrs), int(count), uint64(flags)))
+}
+
+//export psm2go_av_lookup
+func psm2go_av_lookup(c *C.struct_psm2_av, addr C.uint64_t, buf unsafe.Pointer, addrlen *C.size_t) C.int {
+	av := avObj(c)
+	if av == nil || addrlen == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(av.Lookup(uint64(addr), buf, (*uint64)(unsafe.Pointer(addrlen))))
+}
+
+//export psm2go_av_straddr
+func psm2go_av_straddr(c *C.struct_psm2_av, addr unsafe.Pointer, buf *C.char, length *C.size_t) {
+	av := avObj(c)
+	if av == nil || length == nil {
+		return
+	}
+	av.Straddr(addr, unsafe.Pointer(buf), (*uint64)(unsafe.Pointer(length)))
+}

@@ -1,0 +1,123 @@
+/* cq.c: the completion queue fid. read/readfrom are the completion hot
+ * path: one call into Go with the CQ's slot. */
+#include <stdlib.h>
+#include "shim.h"
+#include "_cgo_export.h"
+
+extern struct fi_ops psm2_cq_fi_ops;
+extern struct fi_ops_cq psm2_cq_ops;
+
+struct psm2_cq *psm2_cq_new(void *context, int32_t wait_obj)
+{
+	struct psm2_cq *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->cq_fid.fid.fclass = FI_CLASS_CQ;
+	c->cq_fid.fid.context = context;
+	c->cq_fid.fid.ops = &psm2_cq_fi_ops;
+	c->cq_fid.ops = &psm2_cq_ops;
+	c->wait_obj = wait_obj;
+	return c;
+}
+
+static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	return psm2go_cq_read(((struct psm2_cq *) cq)->slot, buf, count, NULL);
+}
+
+static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
+			   fi_addr_t *src_addr)
+{
+	return psm2go_cq_read(((struct psm2_cq *) cq)->slot, buf, count, src_addr);
+}
+
+static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
+			  uint64_t flags)
+{
+	if (!cq || !buf)
+		return -FI_EINVAL;
+	return psm2go_cq_readerr(((struct psm2_cq *) cq)->slot, buf, flags);
+}
+
+static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count,
+			const void *cond, int timeout)
+{
+	if (!cq)
+		return -FI_EINVAL;
+	return psm2go_cq_sread(((struct psm2_cq *) cq)->slot, buf, count, NULL,
+			       (void *) cond, timeout);
+}
+
+static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
+			    fi_addr_t *src_addr, const void *cond, int timeout)
+{
+	if (!cq)
+		return -FI_EINVAL;
+	return psm2go_cq_sread(((struct psm2_cq *) cq)->slot, buf, count, src_addr,
+			       (void *) cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *cq)
+{
+	if (!cq)
+		return -FI_EINVAL;
+	return psm2go_cq_signal((struct psm2_cq *) cq);
+}
+
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	(void) err_data;
+	if (!buf || !len)
+		buf = psm2_strerror_buf(&len);
+	psm2go_cq_strerror((struct psm2_cq *) cq, prov_errno, buf, len);
+	return buf;
+}
+
+static int cq_close(struct fid *fid)
+{
+	if (!fid)
+		return -FI_EINVAL;
+	return psm2go_cq_close((struct psm2_cq *) fid);
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct psm2_cq *c = (struct psm2_cq *) fid;
+	int fd;
+
+	if (!fid || !arg)
+		return -FI_EINVAL;
+	switch (command) {
+	case FI_GETWAIT:
+		fd = psm2go_cq_waitfd(c);
+		return fd < 0 ? fd : psm2_getwait_out(c->wait_obj, fd, arg);
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *) arg = (enum fi_wait_obj) c->wait_obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+struct fi_ops psm2_cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = psm2_no_bind,
+	.control = cq_control,
+	.ops_open = psm2_no_ops_open,
+	.tostr = NULL,
+	.ops_set = psm2_no_ops_set,
+};
+
+struct fi_ops_cq psm2_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};

@@ -1,0 +1,154 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider"
+)
+
+//export psm2go_cq_open
+func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C.struct_fid_cq, context unsafe.Pointer) C.int {
+	d := domainObj(dc)
+	if d == nil || attr == nil || out == nil {
+		return -C.int(fi.EINVAL)
+	}
+	a := &provider.CQAttr{
+		Size: uint64(attr.size), Flags: uint64(attr.flags), Format: int32(attr.format),
+		WaitObj: int32(attr.wait_obj), SignalingVector: int32(attr.signaling_vector),
+		WaitCond: int32(attr.wait_cond),
+	}
+	if a.WaitObj == fi.WAIT_SET {
+		ws, rc := waitSetOf(attr.wait_set)
+		if rc != 0 {
+			return rc
+		}
+		a.WaitSet = ws
+	}
+	cq, err := d.OpenCQ(a)
+	if err != nil {
+		return errnoOf(err)
+	}
+	c := C.psm2_cq_new(context, C.int32_t(a.WaitObj))
+	if c == nil {
+		cq.Close()
+		return -C.int(fi.ENOMEM)
+	}
+	c.handle = newHandle(cq)
+	c.slot = C.uint32_t(objTable.cq.register(cq))
+	*out = &c.cq_fid
+	return 0
+}
+
+func cqObj(c *C.struct_psm2_cq) *provider.CQ {
+	if c == nil {
+		return nil
+	}
+	return handleObj[provider.CQ](c.handle)
+}
+
+// psm2go_cq_read is fi_cq_read and fi_cq_readfrom (src NULL for read).
+//
+//export psm2go_cq_read
+func psm2go_cq_read(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t) C.ssize_t {
+	cq := objTable.cq.lookup(uint32(slot))
+	if cq == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	n, err := cq.Read(buf, int(count), unsafe.Pointer(src))
+	if err != nil {
+		return C.ssize_t(errnoOf(err))
+	}
+	return C.ssize_t(n)
+}
+
+//export psm2go_cq_readerr
+func psm2go_cq_readerr(slot C.uint32_t, buf *C.struct_fi_cq_err_entry, flags C.uint64_t) C.ssize_t {
+	cq := objTable.cq.lookup(uint32(slot))
+	if cq == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	n, err := cq.ReadErr(unsafe.Pointer(buf), uint64(flags))
+	if err != nil {
+		return C.ssize_t(errnoOf(err))
+	}
+	return C.ssize_t(n)
+}
+
+//export psm2go_cq_sread
+func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t, cond unsafe.Pointer, timeout C.int) C.ssize_t {
+	cq := objTable.cq.lookup(uint32(slot))
+	if cq == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	n, err := cq.SRead(buf, int(count), unsafe.Pointer(src), cond, int(timeout))
+	if err != nil {
+		return C.ssize_t(errnoOf(err))
+	}
+	return C.ssize_t(n)
+}
+
+//export psm2go_cq_signal
+func psm2go_cq_signal(c *C.struct_psm2_cq) C.int {
+	cq := cqObj(c)
+	if cq == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(cq.Signal())
+}
+
+//export psm2go_cq_strerror
+func psm2go_cq_strerror(c *C.struct_psm2_cq, provErrno C.int, buf *C.char, length C.size_t) {
+	var s string
+	if cq := cqObj(c); cq != nil {
+		s = cq.StrError(int(provErrno))
+	} else {
+		s = fi.Errno(absInt(int(provErrno))).Error()
+	}
+	cstrCopy(buf, length, s)
+}
+
+func absInt(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// psm2go_cq_waitfd returns the CQ's fd for FI_GETWAIT, or a negative
+// FI_E* code.
+//
+//export psm2go_cq_waitfd
+func psm2go_cq_waitfd(c *C.struct_psm2_cq) C.int {
+	cq := cqObj(c)
+	if cq == nil {
+		return -C.int(fi.EINVAL)
+	}
+	fd, err := cq.WaitFD()
+	if err != nil {
+		return errnoOf(err)
+	}
+	return C.int(fd)
+}
+
+//export psm2go_cq_close
+func psm2go_cq_close(c *C.struct_psm2_cq) C.int {
+	cq := cqObj(c)
+	if cq == nil {
+		return -C.int(fi.EINVAL)
+	}
+	if err := cq.Close(); err != nil {
+		return errnoOf(err)
+	}
+	objTable.cq.release(uint32(c.slot))
+	deleteHandle(c.handle)
+	c.handle, c.slot = nil, 0
+	C.free(unsafe.Pointer(c))
+	return 0
+}

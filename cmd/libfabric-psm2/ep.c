@@ -1,0 +1,846 @@
+/* ep.c: the endpoint fid and every ops table it carries.
+ *
+ * The message and tagged calls are the data path: each builds its iovec
+ * (on the stack for single-buffer calls) and its flags, then makes one call
+ * into Go with the endpoint's slot and scalar arguments. The flags say
+ * which API was used (FI_MSG or FI_TAGGED); fi_*msg passes the caller's
+ * flags, every other call the fid's op flags (transmit for sends, receive
+ * for receives), with FI_REMOTE_CQ_DATA for the *data calls. Inject calls
+ * add FI_INJECT and never generate a completion (no FI_COMPLETION).
+ *
+ * RMA, atomics and collectives are not offered: every slot answers
+ * -FI_ENOSYS (never NULL: the inline wrappers call through unchecked). */
+#include <stdlib.h>
+#include "shim.h"
+#include "_cgo_export.h"
+
+extern struct fi_ops psm2_ep_fi_ops;
+static struct fi_ops_ep ep_ops;
+static struct fi_ops_cm ep_cm_ops;
+static struct fi_ops_msg ep_msg_ops;
+static struct fi_ops_tagged ep_tagged_ops;
+static struct fi_ops_rma ep_rma_ops;
+static struct fi_ops_atomic ep_atomic_ops;
+static struct fi_ops_collective ep_collective_ops;
+
+struct psm2_ep *psm2_ep_new(void *context)
+{
+	struct psm2_ep *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->ep_fid.fid.fclass = FI_CLASS_EP;
+	e->ep_fid.fid.context = context;
+	e->ep_fid.fid.ops = &psm2_ep_fi_ops;
+	e->ep_fid.ops = &ep_ops;
+	e->ep_fid.cm = &ep_cm_ops;
+	e->ep_fid.msg = &ep_msg_ops;
+	e->ep_fid.rma = &ep_rma_ops;
+	e->ep_fid.tagged = &ep_tagged_ops;
+	e->ep_fid.atomic = &ep_atomic_ops;
+	e->ep_fid.collective = &ep_collective_ops;
+	return e;
+}
+
+#define EP(ep) ((struct psm2_ep *) (ep))
+#define INJECT_FLAGS(f) (((f) | FI_INJECT) & ~FI_COMPLETION)
+
+/* A bare fid (getname, cancel, getopt, ...) that must be one of our
+ * endpoints or aliases. */
+static struct psm2_ep *ep_of(struct fid *fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_EP || fid->ops != &psm2_ep_fi_ops)
+		return NULL;
+	return (struct psm2_ep *) fid;
+}
+
+/* ---- fi_ops ---- */
+
+static int ep_close(struct fid *fid)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e)
+		return -FI_EINVAL;
+	if (e->base) {
+		/* An alias: only the struct is its own. */
+		__atomic_sub_fetch(&e->base->aliases, 1, __ATOMIC_ACQ_REL);
+		free(e);
+		return 0;
+	}
+	if (__atomic_load_n(&e->aliases, __ATOMIC_ACQUIRE) > 0)
+		return -FI_EBUSY;
+	return psm2go_ep_close(e);
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct psm2_ep *e = ep_of(fid);
+	void *h;
+
+	if (!e || !bfid)
+		return -FI_EINVAL;
+	/* Binding an MR to the endpoint is the MR's bind, as in psm2. */
+	if (bfid->fclass == FI_CLASS_MR) {
+		if (!psm2_fid_handle(bfid))
+			return -FI_EINVAL;
+		return bfid->ops->bind(bfid, fid, flags);
+	}
+	switch (bfid->fclass) {
+	case FI_CLASS_AV:
+	case FI_CLASS_CQ:
+	case FI_CLASS_CNTR:
+	case FI_CLASS_EQ:
+		break;
+	default:
+		return -FI_EINVAL;
+	}
+	if (!(h = psm2_fid_handle(bfid)))
+		return -FI_EINVAL;
+	return psm2go_ep_bind(e, h, flags);
+}
+
+/* psm2_ep_set_flags: FI_TRANSMIT or FI_RECV says which flags to set (both:
+ * EINVAL, neither: nothing changes). */
+static int ep_set_opflags(struct psm2_ep *e, uint64_t flags)
+{
+	uint64_t real = flags & ~(FI_TRANSMIT | FI_RECV);
+
+	if ((flags & FI_TRANSMIT) && (flags & FI_RECV))
+		return -FI_EINVAL;
+	if (flags & FI_TRANSMIT)
+		e->tx_op_flags = real;
+	else if (flags & FI_RECV)
+		e->rx_op_flags = real;
+	else
+		return 0;
+	if (!e->base)
+		psm2go_ep_set_opflags(e, e->tx_op_flags, e->rx_op_flags);
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct psm2_ep *e = ep_of(fid), *a, *base;
+	struct fi_alias *alias;
+	uint64_t *flags;
+	int ret;
+
+	if (!e)
+		return -FI_EINVAL;
+	switch (command) {
+	case FI_GETOPSFLAG:
+		flags = arg;
+		if (!flags)
+			return -FI_EINVAL;
+		if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV))
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			*flags = e->tx_op_flags;
+		else if (*flags & FI_RECV)
+			*flags = e->rx_op_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_SETOPSFLAG:
+		flags = arg;
+		if (!flags)
+			return -FI_EINVAL;
+		return ep_set_opflags(e, *flags);
+	case FI_ALIAS:
+		alias = arg;
+		if (!alias || !alias->fid)
+			return -FI_EINVAL;
+		a = malloc(sizeof(*a));
+		if (!a)
+			return -FI_ENOMEM;
+		*a = *e;
+		base = e->base ? e->base : e;
+		a->base = base;
+		a->aliases = 0;
+		ret = ep_set_opflags(a, alias->flags);
+		if (ret) {
+			free(a);
+			return ret;
+		}
+		__atomic_add_fetch(&base->aliases, 1, __ATOMIC_ACQ_REL);
+		*alias->fid = &a->ep_fid.fid;
+		return 0;
+	case FI_ENABLE:
+		return psm2go_ep_enable(e);
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+struct fi_ops psm2_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = psm2_no_ops_open,
+	.tostr = NULL,
+	.ops_set = psm2_no_ops_set,
+};
+
+/* ---- fi_ops_ep ---- */
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e)
+		return -FI_EINVAL;
+	return psm2go_ep_cancel(e, context);
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e || !optval || !optlen)
+		return -FI_EINVAL;
+	return psm2go_ep_getopt(e, level, optname, optval, optlen);
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		     size_t optlen)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e || !optval)
+		return -FI_EINVAL;
+	return psm2go_ep_setopt(e, level, optname, (void *) optval, optlen);
+}
+
+static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		     struct fid_ep **tx_ep, void *context)
+{
+	(void) sep; (void) index; (void) attr; (void) tx_ep; (void) context;
+	return -FI_ENOSYS;
+}
+
+static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context)
+{
+	(void) sep; (void) index; (void) attr; (void) rx_ep; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *ep)
+{
+	return psm2go_ep_size_left(EP(ep)->slot, 0);
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *ep)
+{
+	return psm2go_ep_size_left(EP(ep)->slot, 1);
+}
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ep_tx_ctx,
+	.rx_ctx = ep_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+/* ---- fi_ops_cm ---- */
+
+static int cm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e || !addr)
+		return -FI_EINVAL;
+	return psm2go_ep_setname(e, addr, addrlen);
+}
+
+static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct psm2_ep *e = ep_of(fid);
+
+	if (!e || !addrlen)
+		return -FI_EINVAL;
+	return psm2go_ep_getname(e, addr, addrlen);
+}
+
+static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	(void) ep; (void) addr; (void) addrlen;
+	return -FI_ENOSYS;
+}
+
+static int cm_connect(struct fid_ep *ep, const void *addr, const void *param,
+		      size_t paramlen)
+{
+	(void) ep; (void) addr; (void) param; (void) paramlen;
+	return -FI_ENOSYS;
+}
+
+static int cm_listen(struct fid_pep *pep)
+{
+	(void) pep;
+	return -FI_ENOSYS;
+}
+
+static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	(void) ep; (void) param; (void) paramlen;
+	return -FI_ENOSYS;
+}
+
+static int cm_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		     size_t paramlen)
+{
+	(void) pep; (void) handle; (void) param; (void) paramlen;
+	return -FI_ENOSYS;
+}
+
+static int cm_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	(void) ep; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		   struct fid_mc **mc, void *context)
+{
+	(void) ep; (void) addr; (void) flags; (void) mc; (void) context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = cm_setname,
+	.getname = cm_getname,
+	.getpeer = cm_getpeer,
+	.connect = cm_connect,
+	.listen = cm_listen,
+	.accept = cm_accept,
+	.reject = cm_reject,
+	.shutdown = cm_shutdown,
+	.join = cm_join,
+};
+
+/* ---- fi_ops_msg ---- */
+
+static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_recv(EP(ep)->slot, &iov, 1, src_addr, 0, 0, context,
+			      EP(ep)->rx_op_flags | FI_MSG);
+}
+
+static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			 size_t count, fi_addr_t src_addr, void *context)
+{
+	(void) desc;
+	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) iov, count, src_addr, 0, 0,
+			      context, EP(ep)->rx_op_flags | FI_MSG);
+}
+
+static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			      msg->addr, 0, 0, msg->context, flags | FI_MSG);
+}
+
+static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+			fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, context,
+			      EP(ep)->tx_op_flags | FI_MSG);
+}
+
+static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			 size_t count, fi_addr_t dest_addr, void *context)
+{
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, 0, 0,
+			      context, EP(ep)->tx_op_flags | FI_MSG);
+}
+
+static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			      msg->addr, 0, msg->data, msg->context, flags | FI_MSG);
+}
+
+static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
+			  fi_addr_t dest_addr)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, NULL,
+			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG));
+}
+
+static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+			    uint64_t data, fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, context,
+			      EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			      uint64_t data, fi_addr_t dest_addr)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, NULL,
+			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA));
+}
+
+static struct fi_ops_msg ep_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = msg_recv,
+	.recvv = msg_recvv,
+	.recvmsg = msg_recvmsg,
+	.send = msg_send,
+	.sendv = msg_sendv,
+	.sendmsg = msg_sendmsg,
+	.inject = msg_inject,
+	.senddata = msg_senddata,
+	.injectdata = msg_injectdata,
+};
+
+/* ---- fi_ops_tagged ---- */
+
+static ssize_t tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			   fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			   void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_recv(EP(ep)->slot, &iov, 1, src_addr, tag, ignore, context,
+			      EP(ep)->rx_op_flags | FI_TAGGED);
+}
+
+static ssize_t tagged_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			    size_t count, fi_addr_t src_addr, uint64_t tag,
+			    uint64_t ignore, void *context)
+{
+	(void) desc;
+	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) iov, count, src_addr, tag,
+			      ignore, context, EP(ep)->rx_op_flags | FI_TAGGED);
+}
+
+static ssize_t tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			      uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			      msg->addr, msg->tag, msg->ignore, msg->context,
+			      flags | FI_TAGGED);
+}
+
+static ssize_t tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+			   fi_addr_t dest_addr, uint64_t tag, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, context,
+			      EP(ep)->tx_op_flags | FI_TAGGED);
+}
+
+static ssize_t tagged_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			    size_t count, fi_addr_t dest_addr, uint64_t tag,
+			    void *context)
+{
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, tag, 0,
+			      context, EP(ep)->tx_op_flags | FI_TAGGED);
+}
+
+static ssize_t tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			      uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			      msg->addr, msg->tag, msg->data, msg->context,
+			      flags | FI_TAGGED);
+}
+
+static ssize_t tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
+			     fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, NULL,
+			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED));
+}
+
+static ssize_t tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			       void *desc, uint64_t data, fi_addr_t dest_addr,
+			       uint64_t tag, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, context,
+			      EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+				 uint64_t data, fi_addr_t dest_addr, uint64_t tag)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, NULL,
+			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA));
+}
+
+static struct fi_ops_tagged ep_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = tagged_recv,
+	.recvv = tagged_recvv,
+	.recvmsg = tagged_recvmsg,
+	.send = tagged_send,
+	.sendv = tagged_sendv,
+	.sendmsg = tagged_sendmsg,
+	.inject = tagged_inject,
+	.senddata = tagged_senddata,
+	.injectdata = tagged_injectdata,
+};
+
+/* ---- fi_ops_rma: not offered yet ---- */
+
+static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
+{
+	(void) ep; (void) buf; (void) len; (void) desc; (void) src_addr;
+	(void) addr; (void) key; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			 size_t count, fi_addr_t src_addr, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	(void) ep; (void) iov; (void) desc; (void) count; (void) src_addr;
+	(void) addr; (void) key; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			   uint64_t flags)
+{
+	(void) ep; (void) msg; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+			 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			 void *context)
+{
+	(void) ep; (void) buf; (void) len; (void) desc; (void) dest_addr;
+	(void) addr; (void) key; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
+			  size_t count, fi_addr_t dest_addr, uint64_t addr,
+			  uint64_t key, void *context)
+{
+	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
+	(void) addr; (void) key; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	(void) ep; (void) msg; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len,
+			  fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	(void) ep; (void) buf; (void) len; (void) dest_addr; (void) addr; (void) key;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	(void) ep; (void) buf; (void) len; (void) desc; (void) data;
+	(void) dest_addr; (void) addr; (void) key; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			      uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+			      uint64_t key)
+{
+	(void) ep; (void) buf; (void) len; (void) data; (void) dest_addr;
+	(void) addr; (void) key;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_rma ep_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = rma_read,
+	.readv = rma_readv,
+	.readmsg = rma_readmsg,
+	.write = rma_write,
+	.writev = rma_writev,
+	.writemsg = rma_writemsg,
+	.inject = rma_inject,
+	.writedata = rma_writedata,
+	.injectdata = rma_injectdata,
+};
+
+/* ---- fi_ops_atomic: not offered ---- */
+
+static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count,
+			    void *desc, fi_addr_t dest_addr, uint64_t addr,
+			    uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			    void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) dest_addr;
+	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
+			     void **desc, size_t count, fi_addr_t dest_addr,
+			     uint64_t addr, uint64_t key, enum fi_datatype datatype,
+			     enum fi_op op, void *context)
+{
+	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
+	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			       uint64_t flags)
+{
+	(void) ep; (void) msg; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
+			     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			     enum fi_datatype datatype, enum fi_op op)
+{
+	(void) ep; (void) buf; (void) count; (void) dest_addr; (void) addr;
+	(void) key; (void) datatype; (void) op;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count,
+				void *desc, void *result, void *result_desc,
+				fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
+	(void) result_desc; (void) dest_addr; (void) addr; (void) key;
+	(void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov,
+				 void **desc, size_t count, struct fi_ioc *resultv,
+				 void **result_desc, size_t result_count,
+				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	(void) ep; (void) iov; (void) desc; (void) count; (void) resultv;
+	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
+	(void) key; (void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count, uint64_t flags)
+{
+	(void) ep; (void) msg; (void) resultv; (void) result_desc;
+	(void) result_count; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count,
+				void *desc, const void *compare, void *compare_desc,
+				void *result, void *result_desc, fi_addr_t dest_addr,
+				uint64_t addr, uint64_t key, enum fi_datatype datatype,
+				enum fi_op op, void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) compare;
+	(void) compare_desc; (void) result; (void) result_desc; (void) dest_addr;
+	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov,
+				 void **desc, size_t count,
+				 const struct fi_ioc *comparev, void **compare_desc,
+				 size_t compare_count, struct fi_ioc *resultv,
+				 void **result_desc, size_t result_count,
+				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	(void) ep; (void) iov; (void) desc; (void) count; (void) comparev;
+	(void) compare_desc; (void) compare_count; (void) resultv;
+	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
+	(void) key; (void) datatype; (void) op; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+				   const struct fi_ioc *comparev, void **compare_desc,
+				   size_t compare_count, struct fi_ioc *resultv,
+				   void **result_desc, size_t result_count,
+				   uint64_t flags)
+{
+	(void) ep; (void) msg; (void) comparev; (void) compare_desc;
+	(void) compare_count; (void) resultv; (void) result_desc;
+	(void) result_count; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static int atomic_valid(struct fid_ep *ep, enum fi_datatype datatype,
+			enum fi_op op, size_t *count)
+{
+	(void) ep; (void) datatype; (void) op; (void) count;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_atomic ep_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = atomic_write,
+	.writev = atomic_writev,
+	.writemsg = atomic_writemsg,
+	.inject = atomic_inject,
+	.readwrite = atomic_readwrite,
+	.readwritev = atomic_readwritev,
+	.readwritemsg = atomic_readwritemsg,
+	.compwrite = atomic_compwrite,
+	.compwritev = atomic_compwritev,
+	.compwritemsg = atomic_compwritemsg,
+	.writevalid = atomic_valid,
+	.readwritevalid = atomic_valid,
+	.compwritevalid = atomic_valid,
+};
+
+/* ---- fi_ops_collective: not offered ---- */
+
+static ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context)
+{
+	(void) ep; (void) coll_addr; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count, void *desc,
+			      fi_addr_t coll_addr, fi_addr_t root_addr,
+			      enum fi_datatype datatype, uint64_t flags, void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) coll_addr;
+	(void) root_addr; (void) datatype; (void) flags; (void) context;
+	return -FI_ENOSYS;
+}
+
+/* alltoall and allgather share a signature. */
+static ssize_t coll_gather_like(struct fid_ep *ep, const void *buf, size_t count,
+				void *desc, void *result, void *result_desc,
+				fi_addr_t coll_addr, enum fi_datatype datatype,
+				uint64_t flags, void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
+	(void) result_desc; (void) coll_addr; (void) datatype; (void) flags;
+	(void) context;
+	return -FI_ENOSYS;
+}
+
+/* allreduce and reduce_scatter share a signature. */
+static ssize_t coll_reduce_like(struct fid_ep *ep, const void *buf, size_t count,
+				void *desc, void *result, void *result_desc,
+				fi_addr_t coll_addr, enum fi_datatype datatype,
+				enum fi_op op, uint64_t flags, void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
+	(void) result_desc; (void) coll_addr; (void) datatype; (void) op;
+	(void) flags; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
+			   void *desc, void *result, void *result_desc,
+			   fi_addr_t coll_addr, fi_addr_t root_addr,
+			   enum fi_datatype datatype, enum fi_op op, uint64_t flags,
+			   void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
+	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
+	(void) op; (void) flags; (void) context;
+	return -FI_ENOSYS;
+}
+
+/* scatter and gather share a signature. */
+static ssize_t coll_rooted(struct fid_ep *ep, const void *buf, size_t count,
+			   void *desc, void *result, void *result_desc,
+			   fi_addr_t coll_addr, fi_addr_t root_addr,
+			   enum fi_datatype datatype, uint64_t flags, void *context)
+{
+	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
+	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
+	(void) flags; (void) context;
+	return -FI_ENOSYS;
+}
+
+static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
+			struct fi_ioc *resultv, void **result_desc,
+			size_t result_count, uint64_t flags)
+{
+	(void) ep; (void) msg; (void) resultv; (void) result_desc;
+	(void) result_count; (void) flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
+			     void *context)
+{
+	(void) ep; (void) coll_addr; (void) flags; (void) context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_collective ep_collective_ops = {
+	.size = sizeof(struct fi_ops_collective),
+	.barrier = coll_barrier,
+	.broadcast = coll_broadcast,
+	.alltoall = coll_gather_like,
+	.allreduce = coll_reduce_like,
+	.allgather = coll_gather_like,
+	.reduce_scatter = coll_reduce_like,
+	.reduce = coll_reduce,
+	.scatter = coll_rooted,
+	.gather = coll_rooted,
+	.msg = coll_msg,
+	.barrier2 = coll_barrier2,
+};

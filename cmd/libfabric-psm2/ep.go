@@ -1,0 +1,190 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider"
+)
+
+// psm2go_ep_open opens an endpoint; info may be NULL (the provider's
+// defaults), as in psm2.
+//
+//export psm2go_ep_open
+func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.struct_fid_ep, context unsafe.Pointer) C.int {
+	d := domainObj(dc)
+	if d == nil || out == nil {
+		return -C.int(fi.EINVAL)
+	}
+	ep, err := d.OpenEndpoint(infoFromC(info), uintptr(context))
+	if err != nil {
+		return errnoOf(err)
+	}
+	c := C.psm2_ep_new(context)
+	if c == nil {
+		ep.Close()
+		return -C.int(fi.ENOMEM)
+	}
+	c.handle = newHandle(ep)
+	c.slot = C.uint32_t(objTable.ep.register(ep))
+	c.tx_op_flags = C.uint64_t(ep.TxOpFlags())
+	c.rx_op_flags = C.uint64_t(ep.RxOpFlags())
+	*out = &c.ep_fid
+	return 0
+}
+
+func epObj(c *C.struct_psm2_ep) *provider.Endpoint {
+	if c == nil {
+		return nil
+	}
+	return handleObj[provider.Endpoint](c.handle)
+}
+
+// psm2go_ep_close closes the endpoint itself (ep.c frees aliases and
+// refuses while any is open).
+//
+//export psm2go_ep_close
+func psm2go_ep_close(c *C.struct_psm2_ep) C.int {
+	ep := epObj(c)
+	if ep == nil {
+		return -C.int(fi.EINVAL)
+	}
+	if err := ep.Close(); err != nil {
+		return errnoOf(err)
+	}
+	objTable.ep.release(uint32(c.slot))
+	deleteHandle(c.handle)
+	c.handle, c.slot = nil, 0
+	C.free(unsafe.Pointer(c))
+	return 0
+}
+
+//export psm2go_ep_bind
+func psm2go_ep_bind(c *C.struct_psm2_ep, h unsafe.Pointer, flags C.uint64_t) C.int {
+	ep := epObj(c)
+	if ep == nil {
+		return -C.int(fi.EINVAL)
+	}
+	switch o := handleValue(h).(type) {
+	case *provider.AV, *provider.CQ, *provider.Cntr, *provider.EQ:
+		return errnoOf(ep.Bind(o, uint64(flags)))
+	}
+	return -C.int(fi.EINVAL)
+}
+
+//export psm2go_ep_set_opflags
+func psm2go_ep_set_opflags(c *C.struct_psm2_ep, tx, rx C.uint64_t) {
+	if ep := epObj(c); ep != nil {
+		ep.SetTxOpFlags(uint64(tx))
+		ep.SetRxOpFlags(uint64(rx))
+	}
+}
+
+//export psm2go_ep_enable
+func psm2go_ep_enable(c *C.struct_psm2_ep) C.int {
+	ep := epObj(c)
+	if ep == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.Enable())
+}
+
+//export psm2go_ep_cancel
+func psm2go_ep_cancel(c *C.struct_psm2_ep, context unsafe.Pointer) C.ssize_t {
+	ep := epObj(c)
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	return C.ssize_t(errnoOf(ep.Cancel(context)))
+}
+
+//export psm2go_ep_getopt
+func psm2go_ep_getopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen *C.size_t) C.int {
+	ep := epObj(c)
+	if ep == nil || val == nil || optlen == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.GetOpt(int(level), int(name), val, (*uint64)(unsafe.Pointer(optlen))))
+}
+
+//export psm2go_ep_setopt
+func psm2go_ep_setopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen C.size_t) C.int {
+	ep := epObj(c)
+	if ep == nil || val == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.SetOpt(int(level), int(name), val, uint64(optlen)))
+}
+
+//export psm2go_ep_getname
+func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size_t) C.int {
+	ep := epObj(c)
+	if ep == nil || addrlen == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.Name(addr, (*uint64)(unsafe.Pointer(addrlen))))
+}
+
+//export psm2go_ep_setname
+func psm2go_ep_setname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen C.size_t) C.int {
+	ep := epObj(c)
+	if ep == nil || addr == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.SetName(addr, uint64(addrlen)))
+}
+
+// psm2go_ep_size_left is fi_tx_size_left (tx set) and fi_rx_size_left.
+//
+//export psm2go_ep_size_left
+func psm2go_ep_size_left(slot C.uint32_t, tx C.int) C.ssize_t {
+	ep := objTable.ep.lookup(uint32(slot))
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	var n int64
+	var err error
+	if tx != 0 {
+		n, err = ep.TxSizeLeft()
+	} else {
+		n, err = ep.RxSizeLeft()
+	}
+	if err != nil {
+		return C.ssize_t(errnoOf(err))
+	}
+	return C.ssize_t(n)
+}
+
+// psm2go_ep_send is every send of the msg and tagged tables: iov holds
+// count entries; flags says which API and carries the op flags (see
+// ep.c).
+//
+//export psm2go_ep_send
+func psm2go_ep_send(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, tag, data C.uint64_t,
+	context unsafe.Pointer, flags C.uint64_t) C.ssize_t {
+	ep := objTable.ep.lookup(uint32(slot))
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.Send(unsafe.Pointer(iov), int(count), uint64(dest), uint64(tag), uint64(data), context, uint64(flags))
+	return C.ssize_t(errnoOf(err))
+}
+
+// psm2go_ep_recv is every receive of the msg and tagged tables.
+//
+//export psm2go_ep_recv
+func psm2go_ep_recv(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, src, tag, ignore C.uint64_t,
+	context unsafe.Pointer, flags C.uint64_t) C.ssize_t {
+	ep := objTable.ep.lookup(uint32(slot))
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.Recv(unsafe.Pointer(iov), int(count), uint64(src), uint64(tag), uint64(ignore), context, uint64(flags))
+	return C.ssize_t(errnoOf(err))
+}
