@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
 // Provider is one instance of the psm2 provider: its parameters, its log
@@ -20,12 +22,46 @@ type Provider struct {
 
 	openContexts atomic.Int64 // endpoints (transmit/receive contexts) open
 	fabrics      atomic.Int64 // fabrics open
+
+	layoutOnce sync.Once // the tag layout is fixed by the first domain
+	layout     TagLayout
+
+	// wire opens an endpoint's wire; tests swap it for an in-memory one.
+	wire func(wireConfig) (transport.Endpoint, error)
+
+	ctxMu   sync.Mutex
+	ctxUsed [MaxContexts]bool // context numbers in use by open endpoints
+}
+
+// allocContext reserves a context number (part of an endpoint id) for a
+// new endpoint.
+func (p *Provider) allocContext() (int, error) {
+	p.ctxMu.Lock()
+	defer p.ctxMu.Unlock()
+	for i, used := range p.ctxUsed {
+		if !used {
+			p.ctxUsed[i] = true
+			p.openContexts.Add(1)
+			return i, nil
+		}
+	}
+	return 0, fi.EMFILE
+}
+
+// freeContext releases a context number.
+func (p *Provider) freeContext(i int) {
+	p.ctxMu.Lock()
+	defer p.ctxMu.Unlock()
+	if p.ctxUsed[i] {
+		p.ctxUsed[i] = false
+		p.openContexts.Add(-1)
+	}
 }
 
 // New creates a provider: it registers the FI_PSM2_* parameters with the
 // host and reads them.
 func New(host Host) *Provider {
-	p := &Provider{host: host, log: logger{host}}
+	p := &Provider{host: host, log: logger{host}, wire: newWire}
 	defineParams(host)
 	p.params = loadParams(host, p.log)
 	return p

@@ -1,0 +1,194 @@
+package provider
+
+import (
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// CntrAttr is struct fi_cntr_attr.
+type CntrAttr struct {
+	Events  int32
+	WaitObj int32
+	WaitSet *WaitSet
+	Flags   uint64
+}
+
+// FI_CNTR_EVENTS_COMP, the only counter event psm2 supports.
+const cntrEventsComp = 0
+
+// Cntr is a completion counter.
+type Cntr struct {
+	dom     *Domain
+	waitObj int32
+	ws      *WaitSet
+
+	val    atomic.Uint64
+	errVal atomic.Uint64
+
+	bound  atomic.Int32 // endpoints and MRs bound to it
+	closed atomic.Bool
+
+	sleepers atomic.Int32
+	wakeCh   chan struct{}
+	efd      int
+	fdArmed  atomic.Bool
+}
+
+// OpenCntr opens a counter.
+func (d *Domain) OpenCntr(attr *CntrAttr) (*Cntr, error) {
+	if attr == nil {
+		return nil, fi.EINVAL
+	}
+	if attr.Events != cntrEventsComp {
+		return nil, fi.ENOSYS
+	}
+	if attr.Flags != 0 {
+		return nil, fi.EBADFLAGS
+	}
+	c := &Cntr{dom: d, waitObj: attr.WaitObj, efd: -1, wakeCh: make(chan struct{}, 1)}
+	switch attr.WaitObj {
+	case fi.WAIT_NONE, fi.WAIT_UNSPEC, fi.WAIT_MUTEX_COND, fi.WAIT_YIELD:
+	case fi.WAIT_FD:
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return nil, fi.ENOMEM
+		}
+		c.efd = fd
+	case fi.WAIT_SET:
+		if attr.WaitSet == nil {
+			return nil, fi.EINVAL
+		}
+		c.ws = attr.WaitSet
+		c.ws.add(c)
+	default:
+		return nil, fi.EINVAL
+	}
+	if c.efd >= 0 || c.ws != nil {
+		d.startProgress(true)
+	}
+	d.refs.Add(1)
+	return c, nil
+}
+
+// inc and incErr count a completion; called with the domain lock held.
+func (c *Cntr) inc() {
+	c.val.Add(1)
+	c.notify()
+}
+
+func (c *Cntr) incErr() {
+	c.errVal.Add(1)
+	c.notify()
+}
+
+func (c *Cntr) notify() {
+	if c.sleepers.Load() > 0 {
+		select {
+		case c.wakeCh <- struct{}{}:
+		default:
+		}
+		c.dom.wakeAllLocked()
+	}
+	if c.efd >= 0 && c.fdArmed.Swap(false) {
+		one := [8]byte{1}
+		unix.Write(c.efd, one[:])
+	}
+	if c.ws != nil {
+		c.ws.signal()
+	}
+}
+
+// Read drives progress and returns the success count.
+func (c *Cntr) Read() uint64 {
+	c.dom.progress()
+	return c.val.Load()
+}
+
+// ReadErr returns the error count.
+func (c *Cntr) ReadErr() uint64 { return c.errVal.Load() }
+
+// Add, Set, AddErr and SetErr change the counts (and wake waiters).
+func (c *Cntr) Add(v uint64) error    { c.val.Add(v); c.notifyUnlocked(); return nil }
+func (c *Cntr) Set(v uint64) error    { c.val.Store(v); c.notifyUnlocked(); return nil }
+func (c *Cntr) AddErr(v uint64) error { c.errVal.Add(v); c.notifyUnlocked(); return nil }
+func (c *Cntr) SetErr(v uint64) error { c.errVal.Store(v); c.notifyUnlocked(); return nil }
+
+func (c *Cntr) notifyUnlocked() {
+	c.dom.lock()
+	c.notify()
+	c.dom.unlock()
+}
+
+// Wait blocks until the count reaches threshold, an error is counted, or
+// timeout milliseconds pass (negative: forever): nil, fi.EAVAIL or
+// fi.ETIMEDOUT.
+func (c *Cntr) Wait(threshold uint64, timeout int) error {
+	if c.waitObj == fi.WAIT_NONE {
+		return fi.ENOSYS
+	}
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	errs := c.errVal.Load()
+	for {
+		c.dom.progress()
+		if c.val.Load() >= threshold {
+			return nil
+		}
+		if c.errVal.Load() != errs {
+			return fi.EAVAIL
+		}
+		wait := 50 * time.Millisecond
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return fi.ETIMEDOUT
+			}
+			wait = min(wait, left)
+		}
+		c.sleepers.Add(1)
+		c.dom.waitArrival(c.wakeCh, wait)
+		c.sleepers.Add(-1)
+	}
+}
+
+// WaitFD is fi_control(FI_GETWAIT) of a counter opened with FI_WAIT_FD.
+func (c *Cntr) WaitFD() (int, error) {
+	if c.efd < 0 {
+		return -1, fi.ENODATA
+	}
+	c.fdArmed.Store(true)
+	return c.efd, nil
+}
+
+// ready reports whether the counter has any count (for wait and poll sets).
+func (c *Cntr) ready() bool {
+	if c.efd >= 0 {
+		c.fdArmed.Store(true)
+	}
+	c.dom.progress()
+	return c.val.Load() > 0 || c.errVal.Load() > 0
+}
+
+// Close closes the counter; EBUSY while bound.
+func (c *Cntr) Close() error {
+	if c.bound.Load() > 0 {
+		return fi.EBUSY
+	}
+	if !c.closed.CompareAndSwap(false, true) {
+		return fi.EINVAL
+	}
+	if c.ws != nil {
+		c.ws.remove(c)
+	}
+	if c.efd >= 0 {
+		unix.Close(c.efd)
+	}
+	c.dom.refs.Add(-1)
+	return nil
+}

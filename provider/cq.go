@@ -1,0 +1,472 @@
+package provider
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// CQAttr is struct fi_cq_attr.
+type CQAttr struct {
+	Size            uint64
+	Flags           uint64
+	Format          int32
+	WaitObj         int32
+	SignalingVector int32
+	WaitCond        int32
+	WaitSet         *WaitSet
+}
+
+// Sizes of the CQ entry formats in C (struct fi_cq_*_entry).
+const (
+	cqContextSize = 8
+	cqMsgSize     = 24
+	cqDataSize    = 40
+	cqTaggedSize  = 48
+	cqErrSize     = 80 // struct fi_cq_err_entry with err_data_size (API >= 1.5)
+)
+
+// cqEntry is one completion, success or error, in a format-neutral form.
+type cqEntry struct {
+	ctx   uintptr
+	flags uint64
+	len   uint64
+	buf   uintptr
+	data  uint64
+	tag   uint64
+	src   uint64 // fi_addr of the sender, FI_ADDR_NOTAVAIL if unknown
+
+	err     fi.Errno // 0: a success entry
+	provErr int32
+	olen    uint64
+	errLen  int
+	errData [MaxErrData]byte
+}
+
+// CQ is a completion queue. Entries, successes and errors alike, sit in
+// one ring in completion order; a read stops at an error entry, which
+// fi_cq_readerr then takes.
+type CQ struct {
+	dom     *Domain
+	format  int32
+	stride  uintptr
+	waitObj int32
+	ws      *WaitSet
+
+	ring []cqEntry // circular; guarded by the domain lock
+	head int
+	n    int
+
+	bound  int  // endpoints bound; guarded by the domain lock
+	closed bool // guarded by the domain lock
+
+	sleepers atomic.Int32 // threads blocked in sread
+	signaled atomic.Bool  // fi_cq_signal since the last sread
+	wakeCh   chan struct{}
+
+	efd      int         // eventfd of FI_WAIT_FD, -1 otherwise
+	fdArmed  atomic.Bool // a waiter may block on efd: signal it on the next entry
+	fdRaised bool        // efd holds a count; guarded by the domain lock
+
+	errBuf   []byte // err_data handed out for API < 1.5 / err_data_size 0 (not Go memory)
+	errBufMu sync.Mutex
+}
+
+// OpenCQ opens a completion queue.
+func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
+	if attr == nil {
+		return nil, fi.EINVAL
+	}
+	cq := &CQ{dom: d, format: attr.Format, waitObj: attr.WaitObj, efd: -1, wakeCh: make(chan struct{}, 1)}
+	switch attr.Format {
+	case fi.CQ_FORMAT_UNSPEC:
+		cq.format = fi.CQ_FORMAT_TAGGED
+	case fi.CQ_FORMAT_CONTEXT, fi.CQ_FORMAT_MSG, fi.CQ_FORMAT_DATA, fi.CQ_FORMAT_TAGGED:
+	default:
+		return nil, fi.ENOSYS
+	}
+	cq.stride = [...]uintptr{0, cqContextSize, cqMsgSize, cqDataSize, cqTaggedSize}[cq.format]
+	switch attr.WaitObj {
+	case fi.WAIT_NONE, fi.WAIT_UNSPEC, fi.WAIT_MUTEX_COND, fi.WAIT_YIELD:
+	case fi.WAIT_FD:
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return nil, fi.ENOMEM
+		}
+		cq.efd = fd
+	case fi.WAIT_SET:
+		if attr.WaitSet == nil {
+			return nil, fi.EINVAL
+		}
+		cq.ws = attr.WaitSet
+	default:
+		return nil, fi.EINVAL
+	}
+	if attr.WaitCond != 0 && attr.WaitCond != 1 { // FI_CQ_COND_NONE, FI_CQ_COND_THRESHOLD
+		cq.closeFD()
+		return nil, fi.EINVAL
+	}
+	if attr.Flags&^fi.AFFINITY != 0 {
+		cq.closeFD()
+		return nil, fi.EBADFLAGS
+	}
+	size := attr.Size
+	if size == 0 || size > 1<<20 {
+		size = 1024
+	}
+	cq.ring = make([]cqEntry, size)
+	if cq.ws != nil {
+		cq.ws.add(cq)
+	}
+	if cq.efd >= 0 || cq.ws != nil {
+		d.startProgress(true)
+	}
+	d.refs.Add(1)
+	return cq, nil
+}
+
+func (cq *CQ) closeFD() {
+	if cq.efd >= 0 {
+		unix.Close(cq.efd)
+		cq.efd = -1
+	}
+}
+
+// push appends an entry. The caller holds the domain lock. The ring grows
+// rather than dropping a completion.
+func (cq *CQ) push() *cqEntry {
+	if cq.n == len(cq.ring) {
+		bigger := make([]cqEntry, 2*len(cq.ring))
+		for i := 0; i < cq.n; i++ {
+			bigger[i] = cq.ring[(cq.head+i)%len(cq.ring)]
+		}
+		cq.ring, cq.head = bigger, 0
+	}
+	i := cq.head + cq.n
+	if i >= len(cq.ring) {
+		i -= len(cq.ring)
+	}
+	cq.n++
+	e := &cq.ring[i]
+	*e = cqEntry{}
+	return e
+}
+
+// notify tells waiters that entries were added: called once per progress
+// or posting call that added any, with the domain lock held.
+func (cq *CQ) notify() {
+	if cq.sleepers.Load() > 0 {
+		select {
+		case cq.wakeCh <- struct{}{}:
+		default:
+		}
+		cq.dom.wakeAllLocked()
+	}
+	if cq.efd >= 0 && cq.fdArmed.Swap(false) {
+		var one = [8]byte{1}
+		unix.Write(cq.efd, one[:])
+		cq.fdRaised = true
+	}
+	if cq.ws != nil {
+		cq.ws.signal()
+	}
+}
+
+// complete adds a success entry.
+func (cq *CQ) complete(ctx uintptr, flags, length uint64, buf uintptr, data, tag, src uint64) {
+	e := cq.push()
+	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.src = ctx, flags, length, buf, data, tag, src
+	cq.notify()
+}
+
+// completeErr adds an error entry.
+func (cq *CQ) completeErr(ctx uintptr, flags, length uint64, buf uintptr, data, tag uint64, err fi.Errno, olen uint64, errData []byte) {
+	e := cq.push()
+	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.src = ctx, flags, length, buf, data, tag, fi.AddrUnspec
+	e.err, e.olen, e.provErr = err, olen, -int32(err)
+	e.errLen = copy(e.errData[:], errData)
+	cq.notify()
+}
+
+// Read is fi_cq_read / fi_cq_readfrom: it drives progress, then copies up
+// to count success entries into buf in the CQ's format (and their source
+// addresses into src, if not nil). EAGAIN: nothing to read; EAVAIL: an
+// error entry is next.
+func (cq *CQ) Read(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, error) {
+	if count < 0 || (buf == nil && count > 0) {
+		return 0, fi.EINVAL
+	}
+	d := cq.dom
+	d.lock()
+	if cq.n == 0 || count > cq.n {
+		d.progressLocked()
+	}
+	n, err := cq.readLocked(buf, count, src)
+	d.unlock()
+	return n, err
+}
+
+func (cq *CQ) readLocked(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, error) {
+	if cq.n == 0 {
+		if cq.fdRaised {
+			cq.drainFD()
+		}
+		return 0, fi.EAGAIN
+	}
+	if count == 0 {
+		return 0, nil
+	}
+	got := 0
+	for got < count && cq.n > 0 {
+		e := &cq.ring[cq.head]
+		if e.err != 0 {
+			break
+		}
+		cq.write(unsafe.Add(buf, uintptr(got)*cq.stride), e)
+		if src != nil {
+			*(*uint64)(unsafe.Add(src, got*8)) = e.src
+		}
+		cq.pop()
+		got++
+	}
+	if got == 0 {
+		return 0, fi.EAVAIL
+	}
+	return got, nil
+}
+
+func (cq *CQ) pop() {
+	cq.head++
+	if cq.head == len(cq.ring) {
+		cq.head = 0
+	}
+	cq.n--
+}
+
+func (cq *CQ) drainFD() {
+	var b [8]byte
+	unix.Read(cq.efd, b[:])
+	cq.fdRaised = false
+}
+
+// write stores e at p in the CQ's format.
+func (cq *CQ) write(p unsafe.Pointer, e *cqEntry) {
+	w := (*[6]uint64)(p)[:cq.stride/8]
+	w[0] = uint64(e.ctx)
+	if len(w) > 1 {
+		w[1] = e.flags
+		w[2] = e.len
+	}
+	if len(w) > 3 {
+		w[3] = uint64(e.buf)
+		w[4] = e.data
+	}
+	if len(w) > 5 {
+		w[5] = e.tag
+	}
+}
+
+// ReadErr is fi_cq_readerr: it takes the error entry at the head of the
+// queue into buf (struct fi_cq_err_entry). EAGAIN if the head is not an
+// error.
+func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
+	if buf == nil {
+		return 0, fi.EINVAL
+	}
+	d := cq.dom
+	d.lock()
+	defer d.unlock()
+	if cq.n == 0 || cq.ring[cq.head].err == 0 {
+		return 0, fi.EAGAIN
+	}
+	e := &cq.ring[cq.head]
+	w := (*[10]uint64)(buf)
+	w[0] = uint64(e.ctx)
+	w[1] = e.flags
+	w[2] = e.len
+	w[3] = uint64(e.buf)
+	w[4] = e.data
+	w[5] = e.tag
+	w[6] = e.olen
+	*(*int32)(unsafe.Pointer(&w[7])) = int32(e.err)
+	*(*int32)(unsafe.Add(unsafe.Pointer(&w[7]), 4)) = e.provErr
+	newAPI := d.api >= fi.Version(1, 5)
+	if newAPI && w[9] > 0 && w[8] != 0 {
+		// The caller supplied err_data of err_data_size bytes.
+		n := copy(cbytes(uintptr(w[8]), w[9]), e.errData[:e.errLen])
+		w[9] = uint64(n)
+	} else if e.errLen > 0 {
+		b := cq.errBuffer()
+		if b == nil {
+			w[8] = 0
+		} else {
+			copy(b, e.errData[:e.errLen])
+			w[8] = uint64(uintptr(unsafe.Pointer(&b[0])))
+		}
+		if newAPI {
+			w[9] = uint64(e.errLen)
+		}
+	} else {
+		w[8] = 0
+		if newAPI {
+			w[9] = 0
+		}
+	}
+	cq.pop()
+	return 1, nil
+}
+
+// errBuffer is the CQ's own err_data buffer: memory outside the Go heap,
+// so C may keep the pointer until the next readerr.
+func (cq *CQ) errBuffer() []byte {
+	cq.errBufMu.Lock()
+	defer cq.errBufMu.Unlock()
+	if cq.errBuf == nil {
+		b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return nil
+		}
+		cq.errBuf = b
+	}
+	return cq.errBuf[:MaxErrData]
+}
+
+// SRead is fi_cq_sread / fi_cq_sreadfrom: Read, blocking up to timeout
+// milliseconds (negative: forever) until an entry (or, with a threshold
+// cond, that many) is there. EAGAIN on timeout or fi_cq_signal.
+func (cq *CQ) SRead(buf unsafe.Pointer, count int, src unsafe.Pointer, cond unsafe.Pointer, timeout int) (int, error) {
+	if cq.waitObj == fi.WAIT_NONE {
+		return 0, fi.ENOSYS
+	}
+	if count < 0 || (buf == nil && count > 0) {
+		return 0, fi.EINVAL
+	}
+	threshold := 1
+	if cond != nil {
+		if t := *(*uint64)(cond); t > 1 && int(t) <= count {
+			threshold = int(t)
+		}
+	}
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	d := cq.dom
+	for {
+		d.lock()
+		d.progressLocked()
+		var n int
+		var err error
+		if cq.n >= threshold || (cq.n > 0 && cq.ring[cq.head].err != 0) {
+			n, err = cq.readLocked(buf, count, src)
+		} else {
+			err = fi.EAGAIN
+		}
+		d.unlock()
+		if err != fi.EAGAIN {
+			return n, err
+		}
+		if cq.signaled.Swap(false) {
+			return 0, fi.EAGAIN
+		}
+		if !cq.block(deadline) {
+			return 0, fi.EAGAIN
+		}
+	}
+}
+
+// block sleeps until something may have changed: an arrival on a bound
+// endpoint's wire, a completion added by another thread, fi_cq_signal, or
+// the deadline (zero: none). It returns false once the deadline passed.
+func (cq *CQ) block(deadline time.Time) bool {
+	wait := 50 * time.Millisecond
+	if !deadline.IsZero() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		wait = min(wait, left)
+	}
+	cq.sleepers.Add(1)
+	cq.dom.waitArrival(cq.wakeCh, wait)
+	cq.sleepers.Add(-1)
+	return true
+}
+
+// Signal is fi_cq_signal: wake a thread blocked in SRead.
+func (cq *CQ) Signal() error {
+	cq.signaled.Store(true)
+	select {
+	case cq.wakeCh <- struct{}{}:
+	default:
+	}
+	cq.dom.wakeAll()
+	return nil
+}
+
+// StrError is fi_cq_strerror: the text of a provider errno.
+func (cq *CQ) StrError(provErrno int) string {
+	if provErrno < 0 {
+		provErrno = -provErrno
+	}
+	return fi.Errno(provErrno).Error()
+}
+
+// WaitFD is fi_control(FI_GETWAIT) of a CQ opened with FI_WAIT_FD.
+func (cq *CQ) WaitFD() (int, error) {
+	if cq.efd < 0 {
+		return -1, fi.ENODATA
+	}
+	cq.fdArmed.Store(true)
+	return cq.efd, nil
+}
+
+// ready reports whether the CQ has an entry after a progress pass; it arms
+// the fd first so an entry that arrives after the check still raises it.
+func (cq *CQ) ready() bool {
+	if cq.efd >= 0 {
+		cq.fdArmed.Store(true)
+	}
+	d := cq.dom
+	d.lock()
+	d.progressLocked()
+	n := cq.n
+	if n == 0 && cq.fdRaised {
+		cq.drainFD()
+	}
+	d.unlock()
+	return n > 0
+}
+
+// Close closes the CQ; EBUSY while endpoints are bound to it.
+func (cq *CQ) Close() error {
+	d := cq.dom
+	d.lock()
+	if cq.closed {
+		d.unlock()
+		return fi.EINVAL
+	}
+	if cq.bound > 0 {
+		d.unlock()
+		return fi.EBUSY
+	}
+	cq.closed = true
+	d.unlock()
+	if cq.ws != nil {
+		cq.ws.remove(cq)
+	}
+	cq.closeFD()
+	cq.errBufMu.Lock()
+	if cq.errBuf != nil {
+		unix.Munmap(cq.errBuf)
+		cq.errBuf = nil
+	}
+	cq.errBufMu.Unlock()
+	d.refs.Add(-1)
+	return nil
+}

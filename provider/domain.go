@@ -1,0 +1,232 @@
+package provider
+
+import (
+	"fmt"
+	"hash/fnv"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// Domain is an open psm2 domain: the attributes every object opened from it
+// shares, the lock that serializes its data path, and its progress engine.
+//
+// Locking. Every data-path entry (posting, completion reads, progress)
+// holds d.mu unless locking is off (FI_PSM2_LOCK_LEVEL=0 with no progress
+// goroutine): one lock per domain keeps the matching engine, the CQs and the
+// wires consistent without per-object locks, and an uncontended lock is a
+// few nanoseconds.
+type Domain struct {
+	fabric *Fabric
+	prov   *Provider
+	log    logger
+	params Params
+
+	api          uint32
+	caps         uint64
+	threading    fi.Threading
+	dataProgress fi.Progress
+	mrMode       int32
+	avType       fi.AVType
+	layout       TagLayout
+	uuid         UUID
+	locking      bool
+
+	mu  sync.Mutex
+	eps []*Endpoint // enabled endpoints, polled by progress; guarded by mu
+
+	refs       atomic.Int64 // objects open on the domain
+	disconnect atomic.Uint32
+	closed     bool
+
+	mrs  mrTable
+	prog *progressThread
+}
+
+// OpenDomain opens a domain of the fabric for info (from fi_getinfo).
+func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
+	if info == nil || f == nil {
+		return nil, fi.EINVAL
+	}
+	if f.closed.Load() {
+		return nil, fi.EINVAL
+	}
+	p := f.prov
+	d := &Domain{fabric: f, prov: p, log: p.log, params: p.params, api: fi.APIVersion,
+		caps: info.Caps, threading: fi.THREAD_SAFE, dataProgress: fi.PROGRESS_MANUAL,
+		avType: fi.AV_UNSPEC, uuid: p.params.UUID}
+	if info.Fabric != nil && info.Fabric.APIVersion != 0 {
+		d.api = info.Fabric.APIVersion
+	}
+	if a := info.Domain; a != nil {
+		if a.Name != "" && !strings.HasPrefix(strings.ToLower(a.Name), DomainPrefix) {
+			return nil, fmt.Errorf("domain %q: %w", a.Name, fi.EINVAL)
+		}
+		if a.Threading != fi.THREAD_UNSPEC {
+			d.threading = a.Threading
+		}
+		if a.DataProgress == fi.PROGRESS_AUTO {
+			d.dataProgress = fi.PROGRESS_AUTO
+		}
+		d.mrMode = a.MRMode
+		d.avType = a.AVType
+		if a.AuthKeySize == AuthKeySize && len(a.AuthKey) == AuthKeySize {
+			copy(d.uuid[:], a.AuthKey)
+		} else if a.AuthKeySize != 0 && a.AuthKey != nil {
+			return nil, fmt.Errorf("domain auth_key of %d bytes: %w", a.AuthKeySize, fi.EINVAL)
+		}
+	}
+	if info.EP != nil && len(info.EP.AuthKey) == AuthKeySize {
+		copy(d.uuid[:], info.EP.AuthKey)
+	}
+	d.layout = p.lockTagLayout(info)
+	d.disconnect.Store(boolU32(p.params.Disconnect))
+	d.locking = !(p.params.LockLevelSet && p.params.LockLevel == 0) || d.dataProgress == fi.PROGRESS_AUTO
+	d.mrs.init()
+	f.domains.Add(1)
+	if d.dataProgress == fi.PROGRESS_AUTO {
+		d.startProgress(false)
+	}
+	d.log.Infof(fi.LOG_DOMAIN, "domain opened: layout %v, progress %v, uuid %v", d.layout, d.dataProgress, d.uuid)
+	return d, nil
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Close closes the domain; it fails with EBUSY while objects are open on it.
+func (d *Domain) Close() error {
+	if d.refs.Load() > 0 {
+		return fi.EBUSY
+	}
+	d.lock()
+	if d.closed {
+		d.unlock()
+		return fi.EINVAL
+	}
+	d.closed = true
+	d.unlock()
+	d.stopProgress()
+	d.fabric.domains.Add(-1)
+	return nil
+}
+
+// APIVersion is the libfabric API version the domain was opened for.
+func (d *Domain) APIVersion() uint32 { return d.api }
+
+// MRMode is the domain's memory registration mode.
+func (d *Domain) MRMode() int32 { return d.mrMode }
+
+// GetDisconnect and SetDisconnect are fi_get_val/fi_set_val of
+// FI_PSM2_DISCONNECT on the domain.
+func (d *Domain) GetDisconnect() uint32 { return d.disconnect.Load() }
+
+// SetDisconnect sets FI_PSM2_DISCONNECT for the domain's endpoints.
+func (d *Domain) SetDisconnect(v uint32) { d.disconnect.Store(boolU32(v != 0)) }
+
+func (d *Domain) fabricOf() *Fabric { return d.fabric }
+
+func (d *Domain) lock() {
+	if d.locking {
+		d.mu.Lock()
+	}
+}
+
+func (d *Domain) unlock() {
+	if d.locking {
+		d.mu.Unlock()
+	}
+}
+
+// progressLocked services every enabled endpoint once and returns how many
+// events that produced. The caller holds the lock.
+func (d *Domain) progressLocked() int {
+	n := 0
+	for _, ep := range d.eps {
+		n += ep.poll()
+	}
+	return n
+}
+
+// idleLocked reports that progress would find nothing to do.
+func (d *Domain) idleLocked() bool {
+	for _, ep := range d.eps {
+		if !ep.idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// progress runs one progress pass under the lock.
+func (d *Domain) progress() int {
+	d.lock()
+	n := d.progressLocked()
+	d.unlock()
+	return n
+}
+
+func (d *Domain) addEP(ep *Endpoint) {
+	d.lock()
+	d.eps = append(d.eps, ep)
+	d.unlock()
+}
+
+func (d *Domain) removeEPLocked(ep *Endpoint) {
+	for i, e := range d.eps {
+		if e == ep {
+			d.eps = append(d.eps[:i], d.eps[i+1:]...)
+			return
+		}
+	}
+}
+
+// lockTagLayout picks the tag layout at the first domain of the process
+// and keeps it for every later one (as psm2 does): tag60 when the info
+// carries CQ data with tagged or msg caps, tag64 otherwise, unless
+// FI_PSM2_TAG_LAYOUT forces one.
+func (p *Provider) lockTagLayout(info *fi.Info) TagLayout {
+	p.layoutOnce.Do(func() {
+		l := p.params.TagLayout
+		if l == TagLayoutAuto {
+			l = TagLayoutTag64
+			if info.Caps&(fi.TAGGED|fi.MSG) != 0 && info.Domain != nil && info.Domain.CQDataSize != 0 {
+				l = TagLayoutTag60
+			}
+		}
+		p.layout = l
+	})
+	return p.layout
+}
+
+// nodeID is a 16-bit id of this host, part of every endpoint id so a
+// peer can tell which node an endpoint lives on.
+var nodeID = sync.OnceValue(func() uint16 {
+	h := fnv.New32a()
+	host, _ := os.Hostname()
+	h.Write([]byte(host))
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		h.Write(b)
+	}
+	v := h.Sum32()
+	return uint16(v ^ v>>16)
+})
+
+// makeEPID builds the endpoint id of context ctx of this process:
+// pid<<32 | node<<16 | ctx<<8 | 1<<3 (shm-capable) | 2 (version).
+func makeEPID(pid int, node uint16, ctx int) uint64 {
+	return uint64(uint32(pid))<<32 | uint64(node)<<16 | uint64(uint8(ctx))<<8 | 1<<3 | 2
+}
+
+// epidPID returns the process id inside an endpoint id.
+func epidPID(epid uint64) int { return int(epid >> 32) }
+
+// epidNode returns the node id inside an endpoint id.
+func epidNode(epid uint64) uint16 { return uint16(epid >> 16) }

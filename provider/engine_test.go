@@ -1,0 +1,460 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// cqTagged is struct fi_cq_tagged_entry.
+type cqTagged struct {
+	ctx   uintptr
+	flags uint64
+	len   uint64
+	buf   uintptr
+	data  uint64
+	tag   uint64
+}
+
+// cqErrEntry is struct fi_cq_err_entry (API >= 1.5).
+type cqErrEntry struct {
+	ctx       uintptr
+	flags     uint64
+	len       uint64
+	buf       uintptr
+	data      uint64
+	tag       uint64
+	olen      uint64
+	err       int32
+	provErrno int32
+	errData   uintptr
+	errSize   uint64
+}
+
+func TestCQLayouts(t *testing.T) {
+	if unsafe.Sizeof(cqTagged{}) != cqTaggedSize || unsafe.Sizeof(cqErrEntry{}) != cqErrSize {
+		t.Fatalf("entry sizes %d, %d", unsafe.Sizeof(cqTagged{}), unsafe.Sizeof(cqErrEntry{}))
+	}
+}
+
+// pair is two enabled endpoints of one domain on a loop network, each
+// with its own CQ, sharing one AV that holds both names (a=0, b=1).
+type pair struct {
+	t      *testing.T
+	dom    *Domain
+	av     *AV
+	a, b   *Endpoint
+	cqa    *CQ
+	cqb    *CQ
+	keep   [][]byte
+	net    *loopNet
+	aAddr  uint64
+	bAddr  uint64
+}
+
+func newPair(t *testing.T, caps uint64, thresh int) *pair {
+	t.Helper()
+	p, _ := newTestProvider(t, nil)
+	net := newLoopNet(thresh)
+	p.wire = net.open
+	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	d, err := f.OpenDomain(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &pair{t: t, dom: d, av: av, net: net}
+	mk := func() (*Endpoint, *CQ) {
+		ep, err := d.OpenEndpoint(info, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ep.Bind(av, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := ep.Bind(cq, fi.TRANSMIT|fi.RECV); err != nil {
+			t.Fatal(err)
+		}
+		if err := ep.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		return ep, cq
+	}
+	pr.a, pr.cqa = mk()
+	pr.b, pr.cqb = mk()
+	var names [2 * EPNameLen]byte
+	pr.a.name().put(names[:])
+	pr.b.name().put(names[EPNameLen:])
+	var out [2]uint64
+	if n, err := av.Insert(unsafe.Pointer(&names[0]), 2, unsafe.Pointer(&out[0]), 0, 0); n != 2 || err != nil {
+		t.Fatalf("Insert = %d, %v", n, err)
+	}
+	pr.aAddr, pr.bAddr = out[0], out[1]
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{pr.a, pr.b, pr.cqa, pr.cqb, pr.av, d, f} {
+			if err := c.Close(); err != nil {
+				t.Errorf("close %T: %v", c, err)
+			}
+		}
+	})
+	return pr
+}
+
+func (p *pair) send(ep *Endpoint, dest uint64, data []byte, tag uint64, ctx uintptr, flags uint64) error {
+	p.keep = append(p.keep, data)
+	v := iovec{len: uint64(len(data))}
+	if len(data) > 0 {
+		v.base = unsafe.Pointer(&data[0])
+	}
+	return ep.Send(unsafe.Pointer(&v), 1, dest, tag, 0xD47A, cptr(ctx), flags)
+}
+
+func (p *pair) recv(ep *Endpoint, buf []byte, src, tag, ignore uint64, ctx uintptr, flags uint64) error {
+	p.keep = append(p.keep, buf)
+	v := iovec{len: uint64(len(buf))}
+	if len(buf) > 0 {
+		v.base = unsafe.Pointer(&buf[0])
+	}
+	return ep.Recv(unsafe.Pointer(&v), 1, src, tag, ignore, cptr(ctx), flags)
+}
+
+// read takes one completion from cq, driving progress a few times.
+func (p *pair) read(cq *CQ) (cqTagged, error) {
+	var e cqTagged
+	for i := 0; i < 100; i++ {
+		n, err := cq.Read(unsafe.Pointer(&e), 1, nil)
+		if n == 1 {
+			return e, nil
+		}
+		if !errors.Is(err, fi.EAGAIN) {
+			return e, err
+		}
+	}
+	return e, fi.EAGAIN
+}
+
+func (p *pair) readErr(cq *CQ) cqErrEntry {
+	p.t.Helper()
+	var e cqErrEntry
+	if n, err := cq.ReadErr(unsafe.Pointer(&e), 0); n != 1 || err != nil {
+		p.t.Fatalf("ReadErr = %d, %v", n, err)
+	}
+	return e
+}
+
+func TestEngineEmptyCQIsEAGAIN(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.MSG, 64)
+	var e cqTagged
+	if n, err := p.cqa.Read(unsafe.Pointer(&e), 1, nil); n != 0 || !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("Read on empty = %d, %v; want 0, EAGAIN", n, err)
+	}
+	var ee cqErrEntry
+	if _, err := p.cqa.ReadErr(unsafe.Pointer(&ee), 0); !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("ReadErr on empty = %v", err)
+	}
+}
+
+func TestEngineTaggedSizesAndKinds(t *testing.T) {
+	for _, size := range []int{0, 1, 63, 64, 65, 4096, 16000, 16001, 100000} {
+		p := newPair(t, fi.TAGGED|fi.MSG, 16000)
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = byte(i*7 + size)
+		}
+		got := make([]byte, size)
+		// Posted first (expected) for even sizes, after (unexpected) for odd.
+		if size%2 == 0 {
+			if err := p.recv(p.b, got, fi.AddrUnspec, 42, 0, 0xB0, fi.TAGGED|fi.COMPLETION); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.send(p.a, p.bAddr, msg, 42, 0xA0, fi.TAGGED|fi.COMPLETION|fi.REMOTE_CQ_DATA); err != nil {
+			t.Fatalf("size %d: send: %v", size, err)
+		}
+		if size%2 == 1 {
+			p.dom.progress()
+			if err := p.recv(p.b, got, fi.AddrUnspec, 42, 0, 0xB0, fi.TAGGED|fi.COMPLETION); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rc, err := p.read(p.cqb)
+		if err != nil {
+			t.Fatalf("size %d: recv completion: %v", size, err)
+		}
+		want := cqTagged{ctx: 0xB0, flags: fi.RECV | fi.TAGGED | fi.REMOTE_CQ_DATA, len: uint64(size), data: 0xD47A, tag: 42}
+		if size > 0 {
+			want.buf = uintptr(unsafe.Pointer(&got[0]))
+		}
+		if rc != want {
+			t.Errorf("size %d: completion %+v, want %+v", size, rc, want)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Errorf("size %d: payload differs", size)
+		}
+		sc, err := p.read(p.cqa)
+		if err != nil || sc.ctx != 0xA0 || sc.flags != fi.SEND|fi.TAGGED {
+			t.Errorf("size %d: send completion %+v, %v", size, sc, err)
+		}
+	}
+}
+
+func TestEngineMatchingOrderAndIgnore(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.DIRECTED_RECV, 64)
+	// Three receives; the wildcard one posted first wins for tag 7.
+	b1, b2, b3 := make([]byte, 8), make([]byte, 8), make([]byte, 8)
+	p.recv(p.b, b1, fi.AddrUnspec, 0x100, 0xFF, 1, fi.TAGGED|fi.COMPLETION) // matches 0x100..0x1FF
+	p.recv(p.b, b2, fi.AddrUnspec, 7, 0, 2, fi.TAGGED|fi.COMPLETION)
+	p.recv(p.b, b3, p.bAddr, 9, 0, 3, fi.TAGGED|fi.COMPLETION) // directed at b itself: a's message must not match
+	p.send(p.a, p.bAddr, []byte("seven"), 7, 10, fi.TAGGED)
+	p.send(p.a, p.bAddr, []byte("x1ab"), 0x1AB, 11, fi.TAGGED)
+	p.send(p.a, p.bAddr, []byte("nine"), 9, 12, fi.TAGGED)
+	c, _ := p.read(p.cqb)
+	if c.ctx != 2 || c.tag != 7 {
+		t.Errorf("first completion %+v, want ctx 2 tag 7", c)
+	}
+	c, _ = p.read(p.cqb)
+	if c.ctx != 1 || c.tag != 0x1AB || string(b1[:c.len]) != "x1ab" {
+		t.Errorf("second completion %+v, want ctx 1 tag 0x1ab", c)
+	}
+	if c, err := p.read(p.cqb); err == nil {
+		t.Errorf("directed receive matched another source: %+v", c)
+	}
+	// b's own send to itself matches the directed receive.
+	p.send(p.b, p.bAddr, []byte("self"), 9, 13, fi.TAGGED)
+	c, _ = p.read(p.cqb)
+	for c.flags&fi.SEND != 0 {
+		c, _ = p.read(p.cqb)
+	}
+	if c.ctx != 3 || string(b3[:4]) != "self" {
+		t.Errorf("directed completion %+v", c)
+	}
+}
+
+func TestEngineOrderPreservedAcrossKinds(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	sizes := []int{10, 200, 5, 1000, 64, 65}
+	for i, s := range sizes {
+		m := bytes.Repeat([]byte{byte(i)}, s)
+		if err := p.send(p.a, p.bAddr, m, 5, uintptr(i), fi.TAGGED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range sizes {
+		buf := make([]byte, 2000)
+		p.recv(p.b, buf, fi.AddrUnspec, 5, 0, uintptr(100+i), fi.TAGGED|fi.COMPLETION)
+		c, err := p.read(p.cqb)
+		if err != nil || c.ctx != uintptr(100+i) || c.len != uint64(s) || buf[0] != byte(i) && s > 0 {
+			t.Fatalf("message %d: %+v %v", i, c, err)
+		}
+	}
+}
+
+func TestEngineTruncation(t *testing.T) {
+	for _, size := range []int{40, 5000} {
+		p := newPair(t, fi.TAGGED, 64)
+		p.send(p.a, p.bAddr, make([]byte, size), 1, 0, fi.TAGGED)
+		buf := make([]byte, 16)
+		p.recv(p.b, buf, fi.AddrUnspec, 1, 0, 0x77, fi.TAGGED|fi.COMPLETION)
+		if _, err := p.read(p.cqb); !errors.Is(err, fi.EAVAIL) {
+			t.Fatalf("size %d: read = %v, want EAVAIL", size, err)
+		}
+		e := p.readErr(p.cqb)
+		if e.ctx != 0x77 || fi.Errno(e.err) != fi.ETRUNC || e.len != 16 || e.olen != uint64(size-16) || e.tag != 1 {
+			t.Errorf("size %d: err entry %+v", size, e)
+		}
+	}
+}
+
+func TestEnginePeekClaimDiscard(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	// Peek with nothing there: an FI_ENOMSG error entry.
+	p.recv(p.b, nil, fi.AddrUnspec, 3, 0, 0x51, fi.TAGGED|fi.PEEK)
+	if _, err := p.read(p.cqb); !errors.Is(err, fi.EAVAIL) {
+		t.Fatalf("peek miss: %v", err)
+	}
+	if e := p.readErr(p.cqb); fi.Errno(e.err) != fi.ENOMSG || e.ctx != 0x51 {
+		t.Fatalf("peek miss entry %+v", e)
+	}
+	p.send(p.a, p.bAddr, []byte("claimed!"), 3, 0, fi.TAGGED|fi.REMOTE_CQ_DATA)
+	p.send(p.a, p.bAddr, []byte("dropped"), 4, 0, fi.TAGGED)
+	p.dom.progress()
+	// Peek|claim, then claim into a buffer with the same context.
+	p.recv(p.b, nil, fi.AddrUnspec, 3, 0, 0x52, fi.TAGGED|fi.PEEK|fi.CLAIM)
+	c, err := p.read(p.cqb)
+	if err != nil || c.ctx != 0x52 || c.len != 8 || c.tag != 3 || c.data != 0xD47A {
+		t.Fatalf("peek hit %+v %v", c, err)
+	}
+	// A plain receive for tag 3 must not see the claimed message.
+	other := make([]byte, 16)
+	p.recv(p.b, other, fi.AddrUnspec, 3, 0, 0x53, fi.TAGGED|fi.COMPLETION)
+	buf := make([]byte, 16)
+	if err := p.recv(p.b, buf, fi.AddrUnspec, 0, 0, 0x52, fi.TAGGED|fi.CLAIM|fi.COMPLETION); err != nil {
+		t.Fatal(err)
+	}
+	c, err = p.read(p.cqb)
+	if err != nil || c.ctx != 0x52 || string(buf[:c.len]) != "claimed!" {
+		t.Fatalf("claim %+v %v", c, err)
+	}
+	// Peek|discard drops the other one.
+	p.recv(p.b, nil, fi.AddrUnspec, 4, 0, 0x54, fi.TAGGED|fi.PEEK|fi.DISCARD)
+	if c, err = p.read(p.cqb); err != nil || c.ctx != 0x54 {
+		t.Fatalf("discard %+v %v", c, err)
+	}
+	p.recv(p.b, nil, fi.AddrUnspec, 4, 0, 0x55, fi.TAGGED|fi.PEEK)
+	if _, err := p.read(p.cqb); !errors.Is(err, fi.EAVAIL) || fi.Errno(p.readErr(p.cqb).err) != fi.ENOMSG {
+		t.Fatalf("discarded message still there")
+	}
+	// Cancel the receive for tag 3 that never matched.
+	if err := p.b.Cancel(cptr(0x53)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.read(p.cqb); !errors.Is(err, fi.EAVAIL) {
+		t.Fatal("no cancel entry")
+	}
+	if e := p.readErr(p.cqb); fi.Errno(e.err) != fi.ECANCELED || e.ctx != 0x53 {
+		t.Fatalf("cancel entry %+v", e)
+	}
+	if err := p.b.Cancel(cptr(0x53)); !errors.Is(err, fi.ENOENT) {
+		t.Fatalf("second cancel = %v", err)
+	}
+}
+
+func TestEngineMultiRecv(t *testing.T) {
+	p := newPair(t, fi.MSG|fi.MULTI_RECV, 64)
+	min := uint64(100)
+	if err := p.b.SetOpt(optLevelEndpoint, optMinMultiRecv, unsafe.Pointer(&min), 8); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 300)
+	p.recv(p.b, buf, fi.AddrUnspec, 0, 0, 0x99, fi.MSG|fi.MULTI_RECV|fi.COMPLETION)
+	for i := 0; i < 3; i++ {
+		p.send(p.a, p.bAddr, bytes.Repeat([]byte{byte('a' + i)}, 90), 0, 0, fi.MSG)
+	}
+	var off uint64
+	for i := 0; i < 3; i++ {
+		c, err := p.read(p.cqb)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if c.ctx != 0x99 || c.len != 90 || c.buf != uintptr(unsafe.Pointer(&buf[off])) || buf[off] != byte('a'+i) {
+			t.Fatalf("message %d: %+v", i, c)
+		}
+		last := i == 2 // 300 - 3*90 = 30 < min_multi_recv
+		if (c.flags&fi.MULTI_RECV != 0) != last {
+			t.Fatalf("message %d: FI_MULTI_RECV flag %v", i, c.flags&fi.MULTI_RECV != 0)
+		}
+		off += 90
+	}
+}
+
+func TestEngineSelectiveCompletionAndInject(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	// Rebind is not allowed after enable, so make a fresh endpoint pair
+	// with selective completion on b's CQ by hand.
+	p.b.rxSel, p.a.txSel = true, true
+	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x1, fi.TAGGED) // no FI_COMPLETION
+	p.send(p.a, p.bAddr, []byte("x"), 1, 0x2, fi.TAGGED)              // no FI_COMPLETION
+	p.send(p.a, p.bAddr, []byte("y"), 2, 0x3, fi.TAGGED|fi.INJECT|fi.COMPLETION)
+	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 2, 0, 0x4, fi.TAGGED|fi.COMPLETION)
+	c, err := p.read(p.cqb)
+	if err != nil || c.ctx != 0x4 {
+		t.Fatalf("only the completion-flagged receive completes: %+v %v", c, err)
+	}
+	if c, err := p.read(p.cqa); err == nil {
+		t.Fatalf("a selective or inject send completed: %+v", c)
+	}
+	if err := p.send(p.a, p.bAddr, make([]byte, 65), 1, 0, fi.TAGGED|fi.INJECT); !errors.Is(err, fi.EMSGSIZE) {
+		t.Fatalf("inject over inject_size = %v", err)
+	}
+}
+
+func TestEngineSourceAndUnknownSender(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.SOURCE|fi.SOURCE_ERR, 64)
+	p.send(p.a, p.bAddr, []byte("hi"), 1, 0, fi.TAGGED)
+	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x1, fi.TAGGED|fi.COMPLETION)
+	var e cqTagged
+	var src uint64
+	for i := 0; i < 10; i++ {
+		if n, _ := p.cqb.Read(unsafe.Pointer(&e), 1, unsafe.Pointer(&src)); n == 1 {
+			break
+		}
+	}
+	if e.ctx != 0x1 || src != p.aAddr {
+		t.Fatalf("readfrom %+v src %d, want %d", e, src, p.aAddr)
+	}
+	// Remove a from the AV: its next message has an unknown source.
+	a := p.aAddr
+	if err := p.av.Remove(unsafe.Pointer(&a), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// a can still send to b (b's name is still in the AV).
+	p.send(p.a, p.bAddr, []byte("who"), 1, 0, fi.TAGGED)
+	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x2, fi.TAGGED|fi.COMPLETION)
+	if _, err := p.read(p.cqb); !errors.Is(err, fi.EAVAIL) {
+		t.Fatalf("unknown source: %v", err)
+	}
+	var raw [EPNameLen]byte
+	ee := cqErrEntry{errData: uintptr(unsafe.Pointer(&raw[0])), errSize: EPNameLen}
+	if n, err := p.cqb.ReadErr(unsafe.Pointer(&ee), 0); n != 1 || err != nil {
+		t.Fatal(err)
+	}
+	n, _ := UnmarshalEPName(raw[:])
+	if fi.Errno(ee.err) != fi.EADDRNOTAVAIL || ee.errSize != EPNameLen || n.EPID != p.a.epid {
+		t.Fatalf("unknown-source entry %+v name %+v", ee, n)
+	}
+}
+
+func TestEngineBackPressure(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	p.b.tp.(*loopWire).full = true
+	if err := p.send(p.a, p.bAddr, []byte("x"), 1, 0, fi.TAGGED); !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("send into a full wire = %v, want EAGAIN", err)
+	}
+	p.b.tp.(*loopWire).full = false
+	if err := p.send(p.a, p.bAddr, []byte("x"), 1, 0, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEngineBadInput(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	if err := p.send(p.a, 12345, []byte("x"), 1, 0, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("unknown address = %v", err)
+	}
+	if err := p.a.Send(nil, 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("nil iov = %v", err)
+	}
+	if err := p.a.Send(nil, IovLimit+1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("iov count over the limit = %v", err)
+	}
+	v := iovec{base: unsafe.Pointer(&p.keep), len: MaxMsgSize + 1}
+	if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EMSGSIZE) {
+		t.Errorf("over max_msg_size = %v", err)
+	}
+	var names [2 * EPNameLen]byte
+	copy(names[:], "garbage garbage garbage garbage!")
+	var out [2]uint64
+	if n, err := p.av.Insert(unsafe.Pointer(&names[0]), 2, unsafe.Pointer(&out[0]), 0, 0); n != 0 || err != nil || out[0] != fi.AddrUnspec || out[1] != fi.AddrUnspec {
+		t.Errorf("garbage names: %d, %v, %x", n, err, out)
+	}
+	if err := p.cqa.Close(); !errors.Is(err, fi.EBUSY) {
+		t.Errorf("closing a bound CQ = %v", err)
+	}
+	if err := p.dom.Close(); !errors.Is(err, fi.EBUSY) {
+		t.Errorf("closing a busy domain = %v", err)
+	}
+}

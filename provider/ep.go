@@ -1,0 +1,422 @@
+package provider
+
+import (
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// Endpoint is an RDM or DGRAM endpoint: a transmit and a receive context
+// on one wire endpoint, with its own matching engine (msg.go).
+type Endpoint struct {
+	dom        *Domain
+	typ        fi.EPType
+	caps       uint64
+	addrFormat uint32
+	txFlags    atomic.Uint64
+	rxFlags    atomic.Uint64
+	ctxNum     int
+	epid       uint64
+	tp         transport.Endpoint
+	waiters    atomic.Int32 // threads sleeping on tp
+
+	// Bindings; set before Enable, guarded by the domain lock.
+	av       *AV
+	eq       *EQ
+	txCQ     *CQ
+	rxCQ     *CQ
+	txSel    bool // FI_SELECTIVE_COMPLETION on the transmit CQ
+	rxSel    bool
+	sendCntr *Cntr
+	recvCntr *Cntr
+	rmaCntrs []*Cntr // read/write/remote counters: bound, counted by RMA later
+
+	enabled bool
+	closed  bool
+
+	minMultiRecv uint64
+	injectSize   uint64
+	maxMsgSize   uint64
+	tagMask      uint64
+
+	engine // matching state, msg.go
+}
+
+// Endpoint option names (FI_OPT_ENDPOINT level).
+const (
+	optLevelEndpoint = 0
+	optMinMultiRecv  = 0
+)
+
+// defaultMinMultiRecv is the FI_OPT_MIN_MULTI_RECV default.
+const defaultMinMultiRecv = 64
+
+// OpenEndpoint opens an endpoint for info.
+func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error) {
+	if info == nil {
+		return nil, fi.EINVAL
+	}
+	typ := fi.EP_RDM
+	if info.EP != nil && info.EP.Type != fi.EP_UNSPEC {
+		typ = info.EP.Type
+	}
+	if typ != fi.EP_RDM && typ != fi.EP_DGRAM {
+		return nil, fi.EINVAL
+	}
+	caps := info.Caps
+	if caps == 0 {
+		caps = Caps
+	}
+	if caps&^Caps != 0 {
+		return nil, fi.EINVAL
+	}
+	uuid := d.uuid
+	if info.EP != nil && info.EP.AuthKey != nil {
+		if len(info.EP.AuthKey) != AuthKeySize {
+			return nil, fi.EINVAL
+		}
+		copy(uuid[:], info.EP.AuthKey)
+	}
+	ctxNum, err := d.prov.allocContext()
+	if err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{dom: d, typ: typ, caps: caps, addrFormat: info.AddrFormat, ctxNum: ctxNum,
+		minMultiRecv: defaultMinMultiRecv, injectSize: uint64(d.params.InjectSize),
+		maxMsgSize: MaxMsgSize, tagMask: ^uint64(0)}
+	if d.layout == TagLayoutTag60 {
+		ep.tagMask = 1<<60 - 1
+	}
+	if info.Tx != nil {
+		ep.txFlags.Store(info.Tx.OpFlags)
+		if info.Tx.InjectSize != 0 && info.Tx.InjectSize < ep.injectSize {
+			ep.injectSize = info.Tx.InjectSize
+		}
+	}
+	if info.Rx != nil {
+		ep.rxFlags.Store(info.Rx.OpFlags)
+	}
+	if info.EP != nil && info.EP.MaxMsgSize != 0 && info.EP.MaxMsgSize < ep.maxMsgSize {
+		ep.maxMsgSize = info.EP.MaxMsgSize
+	}
+	ep.epid = makeEPID(pid(), nodeID(), ctxNum)
+	tp, err := d.prov.wire(wireConfig{
+		job:         uuid,
+		epid:        ep.epid,
+		connTimeout: time.Duration(d.params.ConnTimeout) * time.Second,
+		rndvThresh:  d.prov.rndvThreshold(),
+		disableCMA:  d.prov.disableCMA(),
+	})
+	if err != nil {
+		d.prov.freeContext(ctxNum)
+		d.log.Warnf(fi.LOG_EP_CTRL, "opening shared-memory endpoint: %v", err)
+		return nil, fi.ENOMEM
+	}
+	ep.tp = tp
+	ep.engine.init(ep)
+	d.refs.Add(1)
+	return ep, nil
+}
+
+// TxOpFlags and RxOpFlags are the default op flags from the info.
+func (ep *Endpoint) TxOpFlags() uint64 { return ep.txFlags.Load() }
+
+// RxOpFlags is the default receive op flags.
+func (ep *Endpoint) RxOpFlags() uint64 { return ep.rxFlags.Load() }
+
+// SetTxOpFlags and SetRxOpFlags change the defaults (FI_SETOPSFLAG).
+func (ep *Endpoint) SetTxOpFlags(f uint64) { ep.txFlags.Store(f) }
+
+// SetRxOpFlags changes the default receive op flags.
+func (ep *Endpoint) SetRxOpFlags(f uint64) { ep.rxFlags.Store(f) }
+
+// Bind binds an AV, CQ, counter or EQ (fi_ep_bind).
+func (ep *Endpoint) Bind(obj any, flags uint64) error {
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	if ep.closed {
+		return fi.EINVAL
+	}
+	if ep.enabled {
+		return fi.EOPBADSTATE
+	}
+	switch o := obj.(type) {
+	case *AV:
+		if o == nil || o.dom != d {
+			return fi.EINVAL
+		}
+		if flags != 0 {
+			return fi.EBADFLAGS
+		}
+		if ep.av != nil {
+			return fi.EINVAL
+		}
+		ep.av = o
+		o.eps = append(o.eps, ep)
+	case *CQ:
+		if o == nil || o.dom != d {
+			return fi.EINVAL
+		}
+		if flags&^(fi.TRANSMIT|fi.RECV|fi.SELECTIVE_COMPLETION) != 0 {
+			return fi.EBADFLAGS
+		}
+		if flags&(fi.TRANSMIT|fi.RECV) == 0 {
+			return fi.EINVAL
+		}
+		if flags&fi.TRANSMIT != 0 {
+			if ep.txCQ != nil {
+				return fi.EINVAL
+			}
+			ep.txCQ, ep.txSel = o, flags&fi.SELECTIVE_COMPLETION != 0
+			o.bound++
+		}
+		if flags&fi.RECV != 0 {
+			if ep.rxCQ != nil {
+				return fi.EINVAL
+			}
+			ep.rxCQ, ep.rxSel = o, flags&fi.SELECTIVE_COMPLETION != 0
+			o.bound++
+		}
+	case *Cntr:
+		if o == nil || o.dom != d {
+			return fi.EINVAL
+		}
+		const all = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
+		if flags&^all != 0 {
+			return fi.EBADFLAGS
+		}
+		if flags == 0 {
+			return fi.EINVAL
+		}
+		if flags&fi.SEND != 0 {
+			ep.sendCntr = o
+			o.bound.Add(1)
+		}
+		if flags&fi.RECV != 0 {
+			ep.recvCntr = o
+			o.bound.Add(1)
+		}
+		if flags&(fi.READ|fi.WRITE|fi.REMOTE_READ|fi.REMOTE_WRITE) != 0 {
+			ep.rmaCntrs = append(ep.rmaCntrs, o)
+			o.bound.Add(1)
+		}
+	case *EQ:
+		if o == nil {
+			return fi.EINVAL
+		}
+		ep.eq = o
+	default:
+		return fi.EINVAL
+	}
+	return nil
+}
+
+// Enable enables the endpoint: it needs an AV.
+func (ep *Endpoint) Enable() error {
+	d := ep.dom
+	d.lock()
+	if ep.closed {
+		d.unlock()
+		return fi.EINVAL
+	}
+	if ep.enabled {
+		d.unlock()
+		return nil
+	}
+	if ep.av == nil {
+		d.unlock()
+		return fi.ENOAV
+	}
+	ep.enabled = true
+	d.eps = append(d.eps, ep)
+	d.unlock()
+	return nil
+}
+
+// name is the endpoint's 16-byte name.
+func (ep *Endpoint) name() EPName { return EPName{EPID: ep.epid, Type: EPNameRegular} }
+
+// Name is fi_getname: the name (or its string form with FI_ADDR_STR)
+// into buf of *addrlen bytes; *addrlen is set to the full size, and a
+// short buffer gives ETOOSMALL after a partial copy.
+func (ep *Endpoint) Name(buf unsafe.Pointer, addrlen *uint64) error {
+	if addrlen == nil {
+		return fi.EINVAL
+	}
+	var raw []byte
+	if ep.addrFormat == fi.ADDR_STR {
+		raw = ep.name().StringAddr()
+	} else {
+		var b [EPNameLen]byte
+		ep.name().put(b[:])
+		raw = b[:]
+	}
+	want := *addrlen
+	*addrlen = uint64(len(raw))
+	if want < uint64(len(raw)) {
+		if buf != nil && want > 0 {
+			copy(unsafe.Slice((*byte)(buf), want), raw)
+		}
+		return fi.ETOOSMALL
+	}
+	if buf == nil {
+		return fi.EINVAL
+	}
+	copy(unsafe.Slice((*byte)(buf), want), raw)
+	return nil
+}
+
+// SetName is fi_setname: a psm2 endpoint's name is its wire address, fixed
+// when it opens, so only that same name is accepted.
+func (ep *Endpoint) SetName(buf unsafe.Pointer, addrlen uint64) error {
+	if buf == nil || addrlen < EPNameLen {
+		return fi.EINVAL
+	}
+	n, _ := UnmarshalEPName(unsafe.Slice((*byte)(buf), EPNameLen))
+	if n.EPID != ep.epid {
+		return fi.ENOSYS
+	}
+	return nil
+}
+
+// GetOpt is fi_getopt.
+func (ep *Endpoint) GetOpt(level, name int, val unsafe.Pointer, optlen *uint64) error {
+	if level != optLevelEndpoint {
+		return fi.ENOPROTOOPT
+	}
+	if name != optMinMultiRecv {
+		return fi.ENOPROTOOPT
+	}
+	if val == nil || optlen == nil || *optlen < 8 {
+		if optlen != nil {
+			*optlen = 8
+		}
+		return fi.ETOOSMALL
+	}
+	*(*uint64)(val) = ep.minMultiRecv
+	*optlen = 8
+	return nil
+}
+
+// SetOpt is fi_setopt.
+func (ep *Endpoint) SetOpt(level, name int, val unsafe.Pointer, optlen uint64) error {
+	if level != optLevelEndpoint {
+		return fi.ENOPROTOOPT
+	}
+	if name != optMinMultiRecv {
+		return fi.ENOPROTOOPT
+	}
+	if val == nil || optlen != 8 {
+		return fi.EINVAL
+	}
+	ep.dom.lock()
+	ep.minMultiRecv = *(*uint64)(val)
+	ep.dom.unlock()
+	return nil
+}
+
+// TxSizeLeft and RxSizeLeft: the queues are unbounded once enabled.
+func (ep *Endpoint) TxSizeLeft() (int64, error) {
+	if !ep.enabled {
+		return 0, fi.EOPBADSTATE
+	}
+	return 0x7fffffff, nil
+}
+
+// RxSizeLeft is fi_rx_size_left.
+func (ep *Endpoint) RxSizeLeft() (int64, error) { return ep.TxSizeLeft() }
+
+// Close closes the endpoint. Operations still pending are dropped without
+// completions, as fi_close(3) allows.
+func (ep *Endpoint) Close() error {
+	d := ep.dom
+	d.lock()
+	if ep.closed {
+		d.unlock()
+		return fi.EINVAL
+	}
+	ep.closed = true
+	d.removeEPLocked(ep)
+	if ep.av != nil {
+		for i, e := range ep.av.eps {
+			if e == ep {
+				ep.av.eps = append(ep.av.eps[:i], ep.av.eps[i+1:]...)
+				break
+			}
+		}
+	}
+	if ep.txCQ != nil {
+		ep.txCQ.bound--
+	}
+	if ep.rxCQ != nil {
+		ep.rxCQ.bound--
+	}
+	for _, c := range append([]*Cntr{ep.sendCntr, ep.recvCntr}, ep.rmaCntrs...) {
+		if c != nil {
+			c.bound.Add(-1)
+		}
+	}
+	d.unlock()
+	// Threads asleep on the wire are woken and let go before it closes.
+	for ep.waiters.Load() > 0 {
+		ep.tp.Wake()
+		runtime.Gosched()
+	}
+	if delay := d.params.Delay; delay > 0 {
+		time.Sleep(time.Duration(delay) * time.Second)
+	}
+	err := ep.tp.Close()
+	d.prov.freeContext(ep.ctxNum)
+	d.refs.Add(-1)
+	if err != nil {
+		d.log.Warnf(fi.LOG_EP_CTRL, "closing endpoint: %v", err)
+	}
+	return nil
+}
+
+// poll services the wire once; the caller holds the domain lock.
+func (ep *Endpoint) poll() int {
+	if ep.tp.Idle() {
+		return 0
+	}
+	ep.events = 0
+	ep.tp.Poll((*epEvents)(ep), pollBudget)
+	return ep.events
+}
+
+// idle reports that poll would do nothing.
+func (ep *Endpoint) idle() bool { return ep.tp.Idle() }
+
+// RingProbe is the wire's receive ring, for the C side's idle check.
+func (ep *Endpoint) RingProbe() unsafe.Pointer { return ep.tp.RingProbe() }
+
+// pollBudget bounds the packets one poll takes, so one busy peer cannot
+// hold the lock for long.
+const pollBudget = 64
+
+// errnoOf maps a wire error to the libfabric error reported for it.
+func errnoOf(err error) fi.Errno {
+	switch {
+	case err == nil:
+		return fi.SUCCESS
+	case errors.Is(err, transport.ErrAgain):
+		return fi.EAGAIN
+	case errors.Is(err, transport.ErrUnreachable):
+		return fi.EHOSTUNREACH
+	case errors.Is(err, transport.ErrPeerDead):
+		return fi.ECONNRESET
+	case errors.Is(err, transport.ErrTimeout):
+		return fi.ETIMEDOUT
+	case errors.Is(err, transport.ErrTooLong):
+		return fi.EMSGSIZE
+	case errors.Is(err, transport.ErrClosed):
+		return fi.ECANCELED
+	}
+	return fi.EIO
+}

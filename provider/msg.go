@@ -1,0 +1,798 @@
+package provider
+
+import (
+	"os"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// The matching engine: posted receives, unexpected messages, and the ops
+// in flight on the wire. Everything here runs under the domain lock.
+//
+// Untagged (FI_MSG) and tagged (FI_TAGGED) traffic are separate match
+// spaces, as in psm2 where the message kind is part of the wire tag. A
+// receive matches a message when the source fits (any, or the directed
+// peer) and ((tag ^ rtag) & ^ignore) == 0; the first posted receive that
+// matches wins, and a receive takes the first unexpected message that
+// matches, so messages from one sender are received in the order sent.
+
+// Header flags: what kind of message, and what travels with it.
+const (
+	hfTagged uint32 = 1 << iota // FI_TAGGED message (else FI_MSG)
+	hfData                      // Data holds FI_REMOTE_CQ_DATA
+)
+
+// Op kinds.
+const (
+	opFree uint8 = iota
+	opSend
+	opRecv
+	opMultiChild // one message landing in a multi-receive buffer
+)
+
+// op is a send or a receive the engine tracks. ops live in engine.ops and
+// are named on the wire by their index (the cookie); free ones are reused.
+type op struct {
+	id    uint64
+	kind  uint8
+	space uint8 // 0 untagged, 1 tagged
+	ctx   uintptr
+	flags uint64 // the caller's op flags
+	buf   uintptr
+	len   uint64
+	tag   uint64
+	ign   uint64
+	src   uint64 // directed source epid; anySrc when 0
+	next  *op
+
+	// Multi-receive: bytes used of the buffer, children in flight, and
+	// whether the buffer was released (below min_multi_recv).
+	used     uint64
+	inflight int
+	released bool
+	parent   *op
+
+	// What matched, for the completion.
+	rtag    uint64
+	rdata   uint64
+	rhflags uint32
+	rlen    uint64 // the message's length
+	rsrc    uint64 // sender epid
+}
+
+// unexpected is an arrived message no receive has taken yet.
+type unexpected struct {
+	hdr     transport.Header
+	src     uint64
+	payload []byte // eager data (pooled), nil for rendezvous
+	rndv    transport.Rndv
+	isRndv  bool
+	claim   uintptr // context of the FI_CLAIM that owns it
+	next    *unexpected
+}
+
+type opQueue struct{ head, tail *op }
+
+func (q *opQueue) push(o *op) {
+	o.next = nil
+	if q.tail == nil {
+		q.head, q.tail = o, o
+	} else {
+		q.tail.next, q.tail = o, o
+	}
+}
+
+// remove unlinks o, whose predecessor is prev (nil at the head).
+func (q *opQueue) remove(prev, o *op) {
+	if prev == nil {
+		q.head = o.next
+	} else {
+		prev.next = o.next
+	}
+	if q.tail == o {
+		q.tail = prev
+	}
+	o.next = nil
+}
+
+type uxQueue struct{ head, tail *unexpected }
+
+func (q *uxQueue) push(u *unexpected) {
+	u.next = nil
+	if q.tail == nil {
+		q.head, q.tail = u, u
+	} else {
+		q.tail.next, q.tail = u, u
+	}
+}
+
+func (q *uxQueue) remove(prev, u *unexpected) {
+	if prev == nil {
+		q.head = u.next
+	} else {
+		prev.next = u.next
+	}
+	if q.tail == u {
+		q.tail = prev
+	}
+	u.next = nil
+}
+
+// engine is an endpoint's matching state.
+type engine struct {
+	ep      *Endpoint
+	posted  [2]opQueue
+	unexp   [2]uxQueue
+	claimed uxQueue // FI_CLAIMed messages waiting for their receive
+
+	ops     []*op
+	freeOps []*op
+	freeUx  []*unexpected
+	bufs    [bufClasses][][]byte
+
+	conns  []transport.Conn // by fi_addr; 0: not resolved yet
+	iov    [IovLimit][]byte
+	hdr    transport.Header
+	events int // completions produced by the current poll
+}
+
+func (e *engine) init(ep *Endpoint) { e.ep = ep }
+
+// Unexpected payload buffers come in power-of-two classes from 64 B.
+const (
+	bufMinShift = 6
+	bufClasses  = 12 // up to 128 KiB; larger ones are not pooled
+)
+
+func bufClass(n int) int {
+	c := 0
+	for (1 << (bufMinShift + c)) < n {
+		c++
+	}
+	return c
+}
+
+func (e *engine) getBuf(n int) []byte {
+	c := bufClass(n)
+	if c >= bufClasses {
+		return make([]byte, n)
+	}
+	if l := e.bufs[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		e.bufs[c] = l[:len(l)-1]
+		return b[:n]
+	}
+	return make([]byte, n, 1<<(bufMinShift+c))
+}
+
+func (e *engine) putBuf(b []byte) {
+	c := bufClass(cap(b))
+	if c < bufClasses && cap(b) == 1<<(bufMinShift+c) && len(e.bufs[c]) < 64 {
+		e.bufs[c] = append(e.bufs[c], b[:0])
+	}
+}
+
+func (e *engine) newOp(kind uint8) *op {
+	var o *op
+	if n := len(e.freeOps); n > 0 {
+		o = e.freeOps[n-1]
+		e.freeOps = e.freeOps[:n-1]
+	} else {
+		o = &op{id: uint64(len(e.ops))}
+		e.ops = append(e.ops, o)
+	}
+	id := o.id
+	*o = op{id: id, kind: kind}
+	return o
+}
+
+func (e *engine) freeOp(o *op) {
+	o.kind = opFree
+	e.freeOps = append(e.freeOps, o)
+}
+
+func (e *engine) opByCookie(c uint64) *op {
+	if c >= uint64(len(e.ops)) || e.ops[c].kind == opFree {
+		return nil
+	}
+	return e.ops[c]
+}
+
+func (e *engine) newUx() *unexpected {
+	if n := len(e.freeUx); n > 0 {
+		u := e.freeUx[n-1]
+		e.freeUx = e.freeUx[:n-1]
+		return u
+	}
+	return &unexpected{}
+}
+
+func (e *engine) freeUxMsg(u *unexpected) {
+	if u.payload != nil {
+		e.putBuf(u.payload)
+	}
+	*u = unexpected{}
+	e.freeUx = append(e.freeUx, u)
+}
+
+// forgetAddr drops the cached connection of fi_addr a (AV removal).
+func (e *engine) forgetAddr(a uint64) {
+	if a < uint64(len(e.conns)) {
+		e.conns[a] = 0
+	}
+}
+
+// conn resolves fi_addr a to a wire connection.
+func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
+	e := &ep.engine
+	if a < uint64(len(e.conns)) {
+		if c := e.conns[a]; c != 0 {
+			return c, 0
+		}
+	}
+	name, ok := ep.av.nameLocked(a)
+	if !ok {
+		return 0, fi.EINVAL
+	}
+	c, err := ep.tp.Connect(name.EPID)
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	a = ep.av.baseAddr(a)
+	for uint64(len(e.conns)) <= a {
+		e.conns = append(e.conns, 0)
+	}
+	e.conns[a] = c
+	return c, 0
+}
+
+// space returns the match space of a call's flags.
+func space(flags uint64) uint8 {
+	if flags&fi.TAGGED != 0 {
+		return 1
+	}
+	return 0
+}
+
+// Send posts a send (every fi_send*/fi_tsend*/fi_inject* call). iov is a C
+// struct iovec array of count entries.
+func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data uint64, ctx unsafe.Pointer, flags uint64) error {
+	if count < 0 || count > IovLimit || (count > 0 && iov == nil) {
+		return fi.EINVAL
+	}
+	d := ep.dom
+	d.lock()
+	err := ep.sendLocked(iov, count, dest, tag, data, uintptr(ctx), flags)
+	d.unlock()
+	if err != 0 {
+		return err
+	}
+	return nil
+}
+
+func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, data uint64, ctx uintptr, flags uint64) fi.Errno {
+	if !ep.enabled {
+		return fi.EOPBADSTATE
+	}
+	e := &ep.engine
+	vecs := unsafe.Slice((*iovec)(iov), count)
+	var total uint64
+	for i := range vecs {
+		total += vecs[i].len
+		if vecs[i].len > 0 && vecs[i].base == nil {
+			return fi.EINVAL
+		}
+	}
+	if total > ep.maxMsgSize {
+		return fi.EMSGSIZE
+	}
+	if flags&fi.INJECT != 0 && total > ep.injectSize {
+		return fi.EMSGSIZE
+	}
+	c, errno := ep.conn(dest)
+	if errno != 0 {
+		return errno
+	}
+	for i := range vecs {
+		e.iov[i] = unsafe.Slice((*byte)(vecs[i].base), vecs[i].len)
+	}
+	h := &e.hdr
+	*h = transport.Header{Len: total}
+	sp := space(flags)
+	if sp == 1 {
+		h.Flags |= hfTagged
+		h.Tag = tag & ep.tagMask
+	}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		h.Flags |= hfData
+		h.Data = data
+	}
+	o := e.newOp(opSend)
+	o.space, o.ctx, o.flags, o.len, o.tag, o.rdata = sp, ctx, flags, total, h.Tag, data
+	var tflags uint32
+	if flags&fi.INJECT != 0 {
+		tflags = transport.SendCopy
+	}
+	done, err := ep.tp.Send(c, h, e.iov[:count], o.id, tflags)
+	clear(e.iov[:count])
+	if err != nil {
+		e.freeOp(o)
+		errno := errnoOf(err)
+		if errno == fi.EAGAIN || errno == fi.EMSGSIZE {
+			return errno
+		}
+		// The peer is gone: the send fails through the CQ, like a send
+		// that fails after it was posted.
+		ep.completeSend(o, errno)
+		e.freeOp(o)
+		return 0
+	}
+	if done {
+		ep.completeSend(o, 0)
+		e.freeOp(o)
+	}
+	return 0
+}
+
+// iovec is struct iovec.
+type iovec struct {
+	base unsafe.Pointer
+	len  uint64
+}
+
+// completeSend reports a finished send: a CQ entry unless it was an
+// inject or selective completion leaves it out, and the send counter.
+func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
+	flags := fi.SEND | fi.MSG
+	if o.space == 1 {
+		flags = fi.SEND | fi.TAGGED
+	}
+	if err != 0 {
+		if ep.txCQ != nil {
+			ep.txCQ.completeErr(o.ctx, flags, 0, 0, o.rdata, o.tag, err, 0, nil)
+		}
+		if ep.sendCntr != nil {
+			ep.sendCntr.incErr()
+		}
+		ep.events++
+		return
+	}
+	if ep.txCQ != nil && o.flags&fi.INJECT == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
+		ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, fi.AddrUnspec)
+	}
+	if ep.sendCntr != nil {
+		ep.sendCntr.inc()
+	}
+	ep.events++
+}
+
+// Recv posts a receive (every fi_recv*/fi_trecv* call).
+func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore uint64, ctx unsafe.Pointer, flags uint64) error {
+	if count < 0 || count > 1 || (count > 0 && iov == nil) {
+		return fi.EINVAL
+	}
+	d := ep.dom
+	d.lock()
+	err := ep.recvLocked(iov, count, src, tag, ignore, uintptr(ctx), flags)
+	d.unlock()
+	if err != 0 {
+		return err
+	}
+	return nil
+}
+
+func (ep *Endpoint) recvLocked(iov unsafe.Pointer, count int, src uint64, tag, ignore uint64, ctx uintptr, flags uint64) fi.Errno {
+	if !ep.enabled {
+		return fi.EOPBADSTATE
+	}
+	e := &ep.engine
+	var buf uintptr
+	var length uint64
+	if count == 1 {
+		v := (*iovec)(iov)
+		buf, length = uintptr(v.base), v.len
+		if length > 0 && buf == 0 {
+			return fi.EINVAL
+		}
+	}
+	sp := space(flags)
+	if sp == 0 {
+		tag, ignore = 0, ^uint64(0)
+	} else {
+		tag &= ep.tagMask
+		ignore |= ^ep.tagMask
+	}
+	var srcEPID uint64
+	if src != fi.AddrUnspec && ep.caps&fi.DIRECTED_RECV != 0 {
+		name, ok := ep.av.nameLocked(src)
+		if !ok {
+			return fi.EINVAL
+		}
+		srcEPID = name.EPID
+	}
+	if flags&fi.MULTI_RECV != 0 && sp == 1 {
+		return fi.EINVAL
+	}
+	if flags&fi.PEEK != 0 {
+		ep.peek(sp, srcEPID, tag, ignore, ctx, flags)
+		return 0
+	}
+	if flags&fi.CLAIM != 0 {
+		return ep.claim(buf, length, ctx, flags)
+	}
+	o := e.newOp(opRecv)
+	o.space, o.ctx, o.flags, o.buf, o.len, o.tag, o.ign, o.src = sp, ctx, flags, buf, length, tag, ignore, srcEPID
+	// An unexpected message that matches is taken first.
+	q := &e.unexp[sp]
+	var prev *unexpected
+	for u := q.head; u != nil; {
+		next := u.next
+		if matches(o, &u.hdr, u.src) {
+			q.remove(prev, u)
+			ep.deliverUx(o, u)
+			if o.flags&fi.MULTI_RECV == 0 || o.released {
+				if o.inflight == 0 {
+					e.freeOp(o)
+				}
+				return 0
+			}
+		} else {
+			prev = u
+		}
+		u = next
+	}
+	e.posted[sp].push(o)
+	return 0
+}
+
+func matches(o *op, h *transport.Header, src uint64) bool {
+	return (o.src == 0 || o.src == src) && (h.Tag^o.tag)&^o.ign == 0
+}
+
+// peek answers FI_PEEK: a completion describing the first matching
+// unexpected message (claimed with FI_CLAIM, dropped with FI_DISCARD), or
+// an FI_ENOMSG error entry.
+func (ep *Endpoint) peek(sp uint8, src, tag, ignore uint64, ctx uintptr, flags uint64) {
+	e := &ep.engine
+	probe := op{src: src, tag: tag, ign: ignore}
+	q := &e.unexp[sp]
+	var prev *unexpected
+	u := q.head
+	for ; u != nil; prev, u = u, u.next {
+		if matches(&probe, &u.hdr, u.src) {
+			break
+		}
+	}
+	cflags := fi.RECV | fi.MSG
+	if sp == 1 {
+		cflags = fi.RECV | fi.TAGGED
+	}
+	if u == nil {
+		if ep.rxCQ != nil {
+			ep.rxCQ.completeErr(ctx, cflags, 0, 0, 0, tag, fi.ENOMSG, 0, nil)
+		}
+		ep.events++
+		return
+	}
+	if u.hdr.Flags&hfData != 0 {
+		cflags |= fi.REMOTE_CQ_DATA
+	}
+	if ep.rxCQ != nil {
+		ep.rxCQ.complete(ctx, cflags, u.hdr.Len, 0, u.hdr.Data, u.hdr.Tag, ep.srcAddr(u.src))
+	}
+	ep.events++
+	switch {
+	case flags&fi.DISCARD != 0:
+		q.remove(prev, u)
+		ep.dropUx(u)
+	case flags&fi.CLAIM != 0:
+		q.remove(prev, u)
+		u.claim = ctx
+		e.claimed.push(u)
+	}
+}
+
+// claim takes the message an earlier FI_PEEK|FI_CLAIM with the same
+// context claimed: into buf, or dropped with FI_DISCARD.
+func (ep *Endpoint) claim(buf uintptr, length uint64, ctx uintptr, flags uint64) fi.Errno {
+	e := &ep.engine
+	var prev *unexpected
+	u := e.claimed.head
+	for ; u != nil; prev, u = u, u.next {
+		if u.claim == ctx {
+			break
+		}
+	}
+	if u == nil {
+		return fi.EINVAL
+	}
+	e.claimed.remove(prev, u)
+	sp := uint8(0)
+	if u.hdr.Flags&hfTagged != 0 {
+		sp = 1
+	}
+	o := e.newOp(opRecv)
+	o.space, o.ctx, o.flags, o.buf, o.len = sp, ctx, flags&^fi.CLAIM, buf, length
+	if flags&fi.DISCARD != 0 {
+		o.len = 0
+		o.rtag, o.rdata, o.rhflags, o.rlen, o.rsrc = u.hdr.Tag, u.hdr.Data, u.hdr.Flags, 0, u.src
+		ep.dropUx(u)
+		ep.completeRecv(o, 0, 0)
+		e.freeOp(o)
+		return 0
+	}
+	ep.deliverUx(o, u)
+	if o.inflight == 0 {
+		e.freeOp(o)
+	}
+	return 0
+}
+
+// dropUx discards an unexpected message (the sender of a rendezvous is
+// told, so its send completes).
+func (ep *Endpoint) dropUx(u *unexpected) {
+	if u.isRndv {
+		ep.tp.Discard(&u.rndv)
+	}
+	ep.engine.freeUxMsg(u)
+}
+
+// deliverUx lands unexpected message u in receive o and frees u.
+func (ep *Endpoint) deliverUx(o *op, u *unexpected) {
+	m := transport.Incoming{SrcEPID: u.src, Payload: u.payload, IsRndv: u.isRndv}
+	if u.isRndv {
+		m.Rndv = u.rndv
+	}
+	if m.Payload == nil && !u.isRndv {
+		m.Payload = []byte{}
+	}
+	ep.land(o, &u.hdr, &m)
+	ep.engine.freeUxMsg(u)
+}
+
+// land puts message (h, m) into receive o: into its buffer, or at the
+// next offset of a multi-receive buffer. For a multi-receive it tracks
+// the part used and releases the buffer below min_multi_recv.
+func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
+	e := &ep.engine
+	t := o
+	dst := o.buf
+	room := o.len
+	if o.flags&fi.MULTI_RECV != 0 {
+		t = e.newOp(opMultiChild)
+		t.parent, t.space, t.ctx, t.flags = o, o.space, o.ctx, o.flags
+		dst = o.buf + uintptr(o.used)
+		room = o.len - o.used
+		t.buf = dst
+		o.inflight++
+	}
+	n := min(h.Len, room)
+	t.len = n
+	t.rtag, t.rdata, t.rhflags, t.rlen, t.rsrc = h.Tag, h.Data, h.Flags, h.Len, m.SrcEPID
+	if o.flags&fi.MULTI_RECV != 0 {
+		o.used += n
+		if o.len-o.used < ep.minMultiRecv {
+			o.released = true
+		}
+	}
+	if !m.IsRndv {
+		if n > 0 {
+			copy(cbytes(dst, n), m.Payload[:n])
+		}
+		ep.finishRecv(t, n, 0)
+		return
+	}
+	var dstb []byte
+	if n > 0 {
+		dstb = cbytes(dst, n)
+	}
+	t.inflight++ // the fetch
+	done, got, err := ep.tp.Fetch(&m.Rndv, dstb, t.id)
+	if done || err != nil {
+		t.inflight--
+		ep.finishRecv(t, uint64(got), errnoOf(err))
+	}
+}
+
+// finishRecv completes receive (or multi-receive part) t with n bytes.
+func (ep *Endpoint) finishRecv(t *op, n uint64, err fi.Errno) {
+	e := &ep.engine
+	ep.completeRecv(t, n, err)
+	if p := t.parent; p != nil {
+		p.inflight--
+		e.freeOp(t)
+		if p.released && p.inflight == 0 && p.kind != opFree && !ep.isPosted(p) {
+			e.freeOp(p)
+		}
+		return
+	}
+	if t.kind == opRecv && t.inflight == 0 && !ep.isPosted(t) {
+		// Completed from Poll (rendezvous): no poster frees it.
+		if t.next == nil {
+			e.freeOp(t)
+		}
+	}
+}
+
+// isPosted reports whether o is still on a posted queue.
+func (ep *Endpoint) isPosted(o *op) bool {
+	q := &ep.engine.posted[o.space]
+	for x := q.head; x != nil; x = x.next {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// completeRecv reports a finished receive.
+func (ep *Endpoint) completeRecv(t *op, n uint64, err fi.Errno) {
+	flags := fi.RECV | fi.MSG
+	if t.space == 1 {
+		flags = fi.RECV | fi.TAGGED
+	}
+	if t.rhflags&hfData != 0 {
+		flags |= fi.REMOTE_CQ_DATA
+	}
+	if p := t.parent; p != nil && p.released && p.inflight == 1 {
+		flags |= fi.MULTI_RECV
+	}
+	ep.events++
+	if err == 0 && n < t.rlen {
+		err = fi.ETRUNC
+	}
+	if err != 0 {
+		if ep.rxCQ != nil {
+			ep.rxCQ.completeErr(t.ctx, flags, n, t.buf, t.rdata, t.rtag, err, t.rlen-n, nil)
+		}
+		if ep.recvCntr != nil {
+			ep.recvCntr.incErr()
+		}
+		return
+	}
+	src := fi.AddrUnspec
+	if ep.caps&fi.SOURCE != 0 {
+		a, ok := ep.av.addrOfLocked(t.rsrc)
+		if !ok {
+			if ep.rxCQ != nil {
+				var raw [EPNameLen]byte
+				EPName{EPID: t.rsrc}.put(raw[:])
+				ep.rxCQ.completeErr(t.ctx, flags, n, t.buf, t.rdata, t.rtag, fi.EADDRNOTAVAIL, 0, raw[:])
+			}
+			if ep.recvCntr != nil {
+				ep.recvCntr.inc()
+			}
+			return
+		}
+		src = a
+	}
+	if ep.rxCQ != nil && (!ep.rxSel || t.flags&fi.COMPLETION != 0) {
+		ep.rxCQ.complete(t.ctx, flags, n, t.buf, t.rdata, t.rtag, src)
+	}
+	if ep.recvCntr != nil {
+		ep.recvCntr.inc()
+	}
+}
+
+// srcAddr is the fi_addr of sender epid if FI_SOURCE is on.
+func (ep *Endpoint) srcAddr(epid uint64) uint64 {
+	if ep.caps&fi.SOURCE == 0 {
+		return fi.AddrUnspec
+	}
+	if a, ok := ep.av.addrOfLocked(epid); ok {
+		return a
+	}
+	return fi.AddrUnspec
+}
+
+// Cancel cancels the posted receive with context ctx: it completes with an
+// FI_ECANCELED error entry. ENOENT if none is posted.
+func (ep *Endpoint) Cancel(ctx unsafe.Pointer) error {
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	e := &ep.engine
+	for sp := range e.posted {
+		q := &e.posted[sp]
+		var prev *op
+		for o := q.head; o != nil; prev, o = o, o.next {
+			if o.ctx != uintptr(ctx) {
+				continue
+			}
+			q.remove(prev, o)
+			flags := fi.RECV | fi.MSG
+			if o.space == 1 {
+				flags = fi.RECV | fi.TAGGED
+			}
+			if o.flags&fi.MULTI_RECV != 0 {
+				flags |= fi.MULTI_RECV
+			}
+			if ep.rxCQ != nil {
+				ep.rxCQ.completeErr(o.ctx, flags, 0, o.buf, 0, o.tag, fi.ECANCELED, 0, nil)
+			}
+			if ep.recvCntr != nil {
+				ep.recvCntr.incErr()
+			}
+			if o.inflight == 0 {
+				e.freeOp(o)
+			} else {
+				o.released = true
+			}
+			return nil
+		}
+	}
+	return fi.ENOENT
+}
+
+// epEvents is the endpoint seen as the wire's event handler.
+type epEvents Endpoint
+
+// Deliver matches an arrived message against the posted receives, or
+// queues it as unexpected.
+func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
+	ep := (*Endpoint)(h)
+	e := &ep.engine
+	sp := uint8(0)
+	if hdr.Flags&hfTagged != 0 {
+		sp = 1
+	}
+	q := &e.posted[sp]
+	var prev *op
+	for o := q.head; o != nil; prev, o = o, o.next {
+		if !matches(o, hdr, m.SrcEPID) {
+			continue
+		}
+		if o.flags&fi.MULTI_RECV == 0 {
+			q.remove(prev, o)
+			ep.land(o, hdr, m)
+			if o.inflight == 0 {
+				e.freeOp(o)
+			}
+			return
+		}
+		ep.land(o, hdr, m)
+		if o.released {
+			q.remove(prev, o)
+			if o.inflight == 0 {
+				e.freeOp(o)
+			}
+		}
+		return
+	}
+	u := e.newUx()
+	u.hdr, u.src = *hdr, m.SrcEPID
+	if m.IsRndv {
+		u.isRndv, u.rndv = true, m.Rndv
+	} else {
+		u.payload = e.getBuf(len(m.Payload))
+		copy(u.payload, m.Payload)
+	}
+	e.unexp[sp].push(u)
+}
+
+// SendDone completes a send that finished on the wire.
+func (h *epEvents) SendDone(cookie uint64, err error) {
+	ep := (*Endpoint)(h)
+	o := ep.engine.opByCookie(cookie)
+	if o == nil || o.kind != opSend {
+		return
+	}
+	ep.completeSend(o, errnoOf(err))
+	ep.engine.freeOp(o)
+}
+
+// FetchDone completes a receive whose rendezvous data arrived.
+func (h *epEvents) FetchDone(cookie uint64, n int, err error) {
+	ep := (*Endpoint)(h)
+	t := ep.engine.opByCookie(cookie)
+	if t == nil || (t.kind != opRecv && t.kind != opMultiChild) {
+		return
+	}
+	t.inflight--
+	ep.finishRecv(t, uint64(n), errnoOf(err))
+}
+
+// pid is this process's id.
+func pid() int { return os.Getpid() }

@@ -1,0 +1,56 @@
+package provider
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopsm2/libfabric-psm2/shm"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// wireConfig is what an endpoint asks of its wire.
+type wireConfig struct {
+	job         UUID
+	epid        uint64
+	connTimeout time.Duration
+	rndvThresh  int
+	disableCMA  bool
+}
+
+// newWire opens the wire endpoint under a provider endpoint: the
+// shared-memory one (the HFI path joins it for peers on other nodes).
+func newWire(c wireConfig) (transport.Endpoint, error) {
+	return shm.NewEndpoint(shm.Config{
+		Job:           c.job,
+		EPID:          c.epid,
+		ConnTimeout:   c.connTimeout,
+		RndvThreshold: c.rndvThresh,
+		DisableCMA:    c.disableCMA,
+	})
+}
+
+// rndvThreshold is PSM2_MQ_RNDV_SHM_THRESH (default 16000): messages
+// longer than this go by rendezvous.
+func (p *Provider) rndvThreshold() int {
+	if s, ok := p.host.Getenv("PSM2_MQ_RNDV_SHM_THRESH"); ok {
+		if v, err := strconv.Atoi(s); err == nil && v >= 0 {
+			return v
+		}
+		p.log.Warnf(0, "PSM2_MQ_RNDV_SHM_THRESH=%q is not a byte count; using 16000", s)
+	}
+	return 16000
+}
+
+// disableCMA reports whether single-copy (process_vm_readv) transfers are
+// switched off: FI_SHM_DISABLE_CMA=1 (as for libfabric's shm provider) or
+// PSM2_KASSIST_MODE=none (as for PSM2).
+func (p *Provider) disableCMA() bool {
+	if s, ok := p.host.Getenv("FI_SHM_DISABLE_CMA"); ok {
+		if b, ok := ParseBool(s); ok && b {
+			return true
+		}
+	}
+	s, _ := p.host.Getenv("PSM2_KASSIST_MODE")
+	return strings.EqualFold(s, "none")
+}
