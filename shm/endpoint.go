@@ -188,6 +188,7 @@ type peer struct {
 
 	ctl     []cell // control cells waiting for room in its ring, in order
 	ctlHead int
+	inCtl   bool // listed in Endpoint.ctlPeers
 
 	ops       int    // our operations that wait on it
 	lastCons  uint64 // its consumer counter at the last check
@@ -785,6 +786,9 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 		return
 	}
 	if len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved {
+		// Room in a peer's ring or a released buffer may not ring our
+		// doorbell: look again soon. One short sleep per refused send.
+		e.again = false
 		timeout = capWait(timeout, busyWait)
 	} else if e.pending > 0 {
 		timeout = capWait(timeout, time.Duration(e.interval))

@@ -37,9 +37,24 @@ func (x *echoHandler) FetchDone(uint64, int, error) { x.fetches++ }
 // BenchmarkEndpointPingPong bounces one message between two endpoints
 // polled by two goroutines; one op is a round trip.
 func BenchmarkEndpointPingPong(b *testing.B) {
-	for _, n := range []int{8, 64, 197, 1024, 8192} {
-		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
-			x, y, xy := pair(b)
+	type variant struct {
+		n, cells int
+	}
+	var vs []variant
+	for _, n := range []int{8, 64, 150, 197, 1024, 8192} {
+		vs = append(vs, variant{n, DefaultInlineCells})
+		if n > inlineHead && n <= inlineMax(DefaultInlineCells, false) {
+			vs = append(vs, variant{n, 1}) // the same size by eager
+		}
+	}
+	for _, v := range vs {
+		n := v.n
+		name := fmt.Sprintf("%dB", n)
+		if v.cells != DefaultInlineCells {
+			name += "-eager"
+		}
+		b.Run(name, func(b *testing.B) {
+			x, y, xy := pair(b, func(c *Config) { c.InlineCells = v.cells })
 			yx, err := y.Connect(x.EPID())
 			if err != nil {
 				b.Fatal(err)
@@ -215,4 +230,28 @@ func BenchmarkEndpointIdle(b *testing.B) {
 			y.Poll(&z, 16)
 		}
 	})
+}
+
+// BenchmarkEndpointSendPoll sends one message and receives it in the same
+// goroutine: the CPU cost of a message on both sides, without the
+// cache-line transfers and scheduling of two cores.
+func BenchmarkEndpointSendPoll(b *testing.B) {
+	for _, n := range []int{8, 64, 197, 198, 1024, 8192, 16000} {
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			x, y, xy := pair(b)
+			var z zeroHandler
+			iov := [][]byte{pattern(n, 1)}
+			hdr := transport.Header{Tag: 7, Len: uint64(n)}
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.Send(xy, &hdr, iov, 0, 0); err != nil {
+					b.Fatal(err)
+				}
+				if y.Poll(&z, 16) != 1 {
+					b.Fatal("nothing received")
+				}
+			}
+		})
+	}
 }

@@ -210,7 +210,7 @@ func (e *Endpoint) Close() error {
 			_ = p.seg.Close()
 		}
 		p.seg, p.ring, p.busy, p.bellSeq, p.bellWait = nil, nil, nil, nil, nil
-		p.ctl = nil
+		p.ctl, p.inCtl = nil, false
 		if p.dead == nil {
 			p.dead = errClosed
 		}

@@ -364,7 +364,10 @@ func (e *Endpoint) control(p *peer, c []byte) {
 			e.kill(p, transport.ErrPeerDead, "ring corrupt")
 			return
 		}
-		e.ctlPeers = append(e.ctlPeers, p.idx)
+		if !p.inCtl {
+			p.inCtl = true
+			e.ctlPeers = append(e.ctlPeers, p.idx)
+		}
 	}
 	p.ctl = append(p.ctl, cell(c))
 	e.stats.Queued++
@@ -402,6 +405,8 @@ func (e *Endpoint) flushAll() {
 		if p.dead == nil && !e.flush(p) {
 			e.ctlPeers[k] = i
 			k++
+		} else {
+			p.inCtl = false
 		}
 	}
 	e.ctlPeers = e.ctlPeers[:k]
