@@ -127,9 +127,6 @@ func (c *Cntr) notifyUnlocked() {
 // timeout milliseconds pass (negative: forever): nil, fi.EAVAIL or
 // fi.ETIMEDOUT.
 func (c *Cntr) Wait(threshold uint64, timeout int) error {
-	if c.waitObj == fi.WAIT_NONE {
-		return fi.ENOSYS
-	}
 	var deadline time.Time
 	if timeout >= 0 {
 		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)

@@ -53,8 +53,9 @@ const (
 	optMinMultiRecv  = 0
 )
 
-// defaultMinMultiRecv is the FI_OPT_MIN_MULTI_RECV default.
-const defaultMinMultiRecv = 64
+// defaultMinMultiRecv is the FI_OPT_MIN_MULTI_RECV default: 0, as psm2
+// (a buffer is released once full).
+const defaultMinMultiRecv = 0
 
 // OpenEndpoint opens an endpoint for info.
 func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error) {

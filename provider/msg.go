@@ -189,6 +189,9 @@ func (e *engine) newOp(kind uint8) *op {
 }
 
 func (e *engine) freeOp(o *op) {
+	if o.kind == opFree {
+		return // already free: a second free would hand it out twice
+	}
 	o.kind = opFree
 	e.freeOps = append(e.freeOps, o)
 }
@@ -573,7 +576,7 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	t.rtag, t.rdata, t.rhflags, t.rlen, t.rsrc = h.Tag, h.Data, h.Flags, h.Len, m.SrcEPID
 	if o.flags&fi.MULTI_RECV != 0 {
 		o.used += n
-		if o.len-o.used < ep.minMultiRecv {
+		if o.len-o.used < max(ep.minMultiRecv, 1) {
 			o.released = true
 		}
 	}
@@ -596,23 +599,14 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	}
 }
 
-// finishRecv completes receive (or multi-receive part) t with n bytes.
+// finishRecv completes receive (or multi-receive part) t with n bytes. A
+// multi-receive part is freed here; a plain receive belongs to whoever
+// landed it (the poster or Deliver, or FetchDone once it is async).
 func (ep *Endpoint) finishRecv(t *op, n uint64, err fi.Errno) {
-	e := &ep.engine
 	ep.completeRecv(t, n, err)
 	if p := t.parent; p != nil {
 		p.inflight--
-		e.freeOp(t)
-		if p.released && p.inflight == 0 && p.kind != opFree && !ep.isPosted(p) {
-			e.freeOp(p)
-		}
-		return
-	}
-	if t.kind == opRecv && t.inflight == 0 && !ep.isPosted(t) {
-		// Completed from Poll (rendezvous): no poster frees it.
-		if t.next == nil {
-			e.freeOp(t)
-		}
+		ep.engine.freeOp(t)
 	}
 }
 
@@ -786,12 +780,22 @@ func (h *epEvents) SendDone(cookie uint64, err error) {
 // FetchDone completes a receive whose rendezvous data arrived.
 func (h *epEvents) FetchDone(cookie uint64, n int, err error) {
 	ep := (*Endpoint)(h)
-	t := ep.engine.opByCookie(cookie)
+	e := &ep.engine
+	t := e.opByCookie(cookie)
 	if t == nil || (t.kind != opRecv && t.kind != opMultiChild) {
 		return
 	}
 	t.inflight--
+	p := t.parent
 	ep.finishRecv(t, uint64(n), errnoOf(err))
+	switch {
+	case p != nil:
+		if p.released && p.inflight == 0 && p.kind != opFree && !ep.isPosted(p) {
+			e.freeOp(p)
+		}
+	case t.inflight == 0:
+		e.freeOp(t)
+	}
 }
 
 // pid is this process's id.
