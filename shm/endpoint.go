@@ -140,6 +140,7 @@ type Endpoint struct {
 	holder  [MaxBuffers]int32
 	reserve int  // buffers a stream leaves to eager sends
 	starved bool // an allocation failed since the last liveness check
+	blocked bool // a send found a peer's ring full since the last check
 
 	sends       []sendOp
 	freeSends   []int32
@@ -190,6 +191,7 @@ type peer struct {
 	ctlHead int
 	inCtl   bool // listed in Endpoint.ctlPeers
 
+	full      bool   // a send found its ring full since the last check
 	ops       int    // our operations that wait on it
 	lastCons  uint64 // its consumer counter at the last check
 	consSince int64  // when lastCons last changed
@@ -481,7 +483,7 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 		return false, p.dead
 	}
 	if p.ctlHead < len(p.ctl) && !e.flush(p) {
-		return false, e.refuse(p)
+		return false, e.refuse(p, true)
 	}
 	n := 0
 	for _, b := range iov {
@@ -539,7 +541,7 @@ func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int)
 func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n int) error {
 	i, ok := e.allocBuf(0)
 	if !ok {
-		return e.refuse(p)
+		return e.refuse(p, false)
 	}
 	g := gather{iov: iov}
 	g.read(e.seg.Buffer(i)[:n])
@@ -606,8 +608,14 @@ func (e *Endpoint) sent(p *peer) {
 	e.stats.Sent++
 }
 
-// refuse returns ErrAgain for a send to p.
-func (e *Endpoint) refuse(*peer) error {
+// refuse returns ErrAgain for a send to p. If p's ring was full, p is
+// probed at the next liveness check: a dead peer's ring fills up, and
+// Send must then report its death rather than ErrAgain forever.
+func (e *Endpoint) refuse(p *peer, full bool) error {
+	if full && !p.self {
+		p.full = true
+		e.blocked = true
+	}
 	e.again = true
 	e.stats.Again++
 	return errAgain
@@ -617,7 +625,7 @@ func (e *Endpoint) refuse(*peer) error {
 // full ring, the peer's death otherwise.
 func (e *Endpoint) pushFailed(p *peer, err error) error {
 	if err == ErrFull {
-		return e.refuse(p)
+		return e.refuse(p, true)
 	}
 	e.kill(p, transport.ErrPeerDead, "ring corrupt")
 	return p.dead
@@ -772,7 +780,7 @@ func (e *Endpoint) Idle() bool {
 		return e.pending == 0
 	}
 	return e.ring.Empty() && len(e.ctlPeers) == 0 && len(e.streams) == 0 &&
-		!e.doomed && ((e.pending == 0 && !e.starved) || e.now() < e.nextCheck)
+		!e.doomed && ((e.pending == 0 && !e.starved && !e.blocked) || e.now() < e.nextCheck)
 }
 
 // Wait blocks until a cell may have arrived in the ring, Wake is called,
@@ -785,7 +793,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 	if e.closed {
 		return
 	}
-	if len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved {
+	if len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved || e.blocked {
 		// Room in a peer's ring or a released buffer may not ring our
 		// doorbell: look again soon. One short sleep per refused send.
 		e.again = false

@@ -399,3 +399,36 @@ func TestEndpointKillMidSend(t *testing.T) {
 		t.Errorf("Fetch from a dead sender = %v, %v", done, err)
 	}
 }
+
+// TestEndpointKillIdlePeer kills a peer with nothing pending: sends fill
+// its ring, then fail with ErrPeerDead instead of ErrAgain for ever.
+func TestEndpointKillIdlePeer(t *testing.T) {
+	job := testJob(t)
+	parent := newTestEP(t, job, 0x40, func(c *Config) { c.ConnTimeout = 2 * time.Second })
+	kid, conn := startEndpointChild(t, parent, job, 0x41, "ep-recv-sleep")
+	if err := kid.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-kid.done
+	kid.done <- nil
+	killed := time.Now()
+	h := transport.Header{Len: 8}
+	var err error
+	for time.Since(killed) < 5*time.Second {
+		_, err = parent.Send(conn, &h, [][]byte{[]byte("12345678")}, 0, 0)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, transport.ErrAgain) {
+			break
+		}
+		parent.Wait(10 * time.Millisecond)
+		parent.poll()
+	}
+	if !errors.Is(err, transport.ErrPeerDead) {
+		t.Fatalf("Send to a dead peer: %v", err)
+	}
+	if d := time.Since(killed); d > time.Second {
+		t.Errorf("noticed after %v", d)
+	}
+}

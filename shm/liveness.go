@@ -27,8 +27,9 @@ func (e *Endpoint) kill(p *peer, base error, why string) {
 }
 
 // check runs the periodic liveness checks, at most once per interval:
-// every peer that an operation or a queued control cell waits on, or that
-// holds bounce buffers we are short of, is probed; fetches without
+// every peer that an operation or a queued control cell waits on, whose
+// ring refused a send, or that holds bounce buffers we are short of, is
+// probed; fetches without
 // progress for ConnTimeout are failed. Then the operations of dead peers
 // are failed.
 func (e *Endpoint) check(h transport.Handler) int {
@@ -37,16 +38,17 @@ func (e *Endpoint) check(h transport.Handler) int {
 	if now >= e.nextCheck {
 		e.nextCheck = now + e.interval
 		starved := e.starved
-		e.starved = false
+		e.starved, e.blocked = false, false
 		for _, p := range e.peers {
 			if p.self || p.dead != nil {
 				continue
 			}
-			if p.ops > 0 || p.ctlHead < len(p.ctl) || (starved && e.holds(p)) {
+			if p.ops > 0 || p.ctlHead < len(p.ctl) || p.full || (starved && e.holds(p)) {
 				e.probe(p, now)
 			} else {
 				p.consSince = 0 // not watched: start afresh next time
 			}
+			p.full = false
 		}
 		for slot := range e.fetches {
 			op := &e.fetches[slot]
