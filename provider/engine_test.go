@@ -43,16 +43,16 @@ func TestCQLayouts(t *testing.T) {
 // pair is two enabled endpoints of one domain on a loop network, each
 // with its own CQ, sharing one AV that holds both names (a=0, b=1).
 type pair struct {
-	t      *testing.T
-	dom    *Domain
-	av     *AV
-	a, b   *Endpoint
-	cqa    *CQ
-	cqb    *CQ
-	keep   [][]byte
-	net    *loopNet
-	aAddr  uint64
-	bAddr  uint64
+	t     *testing.T
+	dom   *Domain
+	av    *AV
+	a, b  *Endpoint
+	cqa   *CQ
+	cqb   *CQ
+	keep  [][]byte
+	net   *loopNet
+	aAddr uint64
+	bAddr uint64
 }
 
 func newPair(t *testing.T, caps uint64, thresh int) *pair {
