@@ -43,7 +43,7 @@ func TestCQLayouts(t *testing.T) {
 // pair is two enabled endpoints of one domain on a loop network, each
 // with its own CQ, sharing one AV that holds both names (a=0, b=1).
 type pair struct {
-	t     *testing.T
+	t     testing.TB
 	dom   *Domain
 	av    *AV
 	a, b  *Endpoint
@@ -57,9 +57,18 @@ type pair struct {
 
 func newPair(t *testing.T, caps uint64, thresh int) *pair {
 	t.Helper()
-	p, _ := newTestProvider(t, nil)
+	p := New(newFakeHost(nil))
 	net := newLoopNet(thresh)
 	p.wire = net.open
+	return buildPair(t, p, caps, net)
+}
+
+// newBenchPair is a pair over the real shared-memory wire.
+func newBenchPair(b *testing.B) *pair {
+	return buildPair(b, New(newFakeHost(nil)), fi.TAGGED, nil)
+}
+
+func buildPair(t testing.TB, p *Provider, caps uint64, net *loopNet) *pair {
 	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
 	if err != nil {
 		t.Fatal(err)
