@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# make bench: our psm2 provider against the references, in one report.
+#
+#  (a) Debian's unmodified fi_pingpong -e rdm, server and client on this
+#      host (the client connects to 127.0.0.1; fi_pingpong exchanges the
+#      fabric addresses over its own TCP control socket, so neither psm2's
+#      name server nor shm's address strings are involved):
+#        psm2 = our build/lib/libfabric.so.1 (LD_LIBRARY_PATH), -p psm2
+#        shm  = Debian's libfabric 1.17 (system library), -p shm
+#  (b) NetPIPE (NPopenmpi) with 2 ranks through scripts/mpirun.sh:
+#        psm2  = Open MPI cm PML + ofi MTL on our library, FI_PROVIDER=psm2
+#        vader = Open MPI ob1 PML + vader BTL (shared memory)
+#
+# Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
+# is kept: the lowest latency and the highest bandwidth. fi_pingpong's
+# server runs on CPU 0 and its client on CPU 1 (taskset); mpirun binds the
+# two NetPIPE ranks to cores 0 and 1 itself. Latencies are one-way (half a
+# round trip) in microseconds; fi_pingpong bandwidth is in MB/s (10^6),
+# NetPIPE's in Mbps (10^6 bit/s).
+#
+# Targets: 64 B latency psm2/shm <= 1.0, 1 MiB bandwidth psm2/shm >= 1.0,
+# NetPIPE 8 B latency psm2/vader <= 2.0, NetPIPE 1 MiB bandwidth
+# psm2/vader >= 0.9; each is printed MET or MISSED. The exit status is 0
+# when every run worked, whether or not the targets were met, and 1 when a
+# run failed (a failed transport is reported as "psm2 run failed" and its
+# remaining measurements are skipped).
+#
+# Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
+# BENCH_QUICK=1 (a tenth of the iterations), BENCH_SKIP_PSM2=1 (reference
+# rows only, to check the harness).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+libdir=$repo/build/lib
+
+REPEAT=${BENCH_REPEAT:-3}
+TMO=${BENCH_TIMEOUT:-120}
+QUICK=${BENCH_QUICK:-0}
+SKIP_PSM2=${BENCH_SKIP_PSM2:-0}
+work=$(mktemp -d /tmp/psm2-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# fi_pingpong sizes and iteration counts.
+PP_SIZES=(64 1024 16384 65536 1048576)
+declare -A PP_ITERS=([64]=20000 [1024]=20000 [16384]=5000 [65536]=2000 [1048576]=500)
+NP_SMALL=8
+NP_SMALL_ITERS=20000
+NP_BIG=1048576
+NP_BIG_ITERS=300
+if [ "$QUICK" = 1 ]; then
+	for s in "${PP_SIZES[@]}"; do PP_ITERS[$s]=$(( PP_ITERS[$s] / 10 )); done
+	NP_SMALL_ITERS=2000
+	NP_BIG_ITERS=30
+fi
+
+run_failed=0
+declare -A LAT BW FAILED
+port=$(( 20000 + RANDOM % 20000 ))
+
+note() { printf '%s\n' "$*" >&2; }
+
+# why FILE...: the first lines that look like the reason a run failed.
+why() {
+	local w
+	w=$(grep -hiE -m2 'panic|fatal|error|fail|abort|signal' "$@" 2>/dev/null | head -3)
+	[ -n "$w" ] || w=$(cat "$@" 2>/dev/null | grep -v '^bytes' | tail -3)
+	printf '%s' "$w" | tr '\n' ' ' | cut -c1-300
+}
+
+# wait_listen PORT: until something listens on the TCP port (10 s at most).
+wait_listen() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if command -v ss >/dev/null; then
+			ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		elif [ $i -ge 5 ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# pingpong LABEL PROVIDER LIBPATH SIZE ITERS: one server/client run; prints
+# "usec MBps" from the client's result line, or fails.
+pingpong() {
+	local label=$1 prov=$2 lp=$3 size=$4 iters=$5 spid rc src
+	local env=(env)
+	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	"${env[@]}" timeout "$TMO" taskset -c 0 fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
+		-B "$port" >"$work/srv.out" 2>&1 &
+	spid=$!
+	if ! wait_listen "$port"; then
+		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+		note "  $label: server did not start: $(tail -2 "$work/srv.out" | tr '\n' ' ')"
+		return 1
+	fi
+	"${env[@]}" timeout "$TMO" taskset -c 1 fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
+		-P "$port" 127.0.0.1 >"$work/cli.out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		sleep 1
+		kill "$spid" 2>/dev/null
+	fi
+	wait "$spid"
+	src=$?
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		note "  $label fi_pingpong -S $size: client exit $rc, server exit $src: $(why "$work/cli.out" "$work/srv.out")"
+		return 1
+	fi
+	awk 'NR == 2 && NF >= 7 { print $7, $6; found = 1 } END { exit !found }' "$work/cli.out" || {
+		note "  $label fi_pingpong -S $size: no result line: $(head -3 "$work/cli.out" | tr '\n' ' ')"
+		return 1
+	}
+}
+
+# netpipe MODE SIZE ITERS: prints "usec Mbps" for one NetPIPE size.
+netpipe() {
+	local mode=$1 size=$2 iters=$3 rc
+	rm -f "$work/np.out"
+	timeout "$TMO" scripts/mpirun.sh "--$mode" -np 2 NPopenmpi -l "$size" -u "$size" -p 0 -n "$iters" \
+		-o "$work/np.out" >"$work/np.log" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] || [ ! -s "$work/np.out" ]; then
+		note "  NetPIPE $mode $size B: exit $rc: $(why "$work/np.log")"
+		return 1
+	fi
+	awk -v s="$size" '$1 == s { printf "%.3f %.2f\n", $3 * 1e6, $2; found = 1 } END { exit !found }' "$work/np.out"
+}
+
+# measure KEY CMD...: BENCH_REPEAT runs, keeps the lowest latency and the
+# highest bandwidth in LAT[KEY], BW[KEY].
+measure() {
+	local key=$1 tr=${1%%:*} i out lat bw
+	shift
+	if [ -n "${FAILED[$tr]:-}" ]; then
+		return
+	fi
+	for ((i = 0; i < REPEAT; i++)); do
+		port=$(( port + 1 ))	# a fresh control port for each fi_pingpong
+		if ! out=$("$@"); then
+			FAILED[$tr]=1
+			run_failed=1
+			note "  $tr run failed; skipping its remaining measurements"
+			return
+		fi
+		read -r lat bw <<<"$out"
+		if [ -z "${LAT[$key]:-}" ] || awk -v a="$lat" -v b="${LAT[$key]}" 'BEGIN { exit !(a < b) }'; then
+			LAT[$key]=$lat
+		fi
+		if [ -z "${BW[$key]:-}" ] || awk -v a="$bw" -v b="${BW[$key]}" 'BEGIN { exit !(a > b) }'; then
+			BW[$key]=$bw
+		fi
+	done
+}
+
+cell() { # cell ARRAY KEY TRANSPORT
+	local -n arr=$1
+	if [ -n "${arr[$2]:-}" ]; then
+		printf '%s' "${arr[$2]}"
+	elif [ -n "${FAILED[$3]:-}" ]; then
+		printf 'failed'
+	elif [ "$3" = psm2 ] || [ "$3" = mpi-psm2 ]; then
+		[ "$SKIP_PSM2" = 1 ] && printf 'skipped' || printf '-'
+	else
+		printf '-'
+	fi
+}
+
+if [ "$SKIP_PSM2" != 1 ] && [ ! -e "$libdir/libfabric.so.1" ]; then
+	note "bench: $libdir/libfabric.so.1 is missing; run make first"
+	exit 1
+fi
+
+start=$(date +%s)
+note "bench: fi_pingpong (best of $REPEAT)"
+for s in "${PP_SIZES[@]}"; do
+	[ "$SKIP_PSM2" = 1 ] || measure "psm2:$s" pingpong psm2 psm2 "$libdir" "$s" "${PP_ITERS[$s]}"
+	measure "shm:$s" pingpong shm shm "" "$s" "${PP_ITERS[$s]}"
+done
+note "bench: NetPIPE (best of $REPEAT)"
+for s in $NP_SMALL $NP_BIG; do
+	[ "$SKIP_PSM2" = 1 ] || measure "mpi-psm2:$s" netpipe psm2 "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)"
+	measure "mpi-vader:$s" netpipe vader "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)"
+done
+
+echo
+echo "fi_pingpong -e rdm, localhost, server on CPU 0, client on CPU 1; best of $REPEAT"
+printf '%-9s %8s %12s %12s %12s %12s\n' size iters "psm2 usec" "psm2 MB/s" "shm usec" "shm MB/s"
+for s in "${PP_SIZES[@]}"; do
+	printf '%-9s %8s %12s %12s %12s %12s\n' "$s" "${PP_ITERS[$s]}" \
+		"$(cell LAT "psm2:$s" psm2)" "$(cell BW "psm2:$s" psm2)" \
+		"$(cell LAT "shm:$s" shm)" "$(cell BW "shm:$s" shm)"
+done
+echo
+echo "NetPIPE (NPopenmpi -p 0 -n N), 2 ranks on cores 0 and 1; best of $REPEAT"
+printf '%-9s %8s %12s %12s %12s %12s\n' size iters "psm2 usec" "psm2 Mbps" "vader usec" "vader Mbps"
+for s in $NP_SMALL $NP_BIG; do
+	printf '%-9s %8s %12s %12s %12s %12s\n' "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)" \
+		"$(cell LAT "mpi-psm2:$s" mpi-psm2)" "$(cell BW "mpi-psm2:$s" mpi-psm2)" \
+		"$(cell LAT "mpi-vader:$s" mpi-vader)" "$(cell BW "mpi-vader:$s" mpi-vader)"
+done
+
+# target NAME OURS REF OP LIMIT OURTR REFTR
+target() {
+	local name=$1 ours=$2 ref=$3 op=$4 limit=$5 ourtr=$6 reftr=$7 ratio verdict
+	if [ -z "$ours" ] || [ -z "$ref" ]; then
+		if [ -n "${FAILED[$ourtr]:-}" ]; then
+			verdict="MISSED (psm2 run failed)"
+		elif [ -n "${FAILED[$reftr]:-}" ]; then
+			verdict="n/a (reference run failed)"
+		elif [ "$SKIP_PSM2" = 1 ]; then
+			verdict="n/a (psm2 skipped)"
+		else
+			verdict="n/a"
+		fi
+		printf '%-34s %11s %11s %7s %8s  %s\n' "$name" "${ours:--}" "${ref:--}" - "$op $limit" "$verdict"
+		return
+	fi
+	ratio=$(awk -v a="$ours" -v b="$ref" 'BEGIN { printf("%.2f", (b > 0) ? a / b : 0) }')
+	if awk -v r="$ratio" -v l="$limit" -v op="$op" 'BEGIN { exit !(op == "<=" ? r <= l : r >= l) }'; then
+		verdict=MET
+	else
+		verdict=MISSED
+	fi
+	printf '%-34s %11s %11s %7s %8s  %s\n' "$name" "$ours" "$ref" "$ratio" "$op $limit" "$verdict"
+}
+
+echo
+printf '%-34s %11s %11s %7s %8s  %s\n' target psm2 reference ratio goal result
+target "64 B latency (usec), psm2/shm" "${LAT[psm2:64]:-}" "${LAT[shm:64]:-}" "<=" 1.0 psm2 shm
+target "1 MiB bandwidth (MB/s), psm2/shm" "${BW[psm2:1048576]:-}" "${BW[shm:1048576]:-}" ">=" 1.0 psm2 shm
+target "NetPIPE 8 B latency, psm2/vader" "${LAT[mpi-psm2:$NP_SMALL]:-}" "${LAT[mpi-vader:$NP_SMALL]:-}" "<=" 2.0 mpi-psm2 mpi-vader
+target "NetPIPE 1 MiB Mbps, psm2/vader" "${BW[mpi-psm2:$NP_BIG]:-}" "${BW[mpi-vader:$NP_BIG]:-}" ">=" 0.9 mpi-psm2 mpi-vader
+echo
+echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+if [ $run_failed -ne 0 ]; then
+	echo "bench: some runs failed (see above)"
+	exit 1
+fi

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs an MPI program with Open MPI's mpirun on one of three transports:
+#
+#   scripts/mpirun.sh [--psm2] [mpirun options] program [args]
+#       our build/lib/libfabric.so.1 through Open MPI's cm PML and ofi MTL,
+#       FI_PROVIDER=psm2 (the default mode)
+#   scripts/mpirun.sh --vader [mpirun options] program [args]
+#       the reference: ob1 PML with the self and vader (shared memory) BTLs
+#   scripts/mpirun.sh --ofi=PROV [mpirun options] program [args]
+#       cm/ofi on Debian's own libfabric with provider PROV (tcp works; shm
+#       does not, it lacks FI_REMOTE_COMM, which the MTL asks for): a
+#       sanity check of the cm/ofi path itself
+#
+# It adds --allow-run-as-root and --oversubscribe, and, when more ranks are
+# asked for (-np/-n) than there are cores, --mca mpi_yield_when_idle 1 (a
+# spinning rank otherwise starves the one it waits for). MPIRUN_DRYRUN=1
+# prints the command instead of running it. Exit status: mpirun's.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+libdir=$repo/build/lib
+
+mode=psm2
+case "${1:-}" in
+--psm2) shift ;;
+--vader) mode=vader; shift ;;
+--ofi=*) mode=ofi; prov=${1#--ofi=}; shift ;;
+-h|--help|"") sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+esac
+
+# How many ranks? (for the yield decision only)
+np=1
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case "${args[i]}" in
+	-np|-n|--np|-c) np=${args[i+1]:-1} ;;
+	esac
+done
+
+cmd=(mpirun --allow-run-as-root --oversubscribe)
+if [ "$np" -gt "$(nproc)" ] 2>/dev/null; then
+	cmd+=(--mca mpi_yield_when_idle 1)
+fi
+
+case $mode in
+psm2)
+	if [ ! -e "$libdir/libfabric.so.1" ]; then
+		echo "mpirun.sh: $libdir/libfabric.so.1 is missing; run make first" >&2
+		exit 2
+	fi
+	# btl ofi would also open our provider (for one-sided MPI); keep the
+	# job to the MTL path. provider_include makes the MTL take psm2 only.
+	cmd+=(--mca pml cm --mca mtl ofi --mca btl '^ofi'
+	      --mca mtl_ofi_provider_include psm2
+	      -x FI_PROVIDER=psm2
+	      -x "LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+	;;
+vader)
+	cmd+=(--mca pml ob1 --mca btl self,vader)
+	;;
+ofi)
+	# Open MPI's default mtl_ofi_provider_exclude is
+	# "shm,sockets,tcp,udp,rstream,usnic"; provider_include replaces it.
+	# LD_LIBRARY_PATH must not point at our build here.
+	cmd+=(--mca pml cm --mca mtl ofi --mca btl '^ofi'
+	      --mca mtl_ofi_provider_include "$prov"
+	      -x "FI_PROVIDER=$prov")
+	if [ -n "${LD_LIBRARY_PATH:-}" ]; then
+		cleaned=$(tr ':' '\n' <<<"$LD_LIBRARY_PATH" | grep -vxF "$libdir" | paste -sd: -)
+		if [ -n "$cleaned" ]; then
+			export LD_LIBRARY_PATH=$cleaned
+		else
+			unset LD_LIBRARY_PATH
+		fi
+	fi
+	;;
+esac
+
+cmd+=("$@")
+if [ "${MPIRUN_DRYRUN:-0}" = 1 ]; then
+	printf '%q ' "${cmd[@]}"
+	echo
+	exit 0
+fi
+exec "${cmd[@]}"
