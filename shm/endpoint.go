@@ -252,6 +252,9 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if cfg.InlineCells == 0 {
 		cfg.InlineCells = DefaultInlineCells
 	}
+	if RingSize(cfg.RingCells) == 0 {
+		return nil, fmt.Errorf("shm: endpoint: ring of %d cells: %w", cfg.RingCells, ErrCells)
+	}
 	if cfg.Buffers < 1 || cfg.Buffers > MaxBuffers {
 		return nil, fmt.Errorf("shm: endpoint: %d bounce buffers: %w", cfg.Buffers, ErrPool)
 	}

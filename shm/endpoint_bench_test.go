@@ -255,3 +255,50 @@ func BenchmarkEndpointSendPoll(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEndpointPingPongSleep is BenchmarkEndpointPingPong with both
+// sides sleeping in Wait instead of spinning: the cost of the futex
+// doorbell.
+func BenchmarkEndpointPingPongSleep(b *testing.B) {
+	x, y, xy := pair(b)
+	yx, err := y.Connect(x.EPID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h := &echoHandler{buf: make([]byte, 8)}
+		iov := [][]byte{nil}
+		for !stop.Load() {
+			if y.Poll(h, 16) == 0 {
+				y.Wait(-1)
+				continue
+			}
+			h.got = false
+			iov[0] = h.buf[:h.n]
+			if _, err := y.Send(yx, &h.hdr, iov, 0, 0); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	h := &echoHandler{buf: make([]byte, 8)}
+	iov := [][]byte{pattern(8, 1)}
+	hdr := transport.Header{Tag: 7, Len: 8}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.Send(xy, &hdr, iov, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+		for !h.got {
+			if x.Poll(h, 16) == 0 {
+				x.Wait(-1)
+			}
+		}
+		h.got = false
+	}
+	stop.Store(true)
+	y.Wake()
+	<-done
+}
