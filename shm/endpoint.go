@@ -52,9 +52,15 @@ type Config struct {
 	// EPID is this endpoint's id, chosen by the provider and unique on
 	// the node.
 	EPID uint64
-	// ConnTimeout bounds how long an operation waits on a peer that is
-	// alive but makes no progress (FI_PSM2_CONN_TIMEOUT). Default 5s.
+	// ConnTimeout is FI_PSM2_CONN_TIMEOUT (default 5s): it bounds
+	// connection set-up and how long Close lingers for peers.
 	ConnTimeout time.Duration
+	// StuckTimeout, if positive, fails the operations waiting on a peer
+	// that is alive but has not drained its ring (or sent rendezvous
+	// data) for that long. It is off by default: an MPI rank may compute
+	// for minutes without polling, and a live peer is not a failed one
+	// (PSM2 does not fail it either). Dead peers fail at once regardless.
+	StuckTimeout time.Duration
 	// RndvThreshold: messages longer than this use rendezvous, unless
 	// they fit inline. Default DefaultRndvThreshold, at most
 	// MaxRndvThreshold; negative means every message longer than an
@@ -124,6 +130,7 @@ type Endpoint struct {
 	threshold   int // longest eager message
 	inlineCells int
 	connTimeout int64 // ns
+	stuck       int64 // ns; 0: never give up on a live peer
 	interval    int64 // ns between liveness checks
 	token       uint64
 	epoch       time.Time
@@ -286,6 +293,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		threshold:   cfg.RndvThreshold,
 		inlineCells: cfg.InlineCells,
 		connTimeout: int64(cfg.ConnTimeout),
+		stuck:       int64(cfg.StuckTimeout),
 		interval:    int64(min(checkInterval, cfg.ConnTimeout/4)),
 		epoch:       time.Now(),
 		byEPID:      make(map[uint64]int32),

@@ -883,7 +883,7 @@ func TestEndpointClose(t *testing.T) {
 // operations waiting on it with ErrTimeout after ConnTimeout.
 func TestEndpointStuckPeer(t *testing.T) {
 	timeout := 300 * time.Millisecond
-	short := func(c *Config) { c.ConnTimeout = timeout }
+	short := func(c *Config) { c.ConnTimeout, c.StuckTimeout = timeout, timeout }
 	t.Run("send", func(t *testing.T) {
 		a, b, ab := pair(t, short)
 		h := transport.Header{Len: 100000}

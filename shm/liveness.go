@@ -52,7 +52,7 @@ func (e *Endpoint) check(h transport.Handler) int {
 		}
 		for slot := range e.fetches {
 			op := &e.fetches[slot]
-			if op.state != opWait || now-op.last <= e.connTimeout {
+			if op.state != opWait || e.stuck <= 0 || now-op.last <= e.stuck {
 				continue
 			}
 			p := e.peers[op.peer]
@@ -61,7 +61,7 @@ func (e *Endpoint) check(h transport.Handler) int {
 			}
 			e.fin(p, op.sendID, finTimeout)
 			e.stats.Timeouts++
-			err := fmt.Errorf("shm: no data from %#x for %v: %w", p.epid, e.cfg.ConnTimeout, transport.ErrTimeout)
+			err := fmt.Errorf("shm: no data from %#x for %v: %w", p.epid, e.cfg.StuckTimeout, transport.ErrTimeout)
 			ev += e.finishFetch(h, slot, 0, err)
 		}
 	}
@@ -102,8 +102,8 @@ func (e *Endpoint) probe(p *peer, now int64) {
 	switch {
 	case p.consSince == 0 || cons != p.lastCons || prod == cons:
 		p.lastCons, p.consSince = cons, now
-	case now-p.consSince > e.connTimeout:
-		e.kill(p, transport.ErrTimeout, fmt.Sprintf("not polling for %v", e.cfg.ConnTimeout))
+	case e.stuck > 0 && now-p.consSince > e.stuck:
+		e.kill(p, transport.ErrTimeout, fmt.Sprintf("not polling for %v", e.cfg.StuckTimeout))
 	}
 }
 
