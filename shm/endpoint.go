@@ -93,7 +93,7 @@ type Stats struct {
 	Again    uint64 // sends refused with ErrAgain
 	Queued   uint64 // control cells queued because the peer's ring was full
 	PeerDead uint64 // operations failed because their peer died or closed
-	Timeouts uint64 // operations failed because their peer made no progress
+	Timeouts uint64 // operations failed because their peer made no progress (StuckTimeout)
 }
 
 // Errors of the endpoint besides the transport's.

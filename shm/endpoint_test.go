@@ -879,8 +879,9 @@ func TestEndpointClose(t *testing.T) {
 	}
 }
 
-// TestEndpointStuckPeer: a peer that is alive but never polls fails the
-// operations waiting on it with ErrTimeout after ConnTimeout.
+// TestEndpointStuckPeer: with StuckTimeout set, a peer that is alive but
+// never polls fails the operations waiting on it with ErrTimeout after
+// that long.
 func TestEndpointStuckPeer(t *testing.T) {
 	timeout := 300 * time.Millisecond
 	short := func(c *Config) { c.ConnTimeout, c.StuckTimeout = timeout, timeout }

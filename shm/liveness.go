@@ -29,8 +29,8 @@ func (e *Endpoint) kill(p *peer, base error, why string) {
 // check runs the periodic liveness checks, at most once per interval:
 // every peer that an operation or a queued control cell waits on, whose
 // ring refused a send, or that holds bounce buffers we are short of, is
-// probed; fetches without
-// progress for ConnTimeout are failed. Then the operations of dead peers
+// probed; with StuckTimeout set, fetches without progress for that long
+// are failed. Then the operations of dead peers
 // are failed.
 func (e *Endpoint) check(h transport.Handler) int {
 	ev := 0
@@ -83,8 +83,9 @@ func (e *Endpoint) holds(p *peer) bool {
 }
 
 // probe checks whether p is gone (closed, its process dead, its segment
-// removed or replaced) or stuck (its ring holds cells but its consumer
-// counter has not moved for ConnTimeout), and kills it if so.
+// removed or replaced) or, with StuckTimeout set, stuck (its ring holds
+// cells but its consumer counter has not moved for that long), and kills
+// it if so.
 func (e *Endpoint) probe(p *peer, now int64) {
 	if p.seg.Closed() {
 		e.kill(p, transport.ErrPeerDead, "closed")
