@@ -21,7 +21,7 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
 export CGO_ENABLED := 1
 
-.PHONY: all deps demo check test gotest ctest abi clean
+.PHONY: all deps demo check test gotest ctest abi mpi bench clean
 
 all: $(LIB) $(DLLIB)
 
@@ -63,7 +63,15 @@ abi:
 ctest: all $(CTESTS)
 	scripts/ctest.sh
 
-check: deps all gotest abi ctest
+# Unmodified fi_pingpong, Open MPI (conformance, NetPIPE, hpcc) on our library.
+mpi: all
+	scripts/mpi.sh
+
+# Benchmarks beside the references (Debian's libfabric shm, Open MPI's vader).
+bench: deps all
+	scripts/bench.sh
+
+check: deps all gotest abi ctest mpi
 
 test: check
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end runs of unmodified programs on our library (make check):
+#   - Debian's fi_pingpong, RDM and DGRAM, every default size, with and
+#     without -c (data checks);
+#   - our MPI conformance program (ctest/mpi/conformance.c) under Open MPI's
+#     cm PML and ofi MTL with FI_PROVIDER=psm2, at -np 2 and -np 4;
+#   - NetPIPE (NPopenmpi) to 8 MiB and hpcc at -np 2, same path.
+# Prints PASS/FAIL lines; exit status 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+lib=$PWD/build/lib
+out=build/mpi
+mkdir -p "$out"
+pass=0 failed=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+fail() { echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/    /' <<<"$2" | tail -25; failed=$((failed + 1)); }
+
+# fi_pingpong: the server first, then the client on 127.0.0.1.
+pingpong() {
+	local port=$1; shift
+	LD_LIBRARY_PATH=$lib FI_PROVIDER=psm2 timeout 120 fi_pingpong -p psm2 -B "$port" "$@" >"$out/pp-server.log" 2>&1 &
+	local srv=$!
+	sleep 0.5
+	local cout rc
+	cout=$(LD_LIBRARY_PATH=$lib FI_PROVIDER=psm2 timeout 120 fi_pingpong -p psm2 -P "$port" "$@" 127.0.0.1 2>&1)
+	rc=$?
+	wait $srv
+	local src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q '^1m ' <<<"$cout"; then
+		ok "fi_pingpong -p psm2 $* (every size to 1m)"
+	else
+		fail "fi_pingpong -p psm2 $* (client $rc, server $src)" "$cout
+$(cat "$out/pp-server.log")"
+	fi
+}
+pingpong 47591 -e rdm
+pingpong 47592 -e rdm -c
+pingpong 47593 -e dgram
+pingpong 47594 -e dgram -c
+
+# MPI conformance, NetPIPE, hpcc.
+if ! mpicc -O2 -Wall -o "$out/conformance" ctest/mpi/conformance.c 2>"$out/mpicc.log"; then
+	fail "mpicc ctest/mpi/conformance.c" "$(cat "$out/mpicc.log")"
+else
+	for np in 2 4; do
+		o=$(timeout 300 scripts/mpirun.sh -np $np "$out/conformance" 2>&1)
+		if [ $? -eq 0 ] && grep -q 'conformance: [0-9]* passed, 0 failed' <<<"$o"; then
+			ok "MPI conformance over cm/ofi/psm2 at -np $np: $(grep '^conformance:' <<<"$o")"
+		else
+			fail "MPI conformance at -np $np" "$o"
+		fi
+	done
+fi
+
+o=$(timeout 300 scripts/mpirun.sh -np 2 NPopenmpi -u 8388608 -o "$out/np.out" 2>&1)
+last=$(tail -1 "$out/np.out" 2>/dev/null | awk '{print $1}')
+if [ $? -eq 0 ] && [ "$last" = 8388611 ]; then
+	ok "NetPIPE over cm/ofi/psm2 completes every size to 8 MiB ($(wc -l <"$out/np.out") sizes)"
+else
+	fail "NetPIPE to 8 MiB (last size: ${last:-none})" "$o"
+fi
+
+hp=$out/hpcc
+mkdir -p "$hp"
+cp ctest/mpi/hpccinf.txt "$hp/hpccinf.txt"
+o=$(cd "$hp" && rm -f hpccoutf.txt && timeout 600 ../../../scripts/mpirun.sh -np 2 hpcc 2>&1)
+if grep -q '^Success=1' "$hp/hpccoutf.txt" 2>/dev/null && grep -q 'End of HPC Challenge tests' "$hp/hpccoutf.txt"; then
+	ok "hpcc at -np 2 over cm/ofi/psm2 ($(grep -E '^(HPL_Tflops|MinPingPongLatency_usec)=' "$hp/hpccoutf.txt" | tr '\n' ' '))"
+else
+	fail "hpcc at -np 2" "$o
+$(tail -20 "$hp/hpccoutf.txt" 2>/dev/null)"
+fi
+
+echo
+echo "mpi: $pass passed, $failed failed"
+[ $failed -eq 0 ]
