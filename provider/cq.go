@@ -73,6 +73,7 @@ type CQ struct {
 	fdArmed  atomic.Bool // a waiter may block on efd: signal it on the next entry
 	fdRaised bool        // efd holds a count; guarded by the domain lock
 
+	fast     []byte // the idle fast path's CQ page (fastpath.go)
 	errBuf   []byte // err_data handed out for API < 1.5 / err_data_size 0 (not Go memory)
 	errBufMu sync.Mutex
 }
@@ -120,6 +121,9 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 		size = 1024
 	}
 	cq.ring = make([]cqEntry, size)
+	if cq.fast = fastPage(); cq.fast != nil && d.fast != nil {
+		atomic.StoreUint64(fastWord(cq.fast, 8), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
+	}
 	if cq.ws != nil {
 		cq.ws.add(cq)
 	}
@@ -152,6 +156,7 @@ func (cq *CQ) push() *cqEntry {
 		i -= len(cq.ring)
 	}
 	cq.n++
+	cq.setAvail()
 	e := &cq.ring[i]
 	*e = cqEntry{}
 	return e
@@ -246,6 +251,7 @@ func (cq *CQ) pop() {
 		cq.head = 0
 	}
 	cq.n--
+	cq.setAvail()
 }
 
 func (cq *CQ) drainFD() {
@@ -461,6 +467,10 @@ func (cq *CQ) Close() error {
 		cq.ws.remove(cq)
 	}
 	cq.closeFD()
+	if cq.fast != nil {
+		unix.Munmap(cq.fast)
+		cq.fast = nil
+	}
 	cq.errBufMu.Lock()
 	if cq.errBuf != nil {
 		unix.Munmap(cq.errBuf)

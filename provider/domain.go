@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -44,6 +46,7 @@ type Domain struct {
 
 	mrs  mrTable
 	prog *progressThread
+	fast []byte // the idle fast path's domain block (fastpath.go)
 }
 
 // OpenDomain opens a domain of the fabric for info (from fi_getinfo).
@@ -86,6 +89,7 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 	d.disconnect.Store(boolU32(p.params.Disconnect))
 	d.locking = !(p.params.LockLevelSet && p.params.LockLevel == 0) || d.dataProgress == fi.PROGRESS_AUTO
 	d.mrs.init()
+	d.fast = fastPage()
 	f.domains.Add(1)
 	if d.dataProgress == fi.PROGRESS_AUTO {
 		d.startProgress(false)
@@ -114,6 +118,10 @@ func (d *Domain) Close() error {
 	d.closed = true
 	d.unlock()
 	d.stopProgress()
+	if d.fast != nil {
+		unix.Munmap(d.fast)
+		d.fast = nil
+	}
 	d.fabric.domains.Add(-1)
 	return nil
 }
@@ -152,6 +160,7 @@ func (d *Domain) progressLocked() int {
 	for _, ep := range d.eps {
 		n += ep.poll()
 	}
+	d.refreshFast()
 	return n
 }
 
@@ -183,6 +192,7 @@ func (d *Domain) removeEPLocked(ep *Endpoint) {
 	for i, e := range d.eps {
 		if e == ep {
 			d.eps = append(d.eps[:i], d.eps[i+1:]...)
+			d.publishRings()
 			return
 		}
 	}

@@ -236,6 +236,7 @@ func (ep *Endpoint) Enable() error {
 	}
 	ep.enabled = true
 	d.eps = append(d.eps, ep)
+	d.publishRings()
 	d.unlock()
 	return nil
 }

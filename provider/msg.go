@@ -132,6 +132,8 @@ type engine struct {
 	freeUx  []*unexpected
 	bufs    [bufClasses][][]byte
 
+	pending int // sends and fetches in flight on the wire
+
 	conns  []transport.Conn // by fi_addr; 0: not resolved yet
 	iov    [IovLimit][]byte
 	hdr    transport.Header
@@ -268,6 +270,7 @@ func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data u
 	d := ep.dom
 	d.lock()
 	err := ep.sendLocked(iov, count, dest, tag, data, uintptr(ctx), flags)
+	d.refreshFast()
 	d.unlock()
 	if err != 0 {
 		return err
@@ -335,6 +338,8 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 	if done {
 		ep.completeSend(o, 0)
 		e.freeOp(o)
+	} else {
+		e.pending++
 	}
 	return 0
 }
@@ -379,6 +384,7 @@ func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore 
 	d := ep.dom
 	d.lock()
 	err := ep.recvLocked(iov, count, src, tag, ignore, uintptr(ctx), flags)
+	d.refreshFast()
 	d.unlock()
 	if err != 0 {
 		return err
@@ -596,6 +602,9 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	if done || err != nil {
 		t.inflight--
 		ep.finishRecv(t, uint64(got), errnoOf(err))
+	} else {
+		e.pending++
+		ep.dom.refreshFast()
 	}
 }
 
@@ -773,6 +782,7 @@ func (h *epEvents) SendDone(cookie uint64, err error) {
 	if o == nil || o.kind != opSend {
 		return
 	}
+	ep.engine.pending--
 	ep.completeSend(o, errnoOf(err))
 	ep.engine.freeOp(o)
 }
@@ -785,6 +795,7 @@ func (h *epEvents) FetchDone(cookie uint64, n int, err error) {
 	if t == nil || (t.kind != opRecv && t.kind != opMultiChild) {
 		return
 	}
+	e.pending--
 	t.inflight--
 	p := t.parent
 	ep.finishRecv(t, uint64(n), errnoOf(err))

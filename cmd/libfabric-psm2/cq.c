@@ -21,15 +21,54 @@ struct psm2_cq *psm2_cq_new(void *context, int32_t wait_obj)
 	return c;
 }
 
+/* cq_idle answers, without calling into Go, that a read would find
+ * nothing: no entry queued, no work Go knows of, and no cell arrived in
+ * any receive ring of the domain (provider/fastpath.go has the layout;
+ * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
+static inline int cq_idle(const struct psm2_cq *c)
+{
+	const uint64_t *f = c->fast, *d;
+	uint64_t n;
+
+	if (!f || __atomic_load_n(&f[0], __ATOMIC_ACQUIRE))
+		return 0;
+	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[1], __ATOMIC_ACQUIRE);
+	if (!d || __atomic_load_n(&d[0], __ATOMIC_ACQUIRE))
+		return 0;
+	n = __atomic_load_n(&d[1], __ATOMIC_ACQUIRE);
+	for (uint64_t i = 0; i < n && i < 8; i++) {
+		const char *r = (const char *) (uintptr_t) __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE);
+		uint64_t cells, cons, seq;
+
+		if (!r)
+			return 0;
+		cells = __atomic_load_n((const uint64_t *) (r + 8), __ATOMIC_RELAXED);
+		cons = __atomic_load_n((const uint64_t *) (r + 256), __ATOMIC_ACQUIRE);
+		seq = __atomic_load_n((const uint64_t *) (r + 384 + (cons & (cells - 1)) * 64),
+				      __ATOMIC_ACQUIRE);
+		if (seq == cons + 1)
+			return 0;
+	}
+	return 1;
+}
+
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
-	return psm2go_cq_read(((struct psm2_cq *) cq)->slot, buf, count, NULL);
+	struct psm2_cq *c = (struct psm2_cq *) cq;
+
+	if (buf && count && cq_idle(c))
+		return -FI_EAGAIN;
+	return psm2go_cq_read(c->slot, buf, count, NULL);
 }
 
 static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 			   fi_addr_t *src_addr)
 {
-	return psm2go_cq_read(((struct psm2_cq *) cq)->slot, buf, count, src_addr);
+	struct psm2_cq *c = (struct psm2_cq *) cq;
+
+	if (buf && count && cq_idle(c))
+		return -FI_EAGAIN;
+	return psm2go_cq_read(c->slot, buf, count, src_addr);
 }
 
 static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,

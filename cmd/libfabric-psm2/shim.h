@@ -50,7 +50,9 @@ struct psm2_cq {
 	void *handle;
 	uint32_t slot;		/* objTable.cq */
 	int32_t wait_obj;	/* attr->wait_obj, for FI_GETWAITOBJ */
-	/* Room for the C-side idle fast path (fields may be added here). */
+	/* The idle fast path (provider/fastpath.go): entries queued at +0,
+	 * the domain block's address at +8. NULL: always call Go. */
+	const uint64_t *fast;
 };
 
 struct psm2_cntr {

@@ -1,0 +1,102 @@
+package provider
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The idle fast path. An application polling an empty CQ should not pay a
+// call into Go (about 55 ns) each time, so the provider keeps, in memory
+// outside the Go heap, what C needs to answer "nothing to do" by itself:
+//
+//	CQ page:     +0  entries queued (successes and errors)
+//	             +8  address of the domain block
+//	domain page: +0  busy: nonzero while Go has work the rings do not show
+//	                 (operations in flight, queued control traffic, a due
+//	                 liveness check)
+//	             +8  number of rings (0..maxFastRings)
+//	             +16 the receive rings of the domain's enabled endpoints
+//	                 (shm.Ring memory; see shm.Endpoint.RingProbe)
+//
+// All words are written with atomic stores under the domain lock and read
+// with atomic loads. C calls into Go whenever any word says there may be
+// work; "idle" is only ever a fast no.
+
+const maxFastRings = 8
+
+// fastPage maps one zeroed page outside the Go heap.
+func fastPage() []byte {
+	b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func fastWord(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+// FastPath returns the CQ's page for the C side (nil: always call Go).
+func (cq *CQ) FastPath() unsafe.Pointer {
+	if cq.fast == nil {
+		return nil
+	}
+	return unsafe.Pointer(&cq.fast[0])
+}
+
+// setAvail publishes the CQ's entry count.
+func (cq *CQ) setAvail() {
+	if cq.fast != nil {
+		atomic.StoreUint64(fastWord(cq.fast, 0), uint64(cq.n))
+	}
+}
+
+// refreshFast publishes whether Go has work beyond the rings. The caller
+// holds the domain lock.
+func (d *Domain) refreshFast() {
+	if d.fast == nil {
+		return
+	}
+	busy := uint64(0)
+	if len(d.eps) > maxFastRings {
+		busy = 1
+	}
+	for _, ep := range d.eps {
+		if ep.engine.pending > 0 || !ep.tp.Idle() {
+			busy = 1
+			break
+		}
+	}
+	if atomic.LoadUint64(fastWord(d.fast, 0)) != busy {
+		atomic.StoreUint64(fastWord(d.fast, 0), busy)
+	}
+}
+
+// publishRings records the rings of the enabled endpoints. The caller
+// holds the domain lock.
+func (d *Domain) publishRings() {
+	if d.fast == nil {
+		return
+	}
+	atomic.StoreUint64(fastWord(d.fast, 0), 1) // busy while the list changes
+	n := 0
+	for _, ep := range d.eps {
+		if n == maxFastRings {
+			break
+		}
+		r := ep.tp.RingProbe()
+		if r == nil {
+			continue // a wire without a ring: C can never call it idle
+		}
+		atomic.StoreUint64(fastWord(d.fast, 16+8*n), uint64(uintptr(r)))
+		n++
+	}
+	atomic.StoreUint64(fastWord(d.fast, 8), uint64(n))
+	d.refreshFast()
+	for _, ep := range d.eps {
+		if ep.tp.RingProbe() == nil {
+			atomic.StoreUint64(fastWord(d.fast, 0), 1)
+		}
+	}
+}
