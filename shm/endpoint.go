@@ -118,7 +118,7 @@ var (
 // see docs/shm.md for the protocols.
 //
 // As transport.Endpoint says, its methods are not safe for concurrent use,
-// except Wake. The handler is called only from Poll, on the calling
+// except Wake and, here, Wait (see Wait). The handler is called only from Poll, on the calling
 // goroutine; Send, Fetch and Discard never call it (they report what they
 // complete at once through their results).
 type Endpoint struct {
@@ -170,12 +170,28 @@ type Endpoint struct {
 	inc     transport.Incoming
 	stats   Stats
 
+	// Wait and Wake may run on other goroutines than the owner's: they
+	// touch only these fields and atomics in the segment.
 	bellSeq     *atomic.Uint32
 	bellWaiters *atomic.Uint32
 	woken       atomic.Bool
-	wakeMu      sync.Mutex // orders Wake against Close's unmap
+	hint        atomic.Uint32 // hintIdle, hintPending or hintBusy, for Wait
+	hintShadow  uint32        // the owner's copy of hint
+	againAt     int64         // when again was last set
+	closing     atomic.Bool   // Close has begun to tear down
+	wakeMu      sync.Mutex    // guards closed and waiting
+	waitDone    sync.Cond     // signalled when waiting drops to 0
+	waiting     int           // goroutines inside Wait
 	closed      bool
 }
+
+// Values of Endpoint.hint: how long Wait may sleep, as far as the
+// endpoint's own work is concerned.
+const (
+	hintIdle    = iota // as long as the caller asks
+	hintPending        // until the next liveness check
+	hintBusy           // busyWait: work no doorbell announces
+)
 
 // peer is another endpoint (or this one) that this endpoint sends to or
 // receives from. Its index in Endpoint.peers is its Conn minus one.
@@ -305,6 +321,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		bellWaiters: seg.bellWaiters(),
 	}
 	e.token = uint64(e.epoch.UnixNano()) ^ cfg.EPID ^ uint64(uintptr(unsafe.Pointer(e)))
+	e.waitDone.L = &e.wakeMu
 	for i := range e.holder {
 		e.holder[i] = -1
 	}
@@ -609,14 +626,39 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 	e.pending++
 	e.sent(p)
 	e.stats.Rndv++
+	e.publishHint()
 	return false, nil
 }
 
 // sent does the bookkeeping of a successful push of a message to p.
 func (e *Endpoint) sent(p *peer) {
 	e.ring2(p)
-	e.again = false
+	if e.again {
+		e.again = false
+		e.publishHint()
+	}
 	e.stats.Sent++
+}
+
+// publishHint tells Wait, which may run on another goroutine, whether the
+// endpoint has work of its own that no doorbell announces. It stores only
+// when the answer changes. A refused send counts for checkInterval at
+// most, in case its caller gave up on it.
+func (e *Endpoint) publishHint() {
+	if e.again && e.now()-e.againAt > int64(checkInterval) {
+		e.again = false
+	}
+	h := uint32(hintIdle)
+	switch {
+	case len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved || e.blocked:
+		h = hintBusy
+	case e.pending > 0:
+		h = hintPending
+	}
+	if h != e.hintShadow {
+		e.hintShadow = h
+		e.hint.Store(h)
+	}
 }
 
 // refuse returns ErrAgain for a send to p. If p's ring was full, p is
@@ -627,8 +669,12 @@ func (e *Endpoint) refuse(p *peer, full bool) error {
 		p.full = true
 		e.blocked = true
 	}
-	e.again = true
+	if !e.again {
+		e.again = true
+		e.againAt = e.now()
+	}
 	e.stats.Again++
+	e.publishHint()
 	return errAgain
 }
 
@@ -796,28 +842,47 @@ func (e *Endpoint) Idle() bool {
 
 // Wait blocks until a cell may have arrived in the ring, Wake is called,
 // or timeout passes (forever if negative). While the endpoint has work of
-// its own that no doorbell announces, it sleeps at most a millisecond;
-// while operations wait on peers, at most until the next liveness check.
-// Every push into the ring rings the doorbell if this endpoint is inside
-// Wait; a push costs one extra load otherwise.
+// its own that no doorbell announces (queued control cells, streams,
+// refused sends, a shortage of bounce buffers), it sleeps at most a
+// millisecond; while operations wait on peers, at most until the next
+// liveness check. Every push into the ring rings the doorbell if this
+// endpoint is inside Wait; a push costs one extra load otherwise.
+//
+// Unlike the other methods, Wait may run concurrently with any of them,
+// on any number of goroutines: it reads only atomics, so a progress
+// thread can sleep in it without holding the lock that serializes the
+// endpoint. Close wakes such sleepers and waits for them to return before
+// it unmaps the segment.
 func (e *Endpoint) Wait(timeout time.Duration) {
+	e.wakeMu.Lock()
 	if e.closed {
+		e.wakeMu.Unlock()
 		return
 	}
-	if len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved || e.blocked {
-		// Room in a peer's ring or a released buffer may not ring our
-		// doorbell: look again soon. One short sleep per refused send.
-		e.again = false
+	e.waiting++
+	e.wakeMu.Unlock()
+
+	switch e.hint.Load() {
+	case hintBusy:
 		timeout = capWait(timeout, busyWait)
-	} else if e.pending > 0 {
+	case hintPending:
 		timeout = capWait(timeout, time.Duration(e.interval))
 	}
 	seq := e.bellSeq.Load()
 	e.bellWaiters.Add(1)
-	if !e.woken.Swap(false) && e.ring.Empty() {
+	// Close stores closing before it rings: if this load misses it, the
+	// ring comes after the sequence was read, and the futex returns.
+	if !e.woken.Swap(false) && !e.closing.Load() && e.ring.emptyShared() {
 		futexWait(e.bellSeq, seq, timeout)
 	}
 	e.bellWaiters.Add(^uint32(0))
+
+	e.wakeMu.Lock()
+	e.waiting--
+	if e.waiting == 0 {
+		e.waitDone.Broadcast()
+	}
+	e.wakeMu.Unlock()
 }
 
 func capWait(timeout, limit time.Duration) time.Duration {

@@ -1096,3 +1096,60 @@ func TestEndpointConfig(t *testing.T) {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 }
+
+// TestEndpointWaitConcurrent sleeps in Wait on other goroutines while the
+// owner polls and sends (as a progress thread that does not hold the
+// endpoint's lock would), then closes the endpoint under the sleepers.
+func TestEndpointWaitConcurrent(t *testing.T) {
+	a, b, ab := pair(t)
+	const sleepers = 3
+	wokeUp := make(chan int, 1000)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for i := range sleepers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					b.Wait(-1) // until Close
+					return
+				default:
+				}
+				b.Wait(-1)
+				select {
+				case wokeUp <- i:
+				default:
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		n := []int{8, 1000, 50000}[i%3]
+		transfer(t, a, b, ab, n, byte(i))
+	}
+	if len(wokeUp) == 0 {
+		t.Error("no sleeper woke up for 200 messages")
+	}
+	close(stop)
+	b.Wake()
+	time.Sleep(10 * time.Millisecond)
+	closed := make(chan error)
+	go func() { closed <- b.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs with goroutines in Wait")
+	}
+	for range sleepers {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a Wait did not return after Close")
+		}
+	}
+	b.Wait(-1) // after Close: at once
+}

@@ -195,8 +195,15 @@ func (e *Endpoint) Close() error {
 	}
 	e.seg.MarkClosed()
 	e.linger()
+	// Get every goroutine out of Wait before the doorbell is unmapped.
+	e.closing.Store(true)
 	e.wakeMu.Lock()
 	e.closed = true
+	e.bellSeq.Add(1)
+	futexWake(e.bellSeq)
+	for e.waiting > 0 {
+		e.waitDone.Wait()
+	}
 	e.wakeMu.Unlock()
 
 	for slot := range e.sends {

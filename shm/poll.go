@@ -36,6 +36,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	if e.doomed || ((e.pending > 0 || len(e.ctlPeers) > 0 || e.starved || e.blocked) && e.now() >= e.nextCheck) {
 		ev += e.check(h)
 	}
+	e.publishHint()
 	return ev
 }
 

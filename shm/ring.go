@@ -395,6 +395,15 @@ func (r *Ring) Empty() bool {
 	return r.seq(r.cellOff(r.head)).Load() != r.head+1
 }
 
+// emptyShared is Empty for any goroutine or process: it reads the
+// consumer's position from the shared consumer counter (which TryPop
+// keeps current) instead of the consumer's private copy. It costs two
+// atomic loads.
+func (r *Ring) emptyShared() bool {
+	pos := r.cons.Load()
+	return r.seq(r.cellOff(pos)).Load() != pos+1
+}
+
 // Stalled reports whether the consumer is held up at position pos by a
 // producer that reserved pos (the producer counter is past it) but has not
 // published it (its cell's sequence is still pos). Only the single

@@ -100,6 +100,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	put64(c, offCellW5, 0)
 	put64(c, offCellW6, 0)
 	e.control(p, c)
+	e.publishHint()
 	return false, 0, nil
 }
 
@@ -154,6 +155,7 @@ func (e *Endpoint) Discard(r *transport.Rndv) error {
 // fin sends (or queues) a FIN cell for send id to p.
 func (e *Endpoint) fin(p *peer, id uint64, status byte) {
 	e.control(p, e.finCell(id, status))
+	e.publishHint()
 }
 
 // finNow pushes a FIN cell for send id to p if its ring has room, even if
