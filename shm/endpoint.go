@@ -62,9 +62,9 @@ type Config struct {
 	// (PSM2 does not fail it either). Dead peers fail at once regardless.
 	StuckTimeout time.Duration
 	// RndvThreshold: messages longer than this use rendezvous, unless
-	// they fit inline. Default DefaultRndvThreshold, at most
-	// MaxRndvThreshold; negative means every message longer than an
-	// inline one.
+	// they fit inline. 0 means DefaultRndvThreshold; a negative value
+	// means a threshold of 0 (every message longer than an inline one);
+	// at most MaxRndvThreshold.
 	RndvThreshold int
 	// DisableCMA forces the bounce-buffer rendezvous even where
 	// process_vm_readv or a direct copy would work.
