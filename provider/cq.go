@@ -39,7 +39,10 @@ type cqEntry struct {
 	buf   uintptr
 	data  uint64
 	tag   uint64
-	src   uint64 // fi_addr of the sender, FI_ADDR_NOTAVAIL if unknown
+	// The sender, looked up in av when a readfrom asks for it (as psm2
+	// does): av nil means no source (a send, an error).
+	srcEPID uint64
+	av      *AV
 
 	err     fi.Errno // 0: a success entry
 	provErr int32
@@ -182,17 +185,18 @@ func (cq *CQ) notify() {
 	}
 }
 
-// complete adds a success entry.
-func (cq *CQ) complete(ctx uintptr, flags, length uint64, buf uintptr, data, tag, src uint64) {
+// complete adds a success entry; av (nil for sends) resolves srcEPID for
+// fi_cq_readfrom.
+func (cq *CQ) complete(ctx uintptr, flags, length uint64, buf uintptr, data, tag, srcEPID uint64, av *AV) {
 	e := cq.push()
-	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.src = ctx, flags, length, buf, data, tag, src
+	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.srcEPID, e.av = ctx, flags, length, buf, data, tag, srcEPID, av
 	cq.notify()
 }
 
 // completeErr adds an error entry.
 func (cq *CQ) completeErr(ctx uintptr, flags, length uint64, buf uintptr, data, tag uint64, err fi.Errno, olen uint64, errData []byte) {
 	e := cq.push()
-	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.src = ctx, flags, length, buf, data, tag, fi.AddrUnspec
+	e.ctx, e.flags, e.len, e.buf, e.data, e.tag = ctx, flags, length, buf, data, tag
 	e.err, e.olen, e.provErr = err, olen, -int32(err)
 	e.errLen = copy(e.errData[:], errData)
 	cq.notify()
@@ -232,10 +236,25 @@ func (cq *CQ) readLocked(buf unsafe.Pointer, count int, src unsafe.Pointer) (int
 		if e.err != 0 {
 			break
 		}
-		cq.write(unsafe.Add(buf, uintptr(got)*cq.stride), e)
 		if src != nil {
-			*(*uint64)(unsafe.Add(src, got*8)) = e.src
+			a := fi.AddrUnspec
+			if e.av != nil {
+				var ok bool
+				if a, ok = e.av.addrOfLocked(e.srcEPID); !ok {
+					// An unknown sender: the entry becomes an
+					// FI_EADDRNOTAVAIL error carrying its name.
+					if got > 0 {
+						break
+					}
+					e.err, e.provErr, e.olen = fi.EADDRNOTAVAIL, -int32(fi.EADDRNOTAVAIL), 0
+					EPName{EPID: e.srcEPID}.put(e.errData[:EPNameLen])
+					e.errLen = EPNameLen
+					return 0, fi.EAVAIL
+				}
+			}
+			*(*uint64)(unsafe.Add(src, got*8)) = a
 		}
+		cq.write(unsafe.Add(buf, uintptr(got)*cq.stride), e)
 		cq.pop()
 		got++
 	}

@@ -368,7 +368,7 @@ func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 		return
 	}
 	if ep.txCQ != nil && o.flags&fi.INJECT == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
-		ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, fi.AddrUnspec)
+		ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, 0, nil)
 	}
 	if ep.sendCntr != nil {
 		ep.sendCntr.inc()
@@ -489,7 +489,7 @@ func (ep *Endpoint) peek(sp uint8, src, tag, ignore uint64, ctx uintptr, flags u
 		cflags |= fi.REMOTE_CQ_DATA
 	}
 	if ep.rxCQ != nil {
-		ep.rxCQ.complete(ctx, cflags, u.hdr.Len, 0, u.hdr.Data, u.hdr.Tag, ep.srcAddr(u.src))
+		ep.rxCQ.complete(ctx, cflags, u.hdr.Len, 0, u.hdr.Data, u.hdr.Tag, u.src, ep.av)
 	}
 	ep.events++
 	switch {
@@ -655,39 +655,12 @@ func (ep *Endpoint) completeRecv(t *op, n uint64, err fi.Errno) {
 		}
 		return
 	}
-	src := fi.AddrUnspec
-	if ep.caps&fi.SOURCE != 0 {
-		a, ok := ep.av.addrOfLocked(t.rsrc)
-		if !ok {
-			if ep.rxCQ != nil {
-				var raw [EPNameLen]byte
-				EPName{EPID: t.rsrc}.put(raw[:])
-				ep.rxCQ.completeErr(t.ctx, flags, n, t.buf, t.rdata, t.rtag, fi.EADDRNOTAVAIL, 0, raw[:])
-			}
-			if ep.recvCntr != nil {
-				ep.recvCntr.inc()
-			}
-			return
-		}
-		src = a
-	}
 	if ep.rxCQ != nil && (!ep.rxSel || t.flags&fi.COMPLETION != 0) {
-		ep.rxCQ.complete(t.ctx, flags, n, t.buf, t.rdata, t.rtag, src)
+		ep.rxCQ.complete(t.ctx, flags, n, t.buf, t.rdata, t.rtag, t.rsrc, ep.av)
 	}
 	if ep.recvCntr != nil {
 		ep.recvCntr.inc()
 	}
-}
-
-// srcAddr is the fi_addr of sender epid if FI_SOURCE is on.
-func (ep *Endpoint) srcAddr(epid uint64) uint64 {
-	if ep.caps&fi.SOURCE == 0 {
-		return fi.AddrUnspec
-	}
-	if a, ok := ep.av.addrOfLocked(epid); ok {
-		return a
-	}
-	return fi.AddrUnspec
 }
 
 // Cancel cancels the posted receive with context ctx: it completes with an
