@@ -23,7 +23,7 @@ const (
 	DefaultRndvThreshold = 16000 // PSM2_MQ_RNDV_SHM_THRESH
 	DefaultRingCells     = 1024
 	DefaultBuffers       = 32
-	DefaultInlineCells   = 4
+	DefaultInlineCells   = 2
 
 	// MaxRndvThreshold bounds RndvThreshold: an eager message must fit in
 	// one bounce buffer, and every endpoint's segment holds Buffers of them.
@@ -482,8 +482,8 @@ func (e *Endpoint) sender(epid uint64) *peer {
 // Send sends the message h with the payload gathered from iov to c:
 //
 //   - up to an inline message's size (InlineCells cells; 32 bytes in one
-//     cell, 87 in two, 197 in four, 8 less with CQ data), whatever the
-//     threshold: in ring cells;
+//     cell, 87 in two (the default), 197 in four, 8 less with CQ data),
+//     whatever the threshold: in ring cells;
 //   - else up to RndvThreshold bytes: through one of this endpoint's
 //     bounce buffers;
 //   - longer: by rendezvous. Send publishes the data (a private copy if

@@ -43,15 +43,21 @@ func BenchmarkEndpointPingPong(b *testing.B) {
 	var vs []variant
 	for _, n := range []int{8, 64, 150, 197, 1024, 8192} {
 		vs = append(vs, variant{n, DefaultInlineCells})
-		if n > inlineHead && n <= inlineMax(DefaultInlineCells, false) {
+		switch {
+		case n > inlineHead && n <= inlineMax(DefaultInlineCells, false):
 			vs = append(vs, variant{n, 1}) // the same size by eager
+		case n > inlineMax(DefaultInlineCells, false) && n <= inlineMax(4, false):
+			vs = append(vs, variant{n, 4}) // the same size inline
 		}
 	}
 	for _, v := range vs {
 		n := v.n
 		name := fmt.Sprintf("%dB", n)
-		if v.cells != DefaultInlineCells {
+		switch {
+		case v.cells == 1 && v.cells != DefaultInlineCells:
 			name += "-eager"
+		case v.cells != DefaultInlineCells:
+			name += fmt.Sprintf("-inline%d", v.cells)
 		}
 		b.Run(name, func(b *testing.B) {
 			x, y, xy := pair(b, func(c *Config) { c.InlineCells = v.cells })
@@ -236,9 +242,16 @@ func BenchmarkEndpointIdle(b *testing.B) {
 // goroutine: the CPU cost of a message on both sides, without the
 // cache-line transfers and scheduling of two cores.
 func BenchmarkEndpointSendPoll(b *testing.B) {
-	for _, n := range []int{8, 64, 197, 198, 1024, 8192, 16000} {
-		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
-			x, y, xy := pair(b)
+	for _, v := range []struct {
+		n, cells int
+	}{{8, 0}, {64, 0}, {87, 0}, {88, 0}, {197, 4}, {198, 0}, {1024, 0}, {8192, 0}, {16000, 0}} {
+		n := v.n
+		name := fmt.Sprintf("%dB", n)
+		if v.cells != 0 {
+			name += fmt.Sprintf("-inline%d", v.cells)
+		}
+		b.Run(name, func(b *testing.B) {
+			x, y, xy := pair(b, func(c *Config) { c.InlineCells = v.cells })
 			var z zeroHandler
 			iov := [][]byte{pattern(n, 1)}
 			hdr := transport.Header{Tag: 7, Len: uint64(n)}

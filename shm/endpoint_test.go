@@ -238,37 +238,50 @@ func transfer(tb testing.TB, a, b *tep, ab transport.Conn, n int, seed byte) del
 }
 
 func TestEndpointInline(t *testing.T) {
-	a, b, ab := pair(t)
-	// Seed 0 sends no CQ data, so a cell carries 8 more bytes.
-	for _, tc := range []struct {
-		n    int
-		seed byte
-	}{
-		{0, 0}, {1, 1}, {24, 1}, {25, 1}, {32, 0}, {33, 0}, {79, 1}, {80, 1}, {87, 0}, {88, 0},
-		{142, 0}, {189, 1}, {197, 0},
-	} {
-		d := transfer(t, a, b, ab, tc.n, tc.seed)
-		if d.IsRndv || d.Src != 0 {
-			t.Fatalf("%d bytes: rndv %v, src %d", tc.n, d.IsRndv, d.Src)
-		}
+	for _, cells := range []int{1, DefaultInlineCells, MaxPushCells} {
+		t.Run(fmt.Sprint(cells, " cells"), func(t *testing.T) {
+			a, b, ab := pair(t, func(c *Config) { c.InlineCells = cells })
+			// Seed 0 sends no CQ data, so a cell carries 8 more bytes.
+			type msg struct {
+				n    int
+				seed byte
+			}
+			var inline []msg
+			for _, n := range []int{0, 1, 24, 25, 32, 33, 79, 80, 87, 88, 142, 189, 197, 400, 409, 410, 417} {
+				for _, seed := range []byte{0, 1} {
+					if n <= inlineMax(cells, seed != 0) {
+						inline = append(inline, msg{n, seed})
+					}
+				}
+			}
+			for _, m := range inline {
+				d := transfer(t, a, b, ab, m.n, m.seed)
+				if d.IsRndv || d.Src != 0 {
+					t.Fatalf("%d bytes: rndv %v, src %d", m.n, d.IsRndv, d.Src)
+				}
+			}
+			st := a.Stats()
+			if st.Inline != st.Sent || st.Eager != 0 || b.Stats().Received != st.Sent {
+				t.Errorf("stats: sender %+v receiver %+v", st, b.Stats())
+			}
+			// One byte more goes eager.
+			transfer(t, a, b, ab, inlineMax(cells, true)+1, 1)
+			transfer(t, a, b, ab, inlineMax(cells, false)+1, 0)
+			if st := a.Stats(); st.Eager != 2 {
+				t.Errorf("stats %+v, want 2 eager", st)
+			}
+			// Once b connects to a, deliveries name the Conn.
+			ba, err := b.Connect(a.EPID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := transfer(t, a, b, ab, 5, 0); d.Src != ba {
+				t.Errorf("Src %d after Connect, want %d", d.Src, ba)
+			}
+		})
 	}
-	st := a.Stats()
-	if st.Inline != st.Sent || st.Eager != 0 || b.Stats().Received != st.Sent {
-		t.Errorf("stats: sender %+v receiver %+v", st, b.Stats())
-	}
-	// One byte more goes eager.
-	transfer(t, a, b, ab, 190, 1)
-	transfer(t, a, b, ab, 198, 0)
-	if st := a.Stats(); st.Eager != 2 {
-		t.Errorf("stats %+v, want 2 eager", st)
-	}
-	// Once b connects to a, deliveries name the Conn.
-	ba, err := b.Connect(a.EPID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := transfer(t, a, b, ab, 5, 0); d.Src != ba {
-		t.Errorf("Src %d after Connect, want %d", d.Src, ba)
+	if inlineMax(1, false) != 32 || inlineMax(2, false) != 87 || inlineMax(4, true) != 189 || inlineMax(8, false) != 417 {
+		t.Error("inline capacities changed")
 	}
 }
 
