@@ -25,9 +25,18 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 		Job:           c.job,
 		EPID:          c.epid,
 		ConnTimeout:   c.connTimeout,
-		RndvThreshold: c.rndvThresh,
+		RndvThreshold: shmThreshold(c.rndvThresh),
 		DisableCMA:    c.disableCMA,
 	})
+}
+
+// shmThreshold maps a byte threshold to shm.Config's, where 0 means the
+// default and a negative value a threshold of 0.
+func shmThreshold(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // rndvThreshold is PSM2_MQ_RNDV_SHM_THRESH (default 16000): messages

@@ -369,14 +369,14 @@ func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 		if p.dead != nil && p.ops == 0 && !p.self {
 			// A peer we gave up on: its endpoint id may have a new,
 			// live segment.
-			if err := e.remap(p); err != nil {
+			if err := e.remap(p, true); err != nil {
 				return 0, err
 			}
 		}
 		p.connected = true
 		return transport.Conn(i + 1), nil
 	}
-	p, err := e.openPeer(epid)
+	p, err := e.openPeer(epid, true)
 	if err != nil {
 		return 0, err
 	}
@@ -385,12 +385,15 @@ func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 }
 
 // openPeer maps the segment of endpoint epid and adds it to the peers.
-func (e *Endpoint) openPeer(epid uint64) (*peer, error) {
+// toSend asks for a peer that can be sent to; without it (a sender whose
+// cells we are reading) a closed segment, or one whose owner has died, is
+// still mapped: the data of its last messages is in it.
+func (e *Endpoint) openPeer(epid uint64, toSend bool) (*peer, error) {
 	p := &peer{epid: epid, idx: int32(len(e.peers))}
 	if epid == e.epid {
 		p.self = true
 		e.attach(p, e.seg)
-	} else if err := e.remap(p); err != nil {
+	} else if err := e.remap(p, toSend); err != nil {
 		return nil, err
 	}
 	e.peers = append(e.peers, p)
@@ -398,8 +401,9 @@ func (e *Endpoint) openPeer(epid uint64) (*peer, error) {
 	return p, nil
 }
 
-// remap (re)opens the segment of peer p, which is not self.
-func (e *Endpoint) remap(p *peer) error {
+// remap (re)opens the segment of peer p, which is not self. With toSend,
+// a closed segment or a dead owner is refused.
+func (e *Endpoint) remap(p *peer, toSend bool) error {
 	seg, err := Open(SegmentName(e.cfg.Job, p.epid))
 	if err != nil {
 		return fmt.Errorf("shm: connect %#x: %w: %w", p.epid, transport.ErrUnreachable, err)
@@ -408,9 +412,9 @@ func (e *Endpoint) remap(p *peer) error {
 	switch alive, _ := processAlive(seg.Owner()); {
 	case seg.Job() != e.cfg.Job || seg.EPID() != p.epid:
 		why = "segment of another endpoint"
-	case seg.Closed():
+	case toSend && seg.Closed():
 		why = "endpoint closed"
-	case !alive:
+	case toSend && !alive:
 		why = "owner dead"
 	}
 	if why != "" {
@@ -471,7 +475,7 @@ func (e *Endpoint) sender(epid uint64) *peer {
 	if p := e.lookup(epid); p != nil {
 		return p
 	}
-	p, err := e.openPeer(epid)
+	p, err := e.openPeer(epid, false)
 	if err != nil {
 		return nil
 	}

@@ -1166,3 +1166,28 @@ func TestEndpointWaitConcurrent(t *testing.T) {
 	}
 	b.Wait(-1) // after Close: at once
 }
+
+// TestEndpointSenderClosesFirst: a sender whose eager send completed may
+// close (and its process exit) before the receiver polls; the message is
+// still delivered, from the closed segment, because Close lingers for the
+// bounce buffer and a receiver maps a closed sender's segment to read it.
+func TestEndpointSenderClosesFirst(t *testing.T) {
+	a, b, ab := pair(t)
+	msg := pattern(1000, 7) // eager: in a's bounce buffer
+	if !sendAll(t, a, b, ab, transport.Header{Tag: 9, Len: uint64(len(msg))}, [][]byte{msg}, 1, 0) {
+		t.Fatal("eager send not done at once")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Endpoint.Close() }()
+	for a.seg.Closed() == false {
+		time.Sleep(time.Millisecond)
+	}
+	n := len(b.rec.got)
+	pollUntil(t, 5*time.Second, func() bool { return len(b.rec.got) > n }, b)
+	if got := b.rec.got[n]; !bytes.Equal(got.Payload, msg) || got.Hdr.Tag != 9 {
+		t.Fatalf("delivered %d bytes tag %d", len(got.Payload), got.Hdr.Tag)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
