@@ -54,7 +54,16 @@ func cmaRead(pid int, addr uint64, dst []byte) error {
 		local[0].Base = &dst[done]
 		local[0].SetLen(len(dst) - done)
 		remote[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(done), Len: len(dst) - done}
-		n, err := unix.ProcessVMReadv(pid, local[:], remote[:], 0)
+		// A raw system call: the copy takes tens of microseconds, long
+		// enough for the Go scheduler to hand this thread's P away
+		// during an ordinary one and make it wait to get one back.
+		r, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+			uintptr(unsafe.Pointer(&local[0])), 1, uintptr(unsafe.Pointer(&remote[0])), 1, 0)
+		n := int(r)
+		var err error
+		if e != 0 {
+			err = e
+		}
 		switch {
 		case err == unix.EINTR:
 			continue
