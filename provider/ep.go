@@ -38,6 +38,7 @@ type Endpoint struct {
 
 	enabled bool
 	closed  bool
+	service uint32 // registered with the name server
 
 	minMultiRecv uint64
 	injectSize   uint64
@@ -120,6 +121,15 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	}
 	ep.tp = tp
 	ep.engine.init(ep)
+	ep.service = uint32(pid()&0x7FFF)<<16 + uint32(ctxNum)
+	if len(info.SrcAddr) >= EPNameLen {
+		if n, err := UnmarshalEPName(info.SrcAddr); err == nil && n.Service != AnyService {
+			ep.service = n.Service
+		}
+	}
+	if ns := d.prov.names(); ns != nil {
+		ns.register(ep.service, ep.name(), nsOpAdd)
+	}
 	d.refs.Add(1)
 	return ep, nil
 }
@@ -372,6 +382,9 @@ func (ep *Endpoint) Close() error {
 	}
 	if delay := d.params.Delay; delay > 0 {
 		time.Sleep(time.Duration(delay) * time.Second)
+	}
+	if ns := d.prov.names(); ns != nil {
+		ns.register(ep.service, ep.name(), nsOpDel)
 	}
 	err := ep.tp.Close()
 	d.prov.freeContext(ep.ctxNum)

@@ -23,6 +23,9 @@ type Provider struct {
 	openContexts atomic.Int64 // endpoints (transmit/receive contexts) open
 	fabrics      atomic.Int64 // fabrics open
 
+	nsOnce sync.Once
+	ns     *nameServer
+
 	layoutOnce sync.Once // the tag layout is fixed by the first domain
 	layout     TagLayout
 
@@ -126,9 +129,13 @@ func (p *Provider) GetInfo(version uint32, node, service string, flags uint64, h
 		return nil, p.reject(noMatch("source unit %d does not exist (the only unit is 0)", u))
 	}
 	if !nodeUsed && node != "" && flags&fi.SOURCE == 0 {
-		// A host name or IP address: only the name server could turn it
-		// into an endpoint address.
-		return nil, p.reject(noMatch("cannot resolve %q: the name server is not available", node))
+		// A host name or IP address: the name server turns it (and the
+		// service) into an endpoint address.
+		d, err := p.resolveNode(node, service)
+		if err != nil {
+			return nil, p.reject(err)
+		}
+		dest = d
 	}
 
 	p.fillAddresses(infos, src, dest)
