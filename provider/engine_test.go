@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -69,11 +70,15 @@ func newBenchPair(b *testing.B) *pair {
 }
 
 func buildPair(t testing.TB, p *Provider, caps uint64, net *loopNet) *pair {
+	return buildPairProgress(t, p, caps, net, fi.PROGRESS_UNSPEC)
+}
+
+func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, prog fi.Progress) *pair {
 	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4, DataProgress: prog}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
 	d, err := f.OpenDomain(info)
 	if err != nil {
 		t.Fatal(err)
@@ -474,5 +479,47 @@ func TestEngineBadInput(t *testing.T) {
 	}
 	if err := p.dom.Close(); !errors.Is(err, fi.EBUSY) {
 		t.Errorf("closing a busy domain = %v", err)
+	}
+}
+
+// TestAutoProgress: with FI_PROGRESS_AUTO the domain's goroutine moves
+// data and fills the CQ while the application only looks, without ever
+// reading (which would progress by itself); with manual progress nothing
+// moves until a read. Runs over the real shared-memory wire, whose futex
+// doorbell wakes the goroutine.
+func TestAutoProgress(t *testing.T) {
+	// One provider per process is the real shape: endpoint ids (and so
+	// segment names) come from the provider, so each run closes its pair
+	// before the next opens one.
+	for _, prog := range []fi.Progress{fi.PROGRESS_AUTO, fi.PROGRESS_MANUAL} {
+		t.Run(map[fi.Progress]string{fi.PROGRESS_AUTO: "auto", fi.PROGRESS_MANUAL: "manual"}[prog], func(t *testing.T) { testProgress(t, prog) })
+	}
+}
+
+func testProgress(t *testing.T, prog fi.Progress) {
+	{
+		p := buildPairProgress(t, New(newFakeHost(map[string]string{"FI_PSM2_PROG_INTERVAL": "100"})), fi.TAGGED, nil, prog)
+		buf := make([]byte, 32)
+		p.recv(p.b, buf, fi.AddrUnspec, 3, 0, 0x1, fi.TAGGED|fi.COMPLETION)
+		p.send(p.a, p.bAddr, []byte("auto"), 3, 0x2, fi.TAGGED|fi.COMPLETION)
+		queued := func() int {
+			p.dom.lock()
+			defer p.dom.unlock()
+			return p.cqb.n
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for queued() == 0 && time.Now().Before(deadline) && prog == fi.PROGRESS_AUTO {
+			time.Sleep(time.Millisecond)
+		}
+		if prog == fi.PROGRESS_MANUAL {
+			time.Sleep(20 * time.Millisecond)
+		}
+		got := queued()
+		if want := map[fi.Progress]int{fi.PROGRESS_AUTO: 1, fi.PROGRESS_MANUAL: 0}[prog]; got != want {
+			t.Fatalf("progress %v: %d entries queued without a read, want %d", prog, got, want)
+		}
+		if prog == fi.PROGRESS_AUTO && string(buf[:4]) != "auto" {
+			t.Fatalf("payload %q", buf[:4])
+		}
 	}
 }
