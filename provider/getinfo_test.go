@@ -933,8 +933,11 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "source unit 4", node: "foo:4:0", flags: fi.SOURCE},
 		{name: "source unit -2", node: "foo:-2:0", flags: fi.SOURCE},
 		{name: "fi_addr_psmx2 source with unit 1", node: "fi_addr_psmx2://ffff:102", flags: fi.SOURCE},
-		{name: "host name needs the name server", node: "localhost"},
-		{name: "malformed fi_addr_psmx2 is a host name", node: "fi_addr_psmx2://zz"},
+		{name: "host name needs the name server", node: "localhost", env: map[string]string{"FI_PSM2_NAME_SERVER": "0"}},
+		{name: "malformed fi_addr_psmx2 is a host name", node: "fi_addr_psmx2://zz", env: map[string]string{"FI_PSM2_NAME_SERVER": "0"}},
+		// A job key of its own: no other process on this machine serves
+		// its name server port.
+		{name: "host name the name server does not know", node: "localhost", env: map[string]string{"FI_PSM2_UUID": "7e57ab1e-0000-0000-0000-00000000f00d"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
