@@ -38,9 +38,15 @@ const (
 type nameServer struct {
 	port uint16
 	mu   sync.Mutex
-	ln   net.Listener // nil: another process serves this node
-	recs map[uint32][EPNameLen]byte
+	ln   net.Listener               // nil: another process serves this node
+	recs map[uint32][EPNameLen]byte // what this process serves
+	mine map[uint32][EPNameLen]byte // this process's own endpoints
 }
+
+// nsRetry is how often a process that does not serve tries to take the
+// port over (the serving process may have exited, taking the records of
+// others with it) and otherwise registers its endpoints again.
+const nsRetry = 100 * time.Millisecond
 
 // names returns the provider's name server, started on first use; nil
 // when FI_PSM2_NAME_SERVER is off.
@@ -49,14 +55,51 @@ func (p *Provider) names() *nameServer {
 		return nil
 	}
 	p.nsOnce.Do(func() {
-		ns := &nameServer{port: p.params.UUID.NameServerPort(), recs: map[uint32][EPNameLen]byte{}}
-		if ln, err := net.Listen("tcp", ":"+strconv.Itoa(int(ns.port))); err == nil {
-			ns.ln = ln
-			go ns.serve()
+		ns := &nameServer{port: p.params.UUID.NameServerPort(),
+			recs: map[uint32][EPNameLen]byte{}, mine: map[uint32][EPNameLen]byte{}}
+		if !ns.tryServe() {
+			go ns.keepRegistered()
 		}
 		p.ns = ns
 	})
 	return p.ns
+}
+
+// tryServe binds the port, if it is free, and serves this process's own
+// records from now on.
+func (ns *nameServer) tryServe() bool {
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(int(ns.port)))
+	if err != nil {
+		return false
+	}
+	ns.mu.Lock()
+	ns.ln = ln
+	for s, n := range ns.mine {
+		ns.recs[s] = n
+	}
+	ns.mu.Unlock()
+	go ns.serve()
+	return true
+}
+
+// keepRegistered runs in a process that does not serve: it takes the
+// port over when the server goes away, and re-registers meanwhile.
+func (ns *nameServer) keepRegistered() {
+	for {
+		time.Sleep(nsRetry)
+		if ns.tryServe() {
+			return
+		}
+		ns.mu.Lock()
+		mine := make([]nsRecord, 0, len(ns.mine))
+		for s, n := range ns.mine {
+			mine = append(mine, nsRecord{s, n})
+		}
+		ns.mu.Unlock()
+		for _, r := range mine {
+			_, _ = ns.call("127.0.0.1", nsOpAdd, r.service, r.name)
+		}
+	}
 }
 
 func (ns *nameServer) serve() {
@@ -125,28 +168,47 @@ func (ns *nameServer) lookupLocked(service uint32) (nsRecord, bool) {
 func (ns *nameServer) register(service uint32, name EPName, op byte) {
 	var raw [EPNameLen]byte
 	name.put(raw[:])
-	if ns.ln != nil {
-		ns.mu.Lock()
+	ns.mu.Lock()
+	if op == nsOpAdd {
+		ns.mine[service] = raw
+	} else {
+		delete(ns.mine, service)
+	}
+	serving := ns.ln != nil
+	if serving {
 		if op == nsOpAdd {
 			ns.recs[service] = raw
 		} else if got, ok := ns.recs[service]; ok && got == raw {
 			delete(ns.recs, service)
 		}
-		ns.mu.Unlock()
-		return
 	}
-	_, _ = ns.call("127.0.0.1", op, service, raw)
+	ns.mu.Unlock()
+	if !serving {
+		_, _ = ns.call("127.0.0.1", op, service, raw)
+	}
 }
 
 // resolve asks the server on host for the endpoint registered with
 // service.
+// A client may ask while the server's endpoint is still opening, or
+// while the node's server changes hands: it retries for up to
+// nsResolveWait.
 func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
-	rec, err := ns.call(host, nsOpQuery, service, [EPNameLen]byte{})
-	if err != nil {
-		return EPName{}, err
+	deadline := time.Now().Add(nsResolveWait)
+	for {
+		rec, err := ns.call(host, nsOpQuery, service, [EPNameLen]byte{})
+		if err == nil {
+			return UnmarshalEPName(rec[:])
+		}
+		if time.Now().After(deadline) {
+			return EPName{}, err
+		}
+		time.Sleep(2 * nsRetry)
 	}
-	return UnmarshalEPName(rec[:])
 }
+
+// nsResolveWait bounds how long fi_getinfo waits for a name.
+const nsResolveWait = time.Second
 
 func (ns *nameServer) call(host string, op byte, service uint32, name [EPNameLen]byte) ([EPNameLen]byte, error) {
 	var out [EPNameLen]byte
@@ -176,7 +238,12 @@ func (ns *nameServer) call(host string, op byte, service uint32, name [EPNameLen
 
 // close stops serving.
 func (ns *nameServer) close() {
-	if ns != nil && ns.ln != nil {
+	if ns == nil {
+		return
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if ns.ln != nil {
 		ns.ln.Close()
 	}
 }
