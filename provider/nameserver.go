@@ -37,6 +37,7 @@ const (
 
 type nameServer struct {
 	port uint16
+	job  UUID
 	mu   sync.Mutex
 	ln   net.Listener               // nil: another process serves this node
 	recs map[uint32][EPNameLen]byte // what this process serves
@@ -55,7 +56,7 @@ func (p *Provider) names() *nameServer {
 		return nil
 	}
 	p.nsOnce.Do(func() {
-		ns := &nameServer{port: p.params.UUID.NameServerPort(),
+		ns := &nameServer{port: p.params.UUID.NameServerPort(), job: p.params.UUID,
 			recs: map[uint32][EPNameLen]byte{}, mine: map[uint32][EPNameLen]byte{}}
 		if !ns.tryServe() {
 			go ns.keepRegistered()
@@ -198,7 +199,16 @@ func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 	for {
 		rec, err := ns.call(host, nsOpQuery, service, [EPNameLen]byte{})
 		if err == nil {
-			return UnmarshalEPName(rec[:])
+			// A record can outlive its endpoint for a moment (a
+			// process between closing and deregistering, one killed):
+			// an endpoint of this node that is gone is asked for again.
+			n, err := UnmarshalEPName(rec[:])
+			if err == nil && (wireOpen(ns.job, n.EPID) || time.Now().After(deadline)) {
+				return n, nil
+			}
+			if err == nil {
+				err = errors.New("name server: the registered endpoint is closed")
+			}
 		}
 		if time.Now().After(deadline) {
 			return EPName{}, err

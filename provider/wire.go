@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gopsm2/libfabric-psm2/shm"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -62,4 +64,19 @@ func (p *Provider) disableCMA() bool {
 	}
 	s, _ := p.host.Getenv("PSM2_KASSIST_MODE")
 	return strings.EqualFold(s, "none")
+}
+
+// wireOpen reports whether endpoint epid of job is open on this node: its
+// segment exists, is not marked closed, and its owner lives. Endpoints of
+// other nodes are taken to be open (the wire finds out when it connects).
+func wireOpen(job UUID, epid uint64) bool {
+	if epidNode(epid) != nodeID() {
+		return true
+	}
+	seg, err := shm.Open(shm.SegmentName(job, epid))
+	if err != nil {
+		return false
+	}
+	defer seg.Close()
+	return !seg.Closed() && unix.Kill(seg.Owner(), 0) != unix.ESRCH
 }
