@@ -98,7 +98,11 @@ func (ns *nameServer) keepRegistered() {
 		}
 		ns.mu.Unlock()
 		for _, r := range mine {
-			_, _ = ns.call("127.0.0.1", nsOpAdd, r.service, r.name)
+			// Only records the server lost: a newer endpoint that
+			// registered the same service keeps it.
+			if _, err := ns.call("127.0.0.1", nsOpQuery, r.service, [EPNameLen]byte{}); err != nil {
+				_, _ = ns.call("127.0.0.1", nsOpAdd, r.service, r.name)
+			}
 		}
 	}
 }
