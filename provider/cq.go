@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -76,9 +75,10 @@ type CQ struct {
 	fdArmed  atomic.Bool // a waiter may block on efd: signal it on the next entry
 	fdRaised bool        // efd holds a count; guarded by the domain lock
 
-	fast     []byte // the idle fast path's CQ page (fastpath.go)
-	errBuf   []byte // err_data handed out for API < 1.5 / err_data_size 0 (not Go memory)
-	errBufMu sync.Mutex
+	// fast is a page outside the Go heap: the idle fast path's words
+	// (fastpath.go) and, at cqErrDataOff, the err_data handed out for
+	// API < 1.5 or err_data_size 0, which C may keep until the next readerr.
+	fast []byte
 }
 
 // OpenCQ opens a completion queue.
@@ -326,10 +326,10 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 		n := copy(cbytes(uintptr(w[8]), w[9]), e.errData[:e.errLen])
 		w[9] = uint64(n)
 	} else if e.errLen > 0 {
-		b := cq.errBuffer()
-		if b == nil {
+		if cq.fast == nil {
 			w[8] = 0
 		} else {
+			b := cq.fast[cqErrDataOff : cqErrDataOff+MaxErrData]
 			copy(b, e.errData[:e.errLen])
 			w[8] = uint64(uintptr(unsafe.Pointer(&b[0])))
 		}
@@ -344,21 +344,6 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 	}
 	cq.pop()
 	return 1, nil
-}
-
-// errBuffer is the CQ's own err_data buffer: memory outside the Go heap,
-// so C may keep the pointer until the next readerr.
-func (cq *CQ) errBuffer() []byte {
-	cq.errBufMu.Lock()
-	defer cq.errBufMu.Unlock()
-	if cq.errBuf == nil {
-		b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-		if err != nil {
-			return nil
-		}
-		cq.errBuf = b
-	}
-	return cq.errBuf[:MaxErrData]
 }
 
 // SRead is fi_cq_sread / fi_cq_sreadfrom: Read, blocking up to timeout
@@ -490,12 +475,6 @@ func (cq *CQ) Close() error {
 		unix.Munmap(cq.fast)
 		cq.fast = nil
 	}
-	cq.errBufMu.Lock()
-	if cq.errBuf != nil {
-		unix.Munmap(cq.errBuf)
-		cq.errBuf = nil
-	}
-	cq.errBufMu.Unlock()
 	d.refs.Add(-1)
 	return nil
 }

@@ -164,28 +164,12 @@ func (d *Domain) progressLocked() int {
 	return n
 }
 
-// idleLocked reports that progress would find nothing to do.
-func (d *Domain) idleLocked() bool {
-	for _, ep := range d.eps {
-		if !ep.idle() {
-			return false
-		}
-	}
-	return true
-}
-
 // progress runs one progress pass under the lock.
 func (d *Domain) progress() int {
 	d.lock()
 	n := d.progressLocked()
 	d.unlock()
 	return n
-}
-
-func (d *Domain) addEP(ep *Endpoint) {
-	d.lock()
-	d.eps = append(d.eps, ep)
-	d.unlock()
 }
 
 func (d *Domain) removeEPLocked(ep *Endpoint) {
@@ -234,9 +218,6 @@ var nodeID = sync.OnceValue(func() uint16 {
 func makeEPID(pid int, node uint16, ctx int) uint64 {
 	return uint64(uint32(pid))<<32 | uint64(node)<<16 | uint64(uint8(ctx))<<8 | 1<<3 | 2
 }
-
-// epidPID returns the process id inside an endpoint id.
-func epidPID(epid uint64) int { return int(epid >> 32) }
 
 // epidNode returns the node id inside an endpoint id.
 func epidNode(epid uint64) uint16 { return uint16(epid >> 16) }

@@ -405,9 +405,6 @@ func (ep *Endpoint) poll() int {
 	return ep.events
 }
 
-// idle reports that poll would do nothing.
-func (ep *Endpoint) idle() bool { return ep.tp.Idle() }
-
 // RingProbe is the wire's receive ring, for the C side's idle check.
 func (ep *Endpoint) RingProbe() unsafe.Pointer { return ep.tp.RingProbe() }
 

@@ -13,6 +13,7 @@ import (
 //
 //	CQ page:     +0  entries queued (successes and errors)
 //	             +8  address of the domain block
+//	             +64 the err_data buffer of fi_cq_readerr (cq.go)
 //	domain page: +0  busy: nonzero while Go has work the rings do not show
 //	                 (operations in flight, queued control traffic, a due
 //	                 liveness check)
@@ -25,6 +26,9 @@ import (
 // work; "idle" is only ever a fast no.
 
 const maxFastRings = 8
+
+// cqErrDataOff is where a CQ page keeps its err_data buffer.
+const cqErrDataOff = 64
 
 // fastPage maps one zeroed page outside the Go heap.
 func fastPage() []byte {
