@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +23,12 @@ import (
 //	             +16 the receive rings of the domain's enabled endpoints
 //	                 (shm.Ring memory; see shm.Endpoint.RingProbe)
 //
-// All words are written with atomic stores under the domain lock and read
-// with atomic loads. C calls into Go whenever any word says there may be
-// work; "idle" is only ever a fast no.
+// All words are written under the domain lock, with release stores on the
+// data path (atomicx.StoreRel64: a sequentially consistent store would make
+// the thread wait for every ring cell it just freed to reach the peer's
+// core), and read with acquire loads. C calls into Go whenever any word says
+// there may be work; "idle" is only ever a fast no, and a word a C reader
+// sees late only delays that no by one poll.
 
 const maxFastRings = 8
 
@@ -52,7 +57,7 @@ func (cq *CQ) FastPath() unsafe.Pointer {
 // setAvail publishes the CQ's entry count.
 func (cq *CQ) setAvail() {
 	if cq.fast != nil {
-		atomic.StoreUint64(fastWord(cq.fast, 0), uint64(cq.n))
+		atomicx.StoreRel64(fastWord(cq.fast, 0), uint64(cq.n))
 	}
 }
 
@@ -73,7 +78,7 @@ func (d *Domain) refreshFast() {
 		}
 	}
 	if atomic.LoadUint64(fastWord(d.fast, 0)) != busy {
-		atomic.StoreUint64(fastWord(d.fast, 0), busy)
+		atomicx.StoreRel64(fastWord(d.fast, 0), busy)
 	}
 }
 

@@ -340,7 +340,7 @@ func (e *Endpoint) Stats() Stats { return e.stats }
 
 // RingProbe returns the base of the endpoint's receive ring, for code
 // outside Go that wants to know whether Poll has anything to do without
-// calling into Go. The memory is a Ring (version 1): the cell count N is
+// calling into Go. The memory is a Ring (version 2): the cell count N is
 // the uint64 at +8, the consumer counter cons the uint64 at +256, and
 // cell i starts at +384+64*i with its sequence word at +0. The ring holds
 // an arrived cell iff the sequence word of cell cons&(N-1) equals cons+1

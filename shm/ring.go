@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 )
 
 // Cell geometry.
@@ -31,7 +33,7 @@ const (
 	MaxCells = 1 << 20
 )
 
-// Ring layout, version 1. Offsets are bytes from the start of the ring's
+// Ring layout, version 2. Offsets are bytes from the start of the ring's
 // memory. Every field is a native-endian uint64 at an 8-byte aligned offset
 // and is only read or written with sync/atomic (ring_unsafe.go). There are
 // no pointers in the memory: cells are addressed by position & (N-1).
@@ -39,18 +41,19 @@ const (
 // values.
 const (
 	ringMagic   = 0x70736d72 // "psmr"
-	ringVersion = 1
+	ringVersion = 2
 
 	// lineSep separates words written by different parties. It is two
 	// 64-byte lines, not one, because x86's adjacent-line prefetcher moves
 	// lines in 128-byte pairs, so 64-byte separation still false-shares.
 	lineSep = 128
 
-	offRingIdent   = 0           // ringMagic | ringVersion<<32; stored last by InitRing
-	offRingCells   = 8           // N, the number of cells; immutable
-	offRingProd    = lineSep     // producer reservation counter: next position to reserve
-	offRingCons    = 2 * lineSep // consumer counter: next position to consume
-	ringHeaderSize = 3 * lineSep // cell i starts at ringHeaderSize + i*CellSize
+	offRingIdent   = 0            // ringMagic | ringVersion<<32; stored last by InitRing
+	offRingCells   = 8            // N, the number of cells; immutable
+	offRingProd    = lineSep      // producer reservation counter: next position to reserve
+	offRingSeen    = lineSep + 8  // producers' copy of cons, refreshed when the ring looks full
+	offRingCons    = 2 * lineSep  // consumer counter: next position to consume
+	ringHeaderSize = 3 * lineSep  // cell i starts at ringHeaderSize + i*CellSize
 
 	offCellSeq     = 0       // in a cell: the sequence word
 	offCellPayload = seqSize // in a cell: CellPayload bytes of payload
@@ -78,29 +81,34 @@ var (
 )
 
 // Ring is a bounded multi-producer, single-consumer queue of fixed cells in
-// a []byte that several processes map. It follows Dmitry Vyukov's bounded
-// queue: each cell has a sequence word saying whose turn it is, so producers
-// only contend on the reservation counter and the consumer never writes a
-// word the producers spin on, except the sequence of a cell it frees.
+// a []byte that several processes map. Each cell has a sequence word that
+// the producer of position pos sets to pos+1 when the cell is published;
+// the consumer takes position pos once it reads that value. Producers
+// reserve positions with a CAS on the producer counter, and may reserve
+// pos only when the consumer has taken pos-N (cons > pos-N).
 //
-// For the cell at position pos (cell index pos & (N-1)), the sequence word
-// is:
-//
-//	pos        free: the producer that reserves pos may fill it
-//	pos + 1    published: the consumer may take it
-//	pos + N    taken: free for position pos + N, one lap later
+// The consumer writes nothing but its own counter, cons, which lives on a
+// line producers rarely read: they keep a copy of it, seen, on the line of
+// the producer counter they CAS anyway, and load cons only when seen says
+// the ring is full. So a message costs the cross-core transfer of its
+// cells' lines and nothing else; in particular the consumer never writes a
+// cell line (which would make the next producer of that cell wait for the
+// line to come back) and producers never read one before writing it.
 //
 // All counters are uint64 positions compared with wrap-safe arithmetic. They
 // start just below 2^64, so every ring crosses the overflow within its first
-// lap, in tests as in production.
+// lap, in tests as in production. A cell's sequence word holds the
+// position it was last published for plus one (or, before its first use,
+// its first position), so "published for pos" is never confused with a
+// lap-old value.
 //
 // Known limitation. A producer that dies (or is stopped) between reserving
 // a position and publishing it leaves a cell whose sequence stays at pos.
 // The consumer can never pass it, and once the ring fills, every producer
 // gets ErrFull. Nothing in the ring can repair this, because a slow
 // producer and a dead one look the same. The owner detects it with Stalled:
-// the consumer's next cell still has sequence pos while the producer
-// counter is past pos. If that holds for the same pos for longer than a
+// the consumer's next cell is still unpublished while the producer counter
+// is past pos. If that holds for the same pos for longer than a
 // timeout (far above the few nanoseconds a live producer takes to fill a
 // cell), the ring is broken, and the higher layer fails its peers and
 // recreates the ring.
@@ -123,7 +131,11 @@ type Ring struct {
 	mask uint64 // cells - 1
 	n    uint64 // cells
 	prod *atomic.Uint64
+	seen *atomic.Uint64
 	cons *atomic.Uint64
+	// consWord is cons as a plain word, for the consumer's release
+	// stores (atomicx.StoreRel64); every other access goes through cons.
+	consWord *uint64
 
 	// Keeps head, written on every pop, off the line producers read.
 	_ [lineSep]byte
@@ -170,6 +182,7 @@ func InitRing(mem []byte, cells int) (*Ring, error) {
 	}
 	wordAt(r.mem, offRingCells).Store(r.n)
 	r.prod.Store(start)
+	r.seen.Store(start)
 	r.cons.Store(start)
 	r.head = start
 	wordAt(r.mem, offRingIdent).Store(ringIdent)
@@ -228,7 +241,9 @@ func (r *Ring) Cells() int { return int(r.n) }
 // Ordering: the payload is written before the cell's sequence is stored
 // (release), and the consumer loads the sequence (acquire) before reading
 // the payload, so a consumer that sees the cell published sees the whole
-// payload. Go's atomics are sequentially consistent, which is stronger.
+// payload. The sequence store is atomicx.StoreRel64, not a sequentially
+// consistent store: the producer does not wait for the cell's cache line
+// to arrive from the consumer's core before returning.
 // Messages pushed by one producer are popped in the order it pushed them.
 //
 // A peer that keeps rewriting the producer counter can make TryPush retry
@@ -282,58 +297,46 @@ func (r *Ring) TryPushCells(cells []byte) error {
 }
 
 // reserveN claims n consecutive positions starting at the returned one.
-// The consumer frees cells in position order, so once the last of the n
-// cells is free for its position, the earlier ones are too (or already
-// claimed, and the counter has moved, so the CAS fails).
+// It reserves pos..pos+n-1 only if the consumer has taken every position a
+// lap before them: cons > pos+n-1-N. The check uses seen, the producers'
+// copy of cons, and reloads cons only when seen says there is no room;
+// seen is only ever behind cons, so a stale copy can refuse room, never
+// grant it.
 func (r *Ring) reserveN(n uint64) (pos uint64, err error) {
 	pos = r.prod.Load()
 	for {
-		last := pos + n - 1
-		seq := r.seq(r.cellOff(last)).Load()
-		switch d := int64(seq - last); {
-		case d == 0:
-			if r.prod.CompareAndSwap(pos, pos+n) {
-				return pos, nil
+		if pos+n-r.seen.Load() > r.n {
+			cons := r.cons.Load()
+			if pos+n-cons > r.n {
+				if int64(pos-cons) > int64(r.n) || int64(cons-pos) > 0 {
+					// More reserved than the ring holds, or the consumer
+					// past the producers: only a writer outside the
+					// protocol does that.
+					if cur := r.prod.Load(); cur != pos {
+						pos = cur // we read a stale pos; look again
+						continue
+					}
+					return 0, ErrCorrupt
+				}
+				return 0, ErrFull
 			}
-			pos = r.prod.Load()
-		case d < 0:
-			return 0, ErrFull
-		default:
-			next := r.prod.Load()
-			if next == pos {
-				return 0, ErrCorrupt
-			}
-			pos = next
+			r.seen.Store(cons)
 		}
+		if r.prod.CompareAndSwap(pos, pos+n) {
+			return pos, nil
+		}
+		pos = r.prod.Load()
 	}
 }
 
 // reserve claims the next position for a producer and returns it with its
 // cell's offset. The caller must publish it.
 func (r *Ring) reserve() (off int, pos uint64, err error) {
-	pos = r.prod.Load()
-	for {
-		off = r.cellOff(pos)
-		seq := r.seq(off).Load()
-		switch d := int64(seq - pos); {
-		case d == 0: // free for pos: try to claim it
-			if r.prod.CompareAndSwap(pos, pos+1) {
-				return off, pos, nil
-			}
-			pos = r.prod.Load()
-		case d < 0: // still holds the message of pos - N
-			return 0, 0, ErrFull
-		default: // another producer claimed pos: the counter has moved on
-			next := r.prod.Load()
-			if next == pos {
-				// The cell is claimed for pos but the counter never
-				// passed pos: only a writer outside the protocol does
-				// that.
-				return 0, 0, ErrCorrupt
-			}
-			pos = next
-		}
+	pos, err = r.reserveN(1)
+	if err != nil {
+		return 0, 0, err
 	}
+	return r.cellOff(pos), pos, nil
 }
 
 // publish fills the reserved cell at off for position pos and hands it to
@@ -342,12 +345,12 @@ func (r *Ring) publish(off int, pos uint64, payload []byte) {
 	cell := r.payload(off)
 	n := copy(cell, payload)
 	clear(cell[n:])
-	r.seq(off).Store(pos + 1)
+	atomicx.StoreRel64(r.seqWord(off), pos+1)
 }
 
 // TryPop takes the next message: it copies the cell's CellPayload bytes
 // into dst (or the first len(dst) of them, if dst is shorter; the rest are
-// lost), frees the cell and returns the number of bytes copied with ok
+// lost), frees the cell (by advancing cons) and returns the number of bytes copied with ok
 // true. If the next cell is not published, it returns 0, false at once;
 // that is an empty ring, or one stalled behind a producer that has not
 // published yet (see Stalled). Only the single consumer may call it. It
@@ -358,20 +361,18 @@ func (r *Ring) publish(off int, pos uint64, payload []byte) {
 // changing them in between.
 //
 // Ordering: the sequence is loaded (acquire) before the payload is read,
-// and the payload is read before the freed sequence is stored (release),
-// so a producer reusing the cell a lap later cannot overwrite a message
-// still being copied.
+// and the payload is read before cons is stored (release), so a producer
+// reusing the cell a lap later, which must first see cons past it, cannot
+// overwrite a message still being copied.
 func (r *Ring) TryPop(dst []byte) (n int, ok bool) {
 	pos := r.head
 	off := r.cellOff(pos)
-	seq := r.seq(off)
-	if seq.Load() != pos+1 {
+	if r.seq(off).Load() != pos+1 {
 		return 0, false
 	}
 	n = copy(dst, r.payload(off))
-	seq.Store(pos + r.n)
 	r.head = pos + 1
-	r.cons.Store(pos + 1)
+	atomicx.StoreRel64(r.consWord, pos+1)
 	return n, true
 }
 
@@ -406,7 +407,7 @@ func (r *Ring) emptyShared() bool {
 
 // Stalled reports whether the consumer is held up at position pos by a
 // producer that reserved pos (the producer counter is past it) but has not
-// published it (its cell's sequence is still pos). Only the single
+// published it (its cell's sequence is not pos+1). Only the single
 // consumer may call it, typically when Empty has been true for a while.
 //
 // One true answer means nothing: a live producer is between its two steps
@@ -415,8 +416,8 @@ func (r *Ring) emptyShared() bool {
 // the producer is dead or stopped and the ring cannot make progress again.
 func (r *Ring) Stalled() (pos uint64, stuck bool) {
 	pos = r.head
-	if r.seq(r.cellOff(pos)).Load() != pos {
-		return pos, false // published, or not yet free for this lap
+	if r.seq(r.cellOff(pos)).Load() == pos+1 {
+		return pos, false // published
 	}
 	return pos, int64(r.prod.Load()-pos) > 0
 }
@@ -429,7 +430,10 @@ func newRing(mem []byte, cells uint64) *Ring {
 		mask: cells - 1,
 		n:    cells,
 		prod: wordAt(mem, offRingProd),
+		seen: wordAt(mem, offRingSeen),
 		cons: wordAt(mem, offRingCons),
+
+		consWord: rawWordAt(mem, offRingCons),
 	}
 }
 
@@ -440,6 +444,9 @@ func (r *Ring) cellOff(pos uint64) int {
 
 // seq returns the sequence word of the cell at off.
 func (r *Ring) seq(off int) *atomic.Uint64 { return wordAt(r.mem, off+offCellSeq) }
+
+// seqWord is seq as a plain word, for release stores.
+func (r *Ring) seqWord(off int) *uint64 { return rawWordAt(r.mem, off+offCellSeq) }
 
 // payload returns the payload bytes of the cell at off.
 func (r *Ring) payload(off int) []byte {

@@ -55,7 +55,7 @@ func checkMsg(b []byte) (producer, seq uint64, err error) {
 	return producer, seq, nil
 }
 
-// TestRingLayout pins the version-1 layout: moving any field is a format
+// TestRingLayout pins the version-2 layout: moving any field is a format
 // change that needs a new ringVersion.
 func TestRingLayout(t *testing.T) {
 	type field struct {
@@ -64,18 +64,18 @@ func TestRingLayout(t *testing.T) {
 	}
 	got := []field{
 		{"ident", offRingIdent}, {"cells", offRingCells}, {"prod", offRingProd},
-		{"cons", offRingCons}, {"header", ringHeaderSize},
+		{"seen", offRingSeen}, {"cons", offRingCons}, {"header", ringHeaderSize},
 		{"cell.seq", offCellSeq}, {"cell.payload", offCellPayload}, {"cell", CellSize},
 	}
 	want := []field{
 		{"ident", 0}, {"cells", 8}, {"prod", 128},
-		{"cons", 256}, {"header", 384},
+		{"seen", 136}, {"cons", 256}, {"header", 384},
 		{"cell.seq", 0}, {"cell.payload", 8}, {"cell", 64},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if ringMagic != 0x70736d72 || ringVersion != 1 {
+	if ringMagic != 0x70736d72 || ringVersion != 2 {
 		t.Errorf("magic %#x version %d changed", ringMagic, ringVersion)
 	}
 	if offRingProd/64 == offRingCons/64 || offRingProd/64 == offRingIdent/64 {
@@ -90,9 +90,9 @@ func TestRingLayout(t *testing.T) {
 	_, mem := newTestRing(t, cells)
 	start := initialPos(cells)
 	word := func(off int) uint64 { return binary.NativeEndian.Uint64(mem[off:]) }
-	type header struct{ Ident, Cells, Prod, Cons uint64 }
-	gotHdr := header{word(offRingIdent), word(offRingCells), word(offRingProd), word(offRingCons)}
-	wantHdr := header{uint64(ringMagic) | 1<<32, cells, start, start}
+	type header struct{ Ident, Cells, Prod, Seen, Cons uint64 }
+	gotHdr := header{word(offRingIdent), word(offRingCells), word(offRingProd), word(offRingSeen), word(offRingCons)}
+	wantHdr := header{uint64(ringMagic) | 2<<32, cells, start, start, start}
 	if diff := cmp.Diff(wantHdr, gotHdr); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
@@ -399,7 +399,8 @@ func TestAttachRingHostile(t *testing.T) {
 	}{
 		{"zeroed", func(m []byte) []byte { clear(m); return m }, ErrCorrupt, "magic"},
 		{"bad magic", put(offRingIdent, 0xdeadbeef|1<<32), ErrCorrupt, "magic"},
-		{"future version", put(offRingIdent, ringMagic|2<<32), ErrCorrupt, "version"},
+		{"future version", put(offRingIdent, ringMagic|(ringVersion+1)<<32), ErrCorrupt, "version"},
+		{"previous version", put(offRingIdent, ringMagic|(ringVersion-1)<<32), ErrCorrupt, "version"},
 		{"version zero", put(offRingIdent, ringMagic), ErrCorrupt, "version"},
 		{"zero cells", put(offRingCells, 0), ErrCorrupt, "cell count"},
 		{"one cell", put(offRingCells, 1), ErrCorrupt, "cell count"},
@@ -440,16 +441,17 @@ func TestHostileCounters(t *testing.T) {
 		mutate func(r *Ring)
 		push   error
 	}{
-		// The cell is claimed for the current position but the counter
-		// never moved past it.
-		{"sequence ahead of counter", func(r *Ring) {
+		// Producers never read cell sequences: a forged one changes
+		// nothing for them.
+		{"sequence forged", func(r *Ring) {
 			pos := r.prod.Load()
 			r.seq(r.cellOff(pos)).Store(pos + 5)
+		}, nil},
+		{"consumer counters past the producers", func(r *Ring) {
+			r.seen.Store(r.prod.Load() + 3)
+			r.cons.Store(r.prod.Load() + 3)
 		}, ErrCorrupt},
-		{"sequence far behind", func(r *Ring) {
-			pos := r.prod.Load()
-			r.seq(r.cellOff(pos)).Store(pos - 1000)
-		}, ErrFull},
+		{"producers' copy of cons rewound", func(r *Ring) { r.seen.Store(r.seen.Load() - 1000) }, nil},
 		{"counter rewound a lap", func(r *Ring) { r.prod.Store(r.prod.Load() - 8) }, ErrCorrupt},
 		{"counter advanced a lap", func(r *Ring) { r.prod.Store(r.prod.Load() + 8) }, ErrFull},
 	}
@@ -467,8 +469,12 @@ func TestHostileCounters(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("TryPush spins on corrupt counters")
 			}
-			if _, ok := r.TryPop(make([]byte, CellPayload)); ok {
+			_, ok := r.TryPop(make([]byte, CellPayload))
+			if tt.push != nil && ok {
 				t.Error("TryPop delivered from a corrupt ring")
+			}
+			if tt.push == nil && !ok {
+				t.Error("TryPop lost the message pushed")
 			}
 		})
 	}

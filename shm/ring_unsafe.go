@@ -17,6 +17,12 @@ func wordAt(mem []byte, off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&mem[off : off+8 : off+8][0]))
 }
 
+// rawWordAt is wordAt as a *uint64, for atomicx.StoreRel64. Loads of the
+// word still go through wordAt's atomic.Uint64.
+func rawWordAt(mem []byte, off int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&mem[off : off+8 : off+8][0]))
+}
+
 // aligned8 reports whether mem starts on an 8-byte boundary, as 64-bit
 // atomics require on every architecture Go supports (arm64 faults
 // otherwise, and x86 loses atomicity across a cache line).

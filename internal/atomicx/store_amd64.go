@@ -1,0 +1,10 @@
+//go:build amd64 && !race
+
+package atomicx
+
+// StoreRel64 stores v into *p with release ordering: every load and store
+// the calling goroutine made before it is visible to another thread (or
+// process) that loads v from *p with an acquire (or stronger) load.
+//
+//go:noescape
+func StoreRel64(p *uint64, v uint64)
