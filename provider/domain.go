@@ -37,8 +37,12 @@ type Domain struct {
 	uuid         UUID
 	locking      bool
 
-	mu  sync.Mutex
+	mu  domLock
 	eps []*Endpoint // enabled endpoints, polled by progress; guarded by mu
+
+	// fastLock: mu is the futex word in the domain page that the C fast
+	// paths share (lock.go, fastep.go).
+	fastLock bool
 
 	refs       atomic.Int64 // objects open on the domain
 	disconnect atomic.Uint32
@@ -90,6 +94,13 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 	d.locking = !(p.params.LockLevelSet && p.params.LockLevel == 0) || d.dataProgress == fi.PROGRESS_AUTO
 	d.mrs.init()
 	d.fast = fastPage()
+	if d.fast != nil && !raceEnabled {
+		d.fastLock = true
+		d.mu.w = fastWord32(d.fast, domLockWord)
+		if d.locking {
+			atomic.StoreUint32(fastWord32(d.fast, domLocking), 1)
+		}
+	}
 	f.domains.Add(1)
 	if d.dataProgress == fi.PROGRESS_AUTO {
 		d.startProgress(false)
@@ -143,13 +154,16 @@ func (d *Domain) fabricOf() *Fabric { return d.fabric }
 
 func (d *Domain) lock() {
 	if d.locking {
-		d.mu.Lock()
+		d.mu.lock()
+	}
+	if d.fastLock && atomic.LoadUint64(fastWord(d.fast, domQueued)) != 0 {
+		d.drainLocked()
 	}
 }
 
 func (d *Domain) unlock() {
 	if d.locking {
-		d.mu.Unlock()
+		d.mu.unlock()
 	}
 }
 

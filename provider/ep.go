@@ -46,6 +46,8 @@ type Endpoint struct {
 	tagMask      uint64
 
 	engine // matching state, msg.go
+
+	fast fastEP // the C posting fast path's page (fastep.go)
 }
 
 // Endpoint option names (FI_OPT_ENDPOINT level).
@@ -130,6 +132,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if ns := d.prov.names(); ns != nil {
 		ns.register(ep.service, ep.name(), nsOpAdd)
 	}
+	ep.openFast()
 	d.refs.Add(1)
 	return ep, nil
 }
@@ -247,6 +250,7 @@ func (ep *Endpoint) Enable() error {
 	ep.enabled = true
 	d.eps = append(d.eps, ep)
 	d.publishRings()
+	ep.syncFastLocked()
 	d.unlock()
 	return nil
 }
@@ -354,6 +358,7 @@ func (ep *Endpoint) Close() error {
 		return fi.EINVAL
 	}
 	ep.closed = true
+	ep.syncFastLocked()
 	d.removeEPLocked(ep)
 	if ep.av != nil {
 		for i, e := range ep.av.eps {
@@ -387,6 +392,7 @@ func (ep *Endpoint) Close() error {
 		ns.register(ep.service, ep.name(), nsOpDel)
 	}
 	err := ep.tp.Close()
+	ep.closeFast()
 	d.prov.freeContext(ep.ctxNum)
 	d.refs.Add(-1)
 	if err != nil {

@@ -22,6 +22,10 @@ import (
 //	             +8  number of rings (0..maxFastRings)
 //	             +16 the receive rings of the domain's enabled endpoints
 //	                 (shm.Ring memory; see shm.Endpoint.RingProbe)
+//	             +128 the domain lock (uint32 futex word; lock.go)
+//	             +132 1 if the domain locks at all (uint32)
+//	             +192 receives C queued and Go has not posted yet
+//	                  (fastep.go); nonzero means "not idle"
 //
 // All words are written under the domain lock, with release stores on the
 // data path (atomicx.StoreRel64: a sequentially consistent store would make
@@ -31,6 +35,13 @@ import (
 // sees late only delays that no by one poll.
 
 const maxFastRings = 8
+
+// Offsets in the domain page beyond the idle words.
+const (
+	domLockWord = 128
+	domLocking  = 132
+	domQueued   = 192
+)
 
 // cqErrDataOff is where a CQ page keeps its err_data buffer.
 const cqErrDataOff = 64
@@ -45,6 +56,8 @@ func fastPage() []byte {
 }
 
 func fastWord(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+func fastWord32(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
 // FastPath returns the CQ's page for the C side (nil: always call Go).
 func (cq *CQ) FastPath() unsafe.Pointer {

@@ -227,6 +227,7 @@ func (e *engine) forgetAddr(a uint64) {
 	if a < uint64(len(e.conns)) {
 		e.conns[a] = 0
 	}
+	e.ep.setFastPeer(a, nil)
 }
 
 // conn resolves fi_addr a to a wire connection.
@@ -244,6 +245,9 @@ func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 	c, err := ep.tp.Connect(name.EPID)
 	if err != nil {
 		return 0, errnoOf(err)
+	}
+	if fs, ok := ep.tp.(transport.FastSender); ok && ep.av.baseAddr(a) == a {
+		ep.setFastPeer(a, fs.FastPeer(c))
 	}
 	a = ep.av.baseAddr(a)
 	for uint64(len(e.conns)) <= a {

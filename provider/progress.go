@@ -2,6 +2,7 @@ package provider
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,14 +35,17 @@ func (d *Domain) interval() time.Duration {
 // startProgress starts the domain's progress goroutine if it is not
 // running.
 func (d *Domain) startProgress(blocking bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.mu.lock()
+	defer d.mu.unlock()
 	if d.prog != nil {
 		return
 	}
 	// A second thread now touches the data path: locking is no longer
-	// optional.
+	// optional, for C either.
 	d.locking = true
+	if d.fastLock {
+		atomic.StoreUint32(fastWord32(d.fast, domLocking), 1)
+	}
 	t := &progressThread{stop: make(chan struct{}), done: make(chan struct{})}
 	d.prog = t
 	go d.runProgress(t)

@@ -169,6 +169,11 @@ type Endpoint struct {
 	hdr     transport.Header
 	inc     transport.Incoming
 	stats   Stats
+	// fast holds the fast-peer descriptors (fastpeer.go), mapped at the
+	// first FastPeer; fastClosed is what they had counted when Close
+	// unmapped them.
+	fast       []byte
+	fastClosed uint64
 
 	// Wait and Wake may run on other goroutines than the owner's: they
 	// touch only these fields and atomics in the segment.
@@ -255,6 +260,7 @@ type fetchOp struct {
 // cfg.EPID), reclaiming first any segment of this user whose owner is
 // dead (including a leftover under this very name).
 func NewEndpoint(cfg Config) (*Endpoint, error) {
+	asymFences() // before this process pushes its first cell (fence.go)
 	if cfg.ConnTimeout <= 0 {
 		cfg.ConnTimeout = DefaultConnTimeout
 	}
@@ -336,7 +342,13 @@ func (e *Endpoint) Name() string { return e.seg.Name() }
 
 // Stats returns the endpoint's counters. Like the other methods it must
 // not run concurrently with them.
-func (e *Endpoint) Stats() Stats { return e.stats }
+func (e *Endpoint) Stats() Stats {
+	s := e.stats
+	n := e.fastClosed + e.fastSent()
+	s.Sent += n
+	s.Inline += n
+	return s
+}
 
 // RingProbe returns the base of the endpoint's receive ring, for code
 // outside Go that wants to know whether Poll has anything to do without
@@ -374,6 +386,7 @@ func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 			}
 		}
 		p.connected = true
+		e.syncFast(p)
 		return transport.Conn(i + 1), nil
 	}
 	p, err := e.openPeer(epid, true)
@@ -381,6 +394,7 @@ func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 		return 0, err
 	}
 	p.connected = true
+	e.syncFast(p)
 	return transport.Conn(p.idx + 1), nil
 }
 
@@ -428,6 +442,7 @@ func (e *Endpoint) remap(p *peer, toSend bool) error {
 	p.gen++
 	p.dead = nil
 	p.ctl, p.ctlHead = p.ctl[:0], 0
+	e.syncFast(p)
 	return nil
 }
 
@@ -695,6 +710,7 @@ func (e *Endpoint) pushFailed(p *peer, err error) error {
 // ring2 rings p's doorbell if its owner is waiting: one load when nobody
 // sleeps.
 func (e *Endpoint) ring2(p *peer) {
+	producerFence()
 	if p.bellWait.Load() != 0 {
 		p.bellSeq.Add(1)
 		futexWake(p.bellSeq)
@@ -872,8 +888,12 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 	case hintPending:
 		timeout = capWait(timeout, time.Duration(e.interval))
 	}
+	if !asymFences() {
+		timeout = capWait(timeout, fallbackWait)
+	}
 	seq := e.bellSeq.Load()
 	e.bellWaiters.Add(1)
+	receiverFence() // producers do not fence: see fence.go
 	// Close stores closing before it rings: if this load misses it, the
 	// ring comes after the sequence was read, and the futex returns.
 	if !e.woken.Swap(false) && !e.closing.Load() && e.ring.emptyShared() {

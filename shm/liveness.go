@@ -20,6 +20,7 @@ func (e *Endpoint) kill(p *peer, base error, why string) {
 	}
 	p.dead = fmt.Errorf("shm: peer %#x %s: %w", p.epid, why, base)
 	p.ctl, p.ctlHead = nil, 0
+	e.syncFast(p)
 	if p.ops > 0 {
 		e.doomed = true
 	}
@@ -214,6 +215,7 @@ func (e *Endpoint) Close() error {
 	}
 	e.ctlPeers = nil
 	e.last = nil
+	e.closeFast()
 	err := Unlink(e.seg.Name())
 	for _, p := range e.peers {
 		if !p.self {

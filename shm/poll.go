@@ -372,6 +372,9 @@ func (e *Endpoint) control(p *peer, c []byte) {
 	}
 	p.ctl = append(p.ctl, cell(c))
 	e.stats.Queued++
+	if len(p.ctl)-p.ctlHead == 1 {
+		e.syncFast(p) // C producers must not overtake the queue
+	}
 }
 
 // flush pushes p's queued control cells; it reports whether none is left.
@@ -395,6 +398,7 @@ func (e *Endpoint) flush(p *peer) bool {
 		return false
 	}
 	p.ctl, p.ctlHead = p.ctl[:0], 0
+	e.syncFast(p)
 	return true
 }
 

@@ -48,12 +48,12 @@ const (
 	// lines in 128-byte pairs, so 64-byte separation still false-shares.
 	lineSep = 128
 
-	offRingIdent   = 0            // ringMagic | ringVersion<<32; stored last by InitRing
-	offRingCells   = 8            // N, the number of cells; immutable
-	offRingProd    = lineSep      // producer reservation counter: next position to reserve
-	offRingSeen    = lineSep + 8  // producers' copy of cons, refreshed when the ring looks full
-	offRingCons    = 2 * lineSep  // consumer counter: next position to consume
-	ringHeaderSize = 3 * lineSep  // cell i starts at ringHeaderSize + i*CellSize
+	offRingIdent   = 0           // ringMagic | ringVersion<<32; stored last by InitRing
+	offRingCells   = 8           // N, the number of cells; immutable
+	offRingProd    = lineSep     // producer reservation counter: next position to reserve
+	offRingSeen    = lineSep + 8 // producers' copy of cons, refreshed when the ring looks full
+	offRingCons    = 2 * lineSep // consumer counter: next position to consume
+	ringHeaderSize = 3 * lineSep // cell i starts at ringHeaderSize + i*CellSize
 
 	offCellSeq     = 0       // in a cell: the sequence word
 	offCellPayload = seqSize // in a cell: CellPayload bytes of payload

@@ -131,6 +131,19 @@ type Endpoint interface {
 	Close() error
 }
 
+// FastSender is implemented by a wire whose small sends code outside Go
+// can make itself, without a call into Go (the C side of the library does
+// this for fi_inject). FastPeer returns, for connection c, the address of
+// a descriptor in memory outside the Go heap that says whether such a send
+// may go ahead and where to put it (shm.Endpoint.FastPeer documents the
+// layout), or nil if c has none. The descriptor stays at that address
+// until the endpoint closes; the wire updates it whenever the connection's
+// state changes, and both sides touch it only under the lock that
+// serializes the endpoint (the provider's domain lock).
+type FastSender interface {
+	FastPeer(c Conn) unsafe.Pointer
+}
+
 // Errors of the wires. Wires return these or errors wrapping them, so the
 // provider can map them to libfabric codes with errors.Is.
 var (

@@ -35,6 +35,8 @@ static inline int cq_idle(const struct psm2_cq *c)
 	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[1], __ATOMIC_ACQUIRE);
 	if (!d || __atomic_load_n(&d[0], __ATOMIC_ACQUIRE))
 		return 0;
+	if (__atomic_load_n(&d[24], __ATOMIC_ACQUIRE))
+		return 0;	/* receives queued by fast.h: Go posts them */
 	n = __atomic_load_n(&d[1], __ATOMIC_ACQUIRE);
 	for (uint64_t i = 0; i < n && i < 8; i++) {
 		const char *r = (const char *) (uintptr_t) __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE);

@@ -12,6 +12,7 @@
  * -FI_ENOSYS (never NULL: the inline wrappers call through unchecked). */
 #include <stdlib.h>
 #include "shim.h"
+#include "fast.h"
 #include "_cgo_export.h"
 
 extern struct fi_ops psm2_ep_fi_ops;
@@ -334,6 +335,9 @@ static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_recv(EP(ep)->fast, buf, len, src_addr, 0, 0, context,
+			   EP(ep)->rx_op_flags | FI_MSG) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_recv(EP(ep)->slot, &iov, 1, src_addr, 0, 0, context,
 			      EP(ep)->rx_op_flags | FI_MSG);
 }
@@ -385,6 +389,8 @@ static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
+	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG));
 }
@@ -404,6 +410,8 @@ static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
+	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA));
 }
@@ -430,6 +438,9 @@ static ssize_t tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_recv(EP(ep)->fast, buf, len, src_addr, tag, ignore, context,
+			   EP(ep)->rx_op_flags | FI_TAGGED) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_recv(EP(ep)->slot, &iov, 1, src_addr, tag, ignore, context,
 			      EP(ep)->rx_op_flags | FI_TAGGED);
 }
@@ -487,6 +498,8 @@ static ssize_t tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
+	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED));
 }
@@ -507,6 +520,8 @@ static ssize_t tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
+	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA));
 }

@@ -35,6 +35,7 @@ func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.st
 	c.slot = C.uint32_t(objTable.ep.register(ep))
 	c.tx_op_flags = C.uint64_t(ep.TxOpFlags())
 	c.rx_op_flags = C.uint64_t(ep.RxOpFlags())
+	c.fast = (*C.uint64_t)(ep.FastPath())
 	*out = &c.ep_fid
 	return 0
 }
@@ -60,7 +61,7 @@ func psm2go_ep_close(c *C.struct_psm2_ep) C.int {
 	}
 	objTable.ep.release(uint32(c.slot))
 	deleteHandle(c.handle)
-	c.handle, c.slot = nil, 0
+	c.handle, c.slot, c.fast = nil, 0, nil
 	C.free(unsafe.Pointer(c))
 	return 0
 }

@@ -97,6 +97,7 @@ struct psm2_ep {
 	int32_t aliases;	/* open aliases (atomic), on the endpoint itself */
 	uint64_t tx_op_flags;	/* fid op flags: sends without explicit flags */
 	uint64_t rx_op_flags;	/* receives without explicit flags */
+	uint64_t *fast;		/* the posting fast path's page (fast.h), or NULL */
 	struct psm2_ep *base;	/* NULL for an endpoint, the endpoint for an alias */
 };
 

@@ -1,0 +1,272 @@
+/* fast.h: the data-path calls C answers without calling into Go.
+ *
+ * A call into Go costs about as much as libfabric's whole shm send, so the
+ * hottest calls are done here when they are simple:
+ *   - fi_inject (and tinject, injectdata, tinjectdata) of an inline-sized
+ *     message to a connected shared-memory peer: the cells are built and
+ *     pushed into the peer's ring here;
+ *   - fi_recv/fi_trecv with plain flags: the receive is queued in the
+ *     endpoint's page, and Go posts it before anything else it does under
+ *     the domain lock (provider/fastep.go).
+ * Both run under the domain lock, a futex word Go takes too
+ * (provider/lock.go), so Go's state is consistent while C looks at it.
+ * Whatever is not simple, or any doubt, returns PSM2_FAST_GO and the
+ * caller makes the usual call into Go, which does everything (and finds
+ * every error).
+ *
+ * The memory layouts are Go's and are documented there:
+ *   endpoint page, receive queue  provider/fastep.go
+ *   domain page                   provider/fastpath.go
+ *   fast-peer descriptor          shm/fastpeer.go
+ *   ring                          shm/ring.go (version 2)
+ *   cells                         shm/cell.go
+ */
+#ifndef PSM2_FAST_H
+#define PSM2_FAST_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <rdma/fabric.h>
+
+#define PSM2_FAST_DONE 0
+#define PSM2_FAST_GO 1
+
+/* Endpoint page words (uint64 index). */
+enum {
+	EPF_SEND_OK = 0, EPF_RECV_OK = 1, EPF_TAG_MASK = 2, EPF_INJECT = 3,
+	EPF_CAPS = 4, EPF_NPEERS = 5, EPF_PEERS = 6, EPF_DOMAIN = 7,
+	EPF_RQ_COUNT = 8, EPF_RQ = 16,	/* byte 128 */
+	EPF_RQ_CAP = 48, EPF_RQ_WORDS = 8,
+};
+
+/* Domain page: byte offsets. */
+#define DOMF_LOCK 128
+#define DOMF_LOCKING 132
+#define DOMF_QUEUED 192
+
+/* Fast-peer descriptor words. */
+enum { FP_OK = 0, FP_RING = 1, FP_WAIT = 2, FP_SEQ = 3, FP_STATE = 4,
+       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7 };
+
+/* Ring (byte offsets) and cells. */
+#define RING_CELLS 8
+#define RING_PROD 128
+#define RING_SEEN 136
+#define RING_CONS 256
+#define RING_HDR 384
+#define CELL_SIZE 64
+#define CELL_PAYLOAD 56
+#define CELL_INLINE 1
+#define CELL_CONT 2
+#define CELL_HAS_DATA 1
+#define INLINE_HEAD 32		/* payload bytes in a head cell without data */
+#define INLINE_HEAD_DATA 24	/* ... with the data word */
+#define CONT_PAYLOAD 55
+
+/* Message header flags (provider/msg.go). */
+#define HF_TAGGED 1u
+#define HF_DATA 2u
+
+static inline long psm2_futex(uint32_t *w, int op, uint32_t val)
+{
+	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
+}
+
+/* The domain lock: 0 free, 1 held, 2 held and someone may sleep. */
+static inline void psm2_dlock(uint32_t *w)
+{
+	uint32_t z = 0;
+
+	if (__atomic_compare_exchange_n(w, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	for (int i = 0; i < 64; i++) {
+		z = 0;
+		if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(w, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+		__builtin_ia32_pause();
+	}
+	while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0)
+		psm2_futex(w, FUTEX_WAIT_PRIVATE, 2);
+}
+
+static inline void psm2_dunlock(uint32_t *w)
+{
+	if (__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) == 2)
+		psm2_futex(w, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static inline uint32_t *psm2_domlock(const uint64_t *f, int *locking)
+{
+	char *dom = (char *) (uintptr_t) f[EPF_DOMAIN];
+
+	*locking = __atomic_load_n((uint32_t *) (dom + DOMF_LOCKING), __ATOMIC_ACQUIRE) != 0;
+	return (uint32_t *) (dom + DOMF_LOCK);
+}
+
+/* psm2_push pushes n (1 or 2) cells into ring r: the same protocol as
+ * shm's TryPushCells. 0 on success, -1 if the ring has no room (or looks
+ * corrupt: Go sorts that out). */
+static inline int psm2_push(char *r, const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
+{
+	uint64_t size = __atomic_load_n((uint64_t *) (r + RING_CELLS), __ATOMIC_RELAXED);
+	uint64_t *prod = (uint64_t *) (r + RING_PROD);
+	uint64_t *seen = (uint64_t *) (r + RING_SEEN);
+	uint64_t pos = __atomic_load_n(prod, __ATOMIC_RELAXED);
+
+	if (size < 2 || (size & (size - 1)) || size > (1u << 20))
+		return -1;
+	for (;;) {
+		if (pos + n - __atomic_load_n(seen, __ATOMIC_RELAXED) > size) {
+			uint64_t cons = __atomic_load_n((uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+
+			if (pos + n - cons > size)
+				return -1;
+			__atomic_store_n(seen, cons, __ATOMIC_RELAXED);
+		}
+		if (__atomic_compare_exchange_n(prod, &pos, pos + n, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	for (uint64_t k = n; k-- > 0;) {
+		char *c = r + RING_HDR + ((pos + k) & (size - 1)) * CELL_SIZE;
+
+		memcpy(c + 8, cells[k], CELL_PAYLOAD);
+		__atomic_store_n((uint64_t *) c, pos + k + 1, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* psm2_fast_inject is an inject of len bytes to dest, with the message's
+ * tag and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can
+ * be. f is the endpoint page (NULL: none). */
+static inline int psm2_fast_inject(const uint64_t *f, const void *buf, size_t len,
+				   fi_addr_t dest, int tagged, uint64_t tag,
+				   int has_data, uint64_t data)
+{
+	uint64_t cells[2][CELL_PAYLOAD / 8];
+	unsigned char *h = (unsigned char *) cells[0];
+	uint64_t *d, n, head;
+	uint32_t *lk, hflags;
+	int locking, ret = PSM2_FAST_GO, with_data;
+
+	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
+		return PSM2_FAST_GO;
+	if (len > f[EPF_INJECT] || (len && !buf) || dest >= f[EPF_NPEERS])
+		return PSM2_FAST_GO;
+	with_data = has_data && data != 0;
+	head = with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+	if (len > head + CONT_PAYLOAD)
+		return PSM2_FAST_GO;
+	n = len <= head ? 1 : 2;
+
+	/* The cells, built before taking the lock. */
+	memset(cells, 0, n * CELL_PAYLOAD);
+	hflags = (tagged ? HF_TAGGED : 0) | (has_data ? HF_DATA : 0);
+	h[0] = CELL_INLINE;
+	h[1] = with_data ? CELL_HAS_DATA : 0;
+	h[2] = (unsigned char) len;
+	h[3] = (unsigned char) (len >> 8);
+	memcpy(h + 4, &hflags, 4);
+	cells[0][2] = tagged ? tag & f[EPF_TAG_MASK] : 0;
+	if (with_data)
+		cells[0][3] = data;
+	if (n == 1) {
+		memcpy(h + CELL_PAYLOAD - head, buf, len);
+	} else {
+		memcpy(h + CELL_PAYLOAD - head, buf, head);
+		((unsigned char *) cells[1])[0] = CELL_CONT;
+		memcpy((unsigned char *) cells[1] + 1, (const char *) buf + head, len - head);
+	}
+
+	lk = psm2_domlock(f, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	if (!__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
+		goto out;
+	d = (uint64_t *) (uintptr_t) __atomic_load_n(
+		&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
+	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED))
+		goto out;
+	if (__atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
+		goto out;	/* the peer closed: Go fails the send */
+	cells[0][1] = d[FP_EPID];
+	if (psm2_push((char *) (uintptr_t) d[FP_RING], (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
+		goto out;	/* full: Go queues or refuses it */
+	d[FP_SENT]++;
+	/* The doorbell (shm ring2; the fence only where membarrier is not
+	 * doing it for us: shm/fence.go). */
+	if (d[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n((uint32_t *) (uintptr_t) d[FP_WAIT], __ATOMIC_RELAXED)) {
+		uint32_t *seq = (uint32_t *) (uintptr_t) d[FP_SEQ];
+
+		__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+		psm2_futex(seq, FUTEX_WAKE, INT_MAX);
+	}
+	ret = PSM2_FAST_DONE;
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return ret;
+}
+
+/* psm2_fast_recv queues a receive of one buffer, done in C when it can be.
+ * flags are the call's (op flags | FI_MSG or FI_TAGGED). */
+static inline int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
+				 uint64_t tag, uint64_t ignore, void *context,
+				 uint64_t flags)
+{
+	uint64_t *q, n, *d, *peers;
+	uint32_t *lk;
+	int locking, ret = PSM2_FAST_GO;
+
+	if (!f || !__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
+		return PSM2_FAST_GO;
+	if ((flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD)) || (len && !buf))
+		return PSM2_FAST_GO;
+	lk = psm2_domlock(f, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	if (!__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
+		goto out;
+	if (src != FI_ADDR_UNSPEC && (f[EPF_CAPS] & FI_DIRECTED_RECV)) {
+		/* Only a source Go has connected (so the AV knows it). */
+		if (src >= f[EPF_NPEERS])
+			goto out;
+		peers = (uint64_t *) (uintptr_t) f[EPF_PEERS];
+		d = (uint64_t *) (uintptr_t) __atomic_load_n(&peers[src], __ATOMIC_RELAXED);
+		if (!d)
+			goto out;
+	}
+	n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
+	if (n >= EPF_RQ_CAP)
+		goto out;	/* Go posts the queue and this one */
+	q = f + EPF_RQ + n * EPF_RQ_WORDS;
+	q[0] = (uint64_t) (uintptr_t) buf;
+	q[1] = len;
+	q[2] = src;
+	q[3] = tag;
+	q[4] = ignore;
+	q[5] = (uint64_t) (uintptr_t) context;
+	q[6] = flags;
+	__atomic_store_n(&f[EPF_RQ_COUNT], n + 1, __ATOMIC_RELAXED);
+	{
+		uint64_t *queued = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_QUEUED);
+
+		/* Under the lock: a plain increment, no locked instruction. */
+		__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELEASE);
+	}
+	ret = PSM2_FAST_DONE;
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return ret;
+}
+
+#endif

@@ -1,0 +1,192 @@
+package provider
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
+	"golang.org/x/sys/unix"
+)
+
+// The posting fast path. Besides the idle check (fastpath.go), the C side
+// does two data-path calls without entering Go, each under the domain lock,
+// which is a futex word C and Go share (lock.go):
+//
+//   - fi_inject and its tagged/data variants to a peer whose wire offers a
+//     fast-peer descriptor (transport.FastSender): C builds the inline
+//     cells and pushes them into the peer's ring itself.
+//   - fi_recv/fi_trecv with plain flags: C appends the receive to the
+//     endpoint's receive queue below. Go posts the queued receives, in
+//     order, before it does anything else under the lock (Domain.lock), so
+//     every later event sees them exactly as if they had been posted by a
+//     call into Go; the C idle check calls into Go while any is queued.
+//
+// Anything else, or any doubt (a full ring, a peer not yet connected, a
+// counter to update), goes through Go as before. The endpoint page, one
+// page outside the Go heap, holds what C needs (native-endian uint64s):
+//
+//	+0   send ok: C may do injects (enabled, a fast wire, no send counter)
+//	+8   recv ok: C may queue receives (enabled)
+//	+16  tag mask
+//	+24  inject size
+//	+32  caps
+//	+40  entries in the peer table
+//	+48  address of the peer table: per fi_addr, the fast-peer descriptor
+//	     of its connection, or 0
+//	+56  address of the domain page
+//	+64  receives queued
+//	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
+//	     ignore, context, flags
+//
+// Every word is written under the domain lock.
+const (
+	epfSendOK  = 0
+	epfRecvOK  = 8
+	epfTagMask = 16
+	epfInject  = 24
+	epfCaps    = 32
+	epfNPeers  = 40
+	epfPeers   = 48
+	epfDomain  = 56
+	epfRQCount = 64
+	epfRQ      = 128
+
+	rqEntrySize  = 64
+	rqCap        = 48
+	maxFastPeers = 4096 // fi_addrs the peer table covers
+)
+
+// rqEntry is one queued receive, as C writes it (under the domain lock,
+// so plain reads are enough here).
+type rqEntry struct {
+	buf                               unsafe.Pointer
+	len, src, tag, ignore, ctx, flags uint64
+	_                                 uint64
+}
+
+// fastEP is an endpoint's page and peer table.
+type fastEP struct {
+	page  []byte
+	peers []byte // maxFastPeers uint64s
+}
+
+// openFast maps the endpoint's page; without it C sends everything to Go.
+func (ep *Endpoint) openFast() {
+	d := ep.dom
+	if d.fast == nil || !d.fastLock {
+		return
+	}
+	page := fastPage()
+	if page == nil {
+		return
+	}
+	peers, err := unix.Mmap(-1, 0, maxFastPeers*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		unix.Munmap(page)
+		return
+	}
+	ep.fast = fastEP{page: page, peers: peers}
+	atomic.StoreUint64(fastWord(page, epfTagMask), ep.tagMask)
+	atomic.StoreUint64(fastWord(page, epfInject), ep.injectSize)
+	atomic.StoreUint64(fastWord(page, epfCaps), ep.caps)
+	atomic.StoreUint64(fastWord(page, epfNPeers), maxFastPeers)
+	atomic.StoreUint64(fastWord(page, epfPeers), uint64(uintptr(unsafe.Pointer(&peers[0]))))
+	atomic.StoreUint64(fastWord(page, epfDomain), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
+}
+
+// FastPath returns the endpoint's page for the C side (nil: always Go).
+func (ep *Endpoint) FastPath() unsafe.Pointer {
+	if ep.fast.page == nil {
+		return nil
+	}
+	return unsafe.Pointer(&ep.fast.page[0])
+}
+
+// syncFastLocked republishes whether C may post for the endpoint, after
+// anything that decides it changed (enable, bind, close). The caller holds
+// the domain lock.
+func (ep *Endpoint) syncFastLocked() {
+	p := ep.fast.page
+	if p == nil {
+		return
+	}
+	_, wireOK := ep.tp.(transport.FastSender)
+	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil
+	recv := ep.enabled && !ep.closed
+	atomic.StoreUint64(fastWord(p, epfSendOK), b2u(send))
+	atomic.StoreUint64(fastWord(p, epfRecvOK), b2u(recv))
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setFastPeer records (or, with desc nil, clears) the descriptor of
+// fi_addr a. The caller holds the domain lock.
+func (ep *Endpoint) setFastPeer(a uint64, desc unsafe.Pointer) {
+	if ep.fast.peers == nil || a >= maxFastPeers {
+		return
+	}
+	atomic.StoreUint64(fastWord(ep.fast.peers, int(a)*8), uint64(uintptr(desc)))
+}
+
+// closeFast unmaps the page and table; the endpoint is closed and its
+// flags are off, so no C caller is inside them.
+func (ep *Endpoint) closeFast() {
+	if ep.fast.page != nil {
+		unix.Munmap(ep.fast.page)
+	}
+	if ep.fast.peers != nil {
+		unix.Munmap(ep.fast.peers)
+	}
+	ep.fast = fastEP{}
+}
+
+// drainLocked posts the receives C queued on every endpoint. Domain.lock
+// calls it, so nothing under the lock runs before them.
+func (d *Domain) drainLocked() {
+	atomic.StoreUint64(fastWord(d.fast, domQueued), 0)
+	for _, ep := range d.eps {
+		ep.drainFast()
+	}
+}
+
+// drainFast posts the endpoint's queued receives in queue order. C only
+// queues a receive Go would accept (an enabled endpoint, plain flags, a
+// usable buffer, a known source); one that Go refuses anyway (its source
+// was removed from the AV since) completes with that error.
+func (ep *Endpoint) drainFast() {
+	p := ep.fast.page
+	if p == nil {
+		return
+	}
+	n := atomic.LoadUint64(fastWord(p, epfRQCount))
+	if n == 0 {
+		return
+	}
+	if n > rqCap {
+		n = rqCap // C never queues more; do not trust a torn count
+	}
+	for i := 0; i < int(n); i++ {
+		r := (*rqEntry)(unsafe.Pointer(&p[epfRQ+i*rqEntrySize]))
+		iov := iovec{base: r.buf, len: r.len}
+		src, tag, ign, ctx, flags := r.src, r.tag, r.ignore, uintptr(r.ctx), r.flags
+		if errno := ep.recvLocked(unsafe.Pointer(&iov), 1, src, tag, ign, ctx, flags); errno != 0 {
+			cflags := fi.RECV | fi.MSG
+			if flags&fi.TAGGED != 0 {
+				cflags = fi.RECV | fi.TAGGED
+			}
+			if ep.rxCQ != nil {
+				ep.rxCQ.completeErr(ctx, cflags, 0, 0, 0, tag, errno, 0, nil)
+			}
+			if ep.recvCntr != nil {
+				ep.recvCntr.incErr()
+			}
+		}
+	}
+	atomic.StoreUint64(fastWord(p, epfRQCount), 0)
+}

@@ -1,0 +1,68 @@
+package provider
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// domLock is the domain lock. Normally it is a futex word in the domain
+// page, so the C fast paths (fastep.go) take the very same lock as Go:
+// 0 free, 1 held, 2 held with possible sleepers (the classic three-state
+// futex mutex; C implements the same protocol in fast.h). Without a
+// domain page, and in race-detector builds (whose tests have no C side and
+// want the detector to see the lock), it is a sync.Mutex.
+type domLock struct {
+	w  *uint32
+	mu sync.Mutex
+}
+
+// lockSpins is how many times a contended lock is retried before sleeping.
+const lockSpins = 64
+
+func (l *domLock) lock() {
+	if l.w == nil {
+		l.mu.Lock()
+		return
+	}
+	if atomic.CompareAndSwapUint32(l.w, 0, 1) {
+		return
+	}
+	l.lockSlow()
+}
+
+func (l *domLock) lockSlow() {
+	for range lockSpins {
+		if atomic.LoadUint32(l.w) == 0 && atomic.CompareAndSwapUint32(l.w, 0, 1) {
+			return
+		}
+	}
+	for atomic.SwapUint32(l.w, 2) != 0 {
+		futexPrivate(l.w, futexWaitPrivate, 2)
+	}
+}
+
+func (l *domLock) unlock() {
+	if l.w == nil {
+		l.mu.Unlock()
+		return
+	}
+	if atomic.SwapUint32(l.w, 0) == 2 {
+		futexPrivate(l.w, futexWakePrivate, 1)
+	}
+}
+
+// futex(2) operations on a process-private word (FUTEX_WAIT and
+// FUTEX_WAKE with FUTEX_PRIVATE_FLAG, 128).
+const (
+	futexWaitPrivate = 0 | 128
+	futexWakePrivate = 1 | 128
+)
+
+// futexPrivate is futex(2) on a word of this process: wait while *w ==
+// val, or wake val sleepers.
+func futexPrivate(w *uint32, op int, val uint32) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val), 0, 0, 0)
+}
