@@ -1,0 +1,460 @@
+/* fastpath.c: the calls the library answers in C without entering Go
+ * (fi_inject*, plain fi_recv/fi_trecv: cmd/libfabric-psm2/fast.h), mixed
+ * with the calls that go through Go, must keep every libfabric rule:
+ *   - data, tag, CQ data and length arrive intact, for 0..inject_size bytes;
+ *   - one sender's messages match in order, whichever path each took;
+ *   - receives match in the order they were posted, also past the C queue;
+ *   - a receive posted after its message arrived still finds it;
+ *   - a directed receive takes only its source's messages;
+ *   - a full ring gives -FI_EAGAIN and loses nothing;
+ *   - argument errors still get their codes;
+ *   - threads injecting concurrently with a receiving thread lose nothing.
+ * Two domains, so both the same-domain and the cross-domain lock are used. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
+#include "check.h"
+
+struct node {
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char name[16];
+};
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *dom1, *dom2;
+
+static int open_node(struct node *n, struct fid_domain *d)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
+	size_t len = sizeof(n->name);
+	int ret;
+
+	n->domain = d;
+	if ((ret = fi_av_open(d, &av_attr, &n->av, NULL)) ||
+	    (ret = fi_cq_open(d, &cq_attr, &n->cq, NULL)) ||
+	    (ret = fi_endpoint(d, info, &n->ep, NULL)) ||
+	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
+	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(n->ep)) ||
+	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
+		return ret;
+	return 0;
+}
+
+static void close_node(struct node *n)
+{
+	fi_close(&n->ep->fid);
+	fi_close(&n->cq->fid);
+	fi_close(&n->av->fid);
+}
+
+/* insert: n's fi_addr for m. */
+static fi_addr_t insert(struct node *n, struct node *m)
+{
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	int ret = fi_av_insert(n->av, m->name, 1, &a, 0, NULL);
+
+	CHECK(ret == 1, "fi_av_insert = %d", ret);
+	return a;
+}
+
+/* Fewer under valgrind, which runs one thread at a time, slowly. */
+static int MT_N = 20000;
+
+static int under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* reap: read one entry from n's CQ (5 s at most); 1 if one came. */
+static int reap(struct node *n, struct fi_cq_tagged_entry *e)
+{
+	double end = now() + (under_valgrind() ? 60 : 5);
+	ssize_t r;
+
+	do {
+		r = fi_cq_read(n->cq, e, 1);
+		if (r == 1)
+			return 1;
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(n->cq, &err, 0);
+			printf("FAIL: error completion %d (%s)\n", err.err, fi_strerror(err.err));
+			ct_failed++;
+			return 0;
+		}
+	} while (r == -FI_EAGAIN && now() < end);
+	printf("FAIL: no completion (%zd)\n", r);
+	ct_failed++;
+	return 0;
+}
+
+static void fill(unsigned char *b, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		b[i] = (unsigned char) (seed * 31 + i * 7 + 1);
+}
+
+static int same(const unsigned char *b, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != (unsigned char) (seed * 31 + i * 7 + 1))
+			return 0;
+	return 1;
+}
+
+/* Every size 0..inject_size, each way: inject/tinject/(t)injectdata to a
+ * peer in another domain, receives posted before and after the message. */
+static void test_sizes(struct node *a, struct node *b, fi_addr_t ab)
+{
+	size_t max = info->tx_attr->inject_size;
+	unsigned char out[256], in[256];
+	struct fi_context ctx;
+	struct fi_cq_tagged_entry e;
+	int bad = 0;
+
+	for (size_t len = 0; len <= max; len++) {
+		for (int kind = 0; kind < 4; kind++) {
+			uint64_t tag = 0x1234000 + len, data = kind >= 2 ? 0xd00d0000 + len : 0;
+			int before = (len + kind) & 1;
+			ssize_t r;
+
+			fill(out, len, len + kind);
+			memset(in, 0xee, sizeof(in));
+			if (before)
+				fi_trecv(b->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, tag, 0, &ctx);
+			switch (kind) {
+			case 0: r = fi_tinject(a->ep, out, len, ab, tag); break;
+			case 1: r = fi_tinjectdata(a->ep, out, len, 0, ab, tag); break;
+			case 2: r = fi_tinjectdata(a->ep, out, len, data, ab, tag); break;
+			default: r = fi_tinjectdata(a->ep, len ? out : NULL, len, data, ab, tag); break;
+			}
+			if (r) {
+				printf("FAIL: inject kind %d len %zu = %zd\n", kind, len, r);
+				bad++;
+				continue;
+			}
+			if (!before)
+				fi_trecv(b->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, tag, 0, &ctx);
+			if (!reap(b, &e)) {
+				bad++;
+				continue;
+			}
+			if (e.op_context != &ctx || e.len != len || e.tag != tag ||
+			    !same(in, len, len + kind) || in[len] != 0xee ||
+			    ((e.flags & FI_REMOTE_CQ_DATA) ? e.data : 0) != data) {
+				printf("FAIL: kind %d len %zu: ctx %d len %zu tag %#lx data %#lx flags %#lx\n",
+				       kind, len, e.op_context == &ctx, e.len, (unsigned long) e.tag,
+				       (unsigned long) e.data, (unsigned long) e.flags);
+				bad++;
+			}
+		}
+	}
+	CHECK(bad == 0, "%d of %zu size/kind cases wrong", bad, 4 * (max + 1));
+}
+
+/* One sender alternating C injects with Go sends (completions, eager
+ * sizes): the receiver must match them in send order. */
+enum { ORD_N = 300 };
+static unsigned char ord_buf[ORD_N][2048];
+static struct fi_context ord_sctx[ORD_N], ord_rctx[ORD_N];
+static int ord_got, ord_bad;
+
+static size_t ord_len(int i)
+{
+	return (i % 3 == 2) ? 1000 + i : (size_t) (i % 60);
+}
+
+static void ord_check(const struct fi_cq_tagged_entry *e)
+{
+	int i = (struct fi_context *) e->op_context - ord_rctx;
+	size_t want = ord_len(i);
+
+	if (i != ord_got || e->len != want || (want && ord_buf[i][0] != (unsigned char) i)) {
+		if (ord_bad++ < 5)
+			printf("FAIL: receive %d took message %d (len %zu, want %zu)\n",
+			       ord_got, i, e->len, want);
+	}
+	ord_got++;
+}
+
+static void test_order(struct node *a, struct node *b, fi_addr_t ab)
+{
+	struct fi_cq_tagged_entry e;
+	int sends = 0;
+
+	for (int i = 0; i < ORD_N; i++)
+		fi_trecv(b->ep, ord_buf[i], sizeof(ord_buf[i]), NULL, FI_ADDR_UNSPEC, 0x77, 0, &ord_rctx[i]);
+	for (int i = 0; i < ORD_N; i++) {
+		unsigned char msg[2048];
+		size_t len = ord_len(i);
+		ssize_t r;
+
+		fill(msg, len, i);
+		msg[0] = (unsigned char) i;
+		for (;;) {
+			if (i % 3 == 2)
+				r = fi_tsend(a->ep, msg, len, NULL, ab, 0x77, &ord_sctx[i]);
+			else
+				r = fi_tinject(a->ep, msg, len, ab, 0x77);
+			if (r != -FI_EAGAIN)
+				break;
+			/* Let the receiver free ring cells and bounce buffers. */
+			if (fi_cq_read(b->cq, &e, 1) == 1)
+				ord_check(&e);
+		}
+		if (r)
+			ord_bad++;
+		if (i % 3 == 2)
+			sends++;
+	}
+	while (ord_got < ORD_N) {
+		if (!reap(b, &e)) {
+			ord_bad++;
+			break;
+		}
+		ord_check(&e);
+	}
+	for (int k = 0; k < sends; k++)
+		if (!reap(a, &e))
+			ord_bad++;
+	CHECK(ord_bad == 0, "%d out-of-order or lost messages", ord_bad);
+}
+
+/* More receives than the C queue holds, posted before any message: the
+ * first posted matches first. */
+static void test_queue(struct node *a, struct node *b, fi_addr_t ab)
+{
+	enum { N = 200 };
+	static uint64_t buf[N];
+	static struct fi_context ctx[N];
+	struct fi_cq_tagged_entry e;
+	int bad = 0;
+
+	for (int i = 0; i < N; i++)
+		CHECK(fi_trecv(b->ep, &buf[i], sizeof(buf[i]), NULL, FI_ADDR_UNSPEC, 5, 0, &ctx[i]) == 0,
+		      "trecv %d", i);
+	for (uint64_t i = 0; i < N; i++) {
+		ssize_t r;
+
+		r = fi_tinject(a->ep, &i, sizeof(i), ab, 5);
+		if (r)
+			bad++;
+	}
+	for (int i = 0; i < N; i++) {
+		if (!reap(b, &e)) {
+			bad++;
+			break;
+		}
+		int k = (struct fi_context *) e.op_context - ctx;
+
+		if (k != i || buf[k] != (uint64_t) i)
+			bad++;
+	}
+	CHECK(bad == 0, "%d receives matched out of posting order", bad);
+}
+
+/* A directed receive takes only its source's message. */
+static void test_directed(struct node *a, struct node *b, struct node *c,
+			  fi_addr_t ba, fi_addr_t ab, fi_addr_t cb)
+{
+	uint64_t from_a = 0xa, from_c = 0xc, got1 = 0, got2 = 0, x = 1;
+	struct fi_context ctx1, ctx2;
+	struct fi_cq_tagged_entry e;
+
+	/* b sends to a once, so a's address is connected on b's side. */
+	CHECK(fi_tinject(b->ep, &x, sizeof(x), ba, 9) == 0, "b -> a");
+	fi_trecv(a->ep, &x, sizeof(x), NULL, FI_ADDR_UNSPEC, 9, 0, &ctx1);
+	CHECK(reap(a, &e), "a got b's message");
+
+	CHECK(fi_trecv(b->ep, &got1, sizeof(got1), NULL, ba, 3, 0, &ctx1) == 0, "directed trecv");
+	CHECK(fi_tinject(c->ep, &from_c, sizeof(from_c), cb, 3) == 0, "c -> b");
+	CHECK(fi_tinject(a->ep, &from_a, sizeof(from_a), ab, 3) == 0, "a -> b");
+	CHECK(reap(b, &e) && e.op_context == &ctx1 && got1 == from_a,
+	      "directed receive took %#lx", (unsigned long) got1);
+	CHECK(fi_trecv(b->ep, &got2, sizeof(got2), NULL, FI_ADDR_UNSPEC, 3, 0, &ctx2) == 0, "trecv");
+	CHECK(reap(b, &e) && e.op_context == &ctx2 && got2 == from_c,
+	      "the other message waited: %#lx", (unsigned long) got2);
+}
+
+/* Injects to a receiver that does not poll: -FI_EAGAIN once its ring is
+ * full, then every accepted message arrives, in order. */
+static void test_full(struct node *a, struct node *b, fi_addr_t ab)
+{
+	uint64_t i, sent = 0, v;
+	struct fi_context ctx;
+	struct fi_cq_tagged_entry e;
+	ssize_t r = 0;
+	int bad = 0;
+
+	for (i = 0; i < 100000; i++) {
+		r = fi_tinject(a->ep, &i, sizeof(i), ab, 11);
+		if (r)
+			break;
+		sent++;
+	}
+	CHECK(r == -FI_EAGAIN, "inject into a full ring = %zd after %lu", r, (unsigned long) sent);
+	CHECK(sent >= 512, "only %lu injects before the ring filled", (unsigned long) sent);
+	for (i = 0; i < sent; i++) {
+		v = ~0ull;
+		fi_trecv(b->ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 11, 0, &ctx);
+		if (!reap(b, &e) || v != i) {
+			if (bad++ < 3)
+				printf("FAIL: message %lu is %lu\n", (unsigned long) i, (unsigned long) v);
+			if (bad > 3)
+				break;
+		}
+	}
+	CHECK(bad == 0, "%d of %lu messages lost or reordered after a full ring", bad, (unsigned long) sent);
+	v = 0;
+	CHECK(fi_tinject(a->ep, &v, sizeof(v), ab, 11) == 0, "inject after the ring drained");
+	fi_trecv(b->ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 11, 0, &ctx);
+	CHECK(reap(b, &e), "and it arrives");
+}
+
+static void test_errors(struct node *a, struct node *b, fi_addr_t ab)
+{
+	char big[4096] = { 0 };
+	struct fi_context ctx;
+
+	CHECK(fi_tinject(a->ep, big, info->tx_attr->inject_size + 1, ab, 1) == -FI_EMSGSIZE,
+	      "inject over inject_size");
+	CHECK(fi_inject(a->ep, NULL, 8, ab) == -FI_EINVAL, "inject of NULL");
+	CHECK(fi_tinject(a->ep, big, 8, 999999, 1) == -FI_EINVAL, "inject to an unknown address");
+	CHECK(fi_trecv(b->ep, NULL, 8, NULL, FI_ADDR_UNSPEC, 1, 0, &ctx) == -FI_EINVAL,
+	      "trecv into NULL");
+}
+
+/* Two threads inject into one receiver while a third receives. */
+struct inj {
+	struct node *from;
+	fi_addr_t to;
+	uint64_t tag;
+	int n, bad;
+};
+
+
+static void *injector(void *arg)
+{
+	struct inj *j = arg;
+
+	for (uint64_t i = 0; i < (uint64_t) j->n; i++) {
+		ssize_t r;
+
+		while ((r = fi_tinject(j->from->ep, &i, sizeof(i), j->to, j->tag)) == -FI_EAGAIN)
+			;
+		if (r)
+			j->bad++;
+	}
+	return NULL;
+}
+
+static void test_threads(struct node *a, struct node *c, struct node *b,
+			 fi_addr_t ab, fi_addr_t cb)
+{
+	struct inj ja = { a, ab, 0x100, MT_N, 0 }, jc = { c, cb, 0x200, MT_N, 0 };
+	static uint64_t slot[2][64];
+	static struct fi_context ctx[2][64];
+	uint64_t next[2] = { 0, 0 }, n = MT_N;
+	struct fi_cq_tagged_entry e;
+	pthread_t ta, tc;
+	int bad = 0;
+
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < 64; k++)
+			fi_trecv(b->ep, &slot[s][k], 8, NULL, FI_ADDR_UNSPEC, s ? 0x200 : 0x100, 0, &ctx[s][k]);
+	pthread_create(&ta, NULL, injector, &ja);
+	pthread_create(&tc, NULL, injector, &jc);
+	while (next[0] < n || next[1] < n) {
+		if (!reap(b, &e)) {
+			bad++;
+			break;
+		}
+		int s = e.tag == 0x200;
+		int k = (struct fi_context *) e.op_context - ctx[s];
+
+		if (k < 0 || k >= 64 || slot[s][k] != next[s]) {
+			if (bad++ < 3)
+				printf("FAIL: stream %d: got %lu, want %lu\n", s, (unsigned long) slot[s][k],
+				       (unsigned long) next[s]);
+		}
+		next[s]++;
+		fi_trecv(b->ep, &slot[s][k], 8, NULL, FI_ADDR_UNSPEC, s ? 0x200 : 0x100, 0, &ctx[s][k]);
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tc, NULL);
+	CHECK(bad == 0 && ja.bad == 0 && jc.bad == 0,
+	      "%d receive errors, %d + %d inject errors", bad, ja.bad, jc.bad);
+	/* The 64 receives per stream still posted are cancelled by the close. */
+}
+
+int main(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct node a, b, c;
+	fi_addr_t ab, ba, cb;
+	int ret;
+
+	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+	hints->mode = FI_CONTEXT;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->fabric_attr->prov_name = strdup("psm2");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	CHECK(ret == 0, "fi_getinfo = %d", ret);
+	if (ret)
+		return finish("fastpath");
+	ret = fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	      fi_domain(fabric, info, &dom1, NULL) || fi_domain(fabric, info, &dom2, NULL) ||
+	      open_node(&a, dom1) || open_node(&b, dom2) || open_node(&c, dom2);
+	CHECK(ret == 0, "open");
+	if (ret)
+		return finish("fastpath");
+	ab = insert(&a, &b);
+	ba = insert(&b, &a);
+	cb = insert(&c, &b);
+
+	test_sizes(&a, &b, ab);
+	test_order(&a, &b, ab);
+	test_queue(&a, &b, ab);
+	test_directed(&a, &b, &c, ba, ab, cb);
+	test_full(&a, &b, ab);
+	test_errors(&a, &b, ab);
+	if (under_valgrind())
+		MT_N = 100;
+	test_threads(&a, &c, &b, ab, cb);
+
+	close_node(&c);
+	close_node(&b);
+	close_node(&a);
+	fi_close(&dom2->fid);
+	fi_close(&dom1->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return finish("fastpath");
+}
