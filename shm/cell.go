@@ -31,6 +31,9 @@ import "encoding/binary"
 //	cellCTS     16 send id, 24 fetch id, 32 bytes wanted
 //	cellData    16 fetch id, 24 offset, 32 length, 40 send id; the bytes are
 //	            in the sender's bounce buffer at index [2:4]
+//	cellSplit   16 send id, 24 split id (generation<<32 | slot of the
+//	            receiver's split slots), 32 the receiver's address of the
+//	            data, 40 bytes wanted, 48 chunk size (split.go)
 //
 // Ids are (generation<<32 | slot) of a table in the process that made
 // them; a stale or forged id fails the generation check and is dropped.
@@ -42,6 +45,7 @@ const (
 	cellFIN
 	cellCTS
 	cellData
+	cellSplit
 )
 
 // Offsets in a cell.

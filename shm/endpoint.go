@@ -69,6 +69,10 @@ type Config struct {
 	// DisableCMA forces the bounce-buffer rendezvous even where
 	// process_vm_readv or a direct copy would work.
 	DisableCMA bool
+	// SplitThreshold: a rendezvous of at least this many bytes between
+	// processes is copied by both sides at once (split.go). 0 means
+	// DefaultSplitThreshold; a negative value turns it off.
+	SplitThreshold int
 	// RingCells is the size of the receive ring, a power of two in
 	// [MinCells, MaxCells]. Default DefaultRingCells.
 	RingCells int
@@ -82,18 +86,20 @@ type Config struct {
 
 // Stats counts what an endpoint did. Every field only grows.
 type Stats struct {
-	Sent     uint64 // messages accepted by Send
-	Inline   uint64 // ... of which sent inline in ring cells
-	Eager    uint64 // ... of which sent through a bounce buffer
-	Rndv     uint64 // ... of which sent by rendezvous
-	Received uint64 // messages delivered to the handler
-	RndvCMA  uint64 // fetches done by process_vm_readv or an in-process copy
-	RndvCopy uint64 // fetches done through the sender's bounce buffers
-	Dropped  uint64 // arrived cells dropped as malformed, stale or unusable
-	Again    uint64 // sends refused with ErrAgain
-	Queued   uint64 // control cells queued because the peer's ring was full
-	PeerDead uint64 // operations failed because their peer died or closed
-	Timeouts uint64 // operations failed because their peer made no progress (StuckTimeout)
+	Sent        uint64 // messages accepted by Send
+	Inline      uint64 // ... of which sent inline in ring cells
+	Eager       uint64 // ... of which sent through a bounce buffer
+	Rndv        uint64 // ... of which sent by rendezvous
+	Received    uint64 // messages delivered to the handler
+	RndvCMA     uint64 // fetches done by process_vm_readv or an in-process copy
+	RndvCopy    uint64 // fetches done through the sender's bounce buffers
+	RndvSplit   uint64 // ... of RndvCMA: fetches cut into chunks the sender could help with (split.go)
+	SplitHelped uint64 // chunks this endpoint wrote into receivers' memory
+	Dropped     uint64 // arrived cells dropped as malformed, stale or unusable
+	Again       uint64 // sends refused with ErrAgain
+	Queued      uint64 // control cells queued because the peer's ring was full
+	PeerDead    uint64 // operations failed because their peer died or closed
+	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
 }
 
 // Errors of the endpoint besides the transport's.
@@ -160,8 +166,13 @@ type Endpoint struct {
 	nextCheck   int64
 
 	cmaRefused bool // process_vm_readv is not allowed here
-	noLocal    bool // tests: use process_vm_readv even within the process
-	again      bool // the last Send returned ErrAgain
+	// Split copies (split.go): the generation and use of our split
+	// slots, and whether process_vm_writev is refused here.
+	splitGen     [splitSlots]uint32
+	splitBusy    uint64
+	writeRefused bool
+	noLocal      bool // tests: use process_vm_readv even within the process
+	again        bool // the last Send returned ErrAgain
 
 	tx      [MaxPushCells * CellPayload]byte
 	rx      cell
@@ -294,8 +305,11 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 
 	_, _ = ReclaimStale()
 	name := SegmentName(cfg.Job, cfg.EPID)
+	if cfg.SplitThreshold == 0 {
+		cfg.SplitThreshold = DefaultSplitThreshold
+	}
 	scfg := SegmentConfig{Cells: cfg.RingCells, Job: cfg.Job, EPID: cfg.EPID,
-		Buffers: cfg.Buffers, BufferSize: bufSize}
+		Buffers: cfg.Buffers, BufferSize: bufSize, SplitSlots: splitSlots}
 	seg, err := CreateSegment(name, scfg)
 	if errors.Is(err, os.ErrExist) {
 		if removed, _ := Reclaim(name); removed {

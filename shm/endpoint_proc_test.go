@@ -305,6 +305,12 @@ func TestEndpointCrossProcess(t *testing.T) {
 			if tc.cma && (st.RndvCMA == 0 || st.RndvCopy != 0) || !tc.cma && (st.RndvCopy == 0 || st.RndvCMA != 0) {
 				t.Errorf("stats %+v", st)
 			}
+			// 1 MiB and 4 MiB+1 are at least DefaultSplitThreshold: with
+			// CMA they are fetched in chunks the child may help with.
+			if tc.cma && st.RndvSplit != 6 || !tc.cma && st.RndvSplit != 0 {
+				t.Errorf("%d split fetches, want %d", st.RndvSplit, map[bool]int{true: 6}[tc.cma])
+			}
+			t.Logf("parent wrote %d chunks for the child", st.SplitHelped)
 		})
 	}
 }

@@ -56,6 +56,9 @@ func (e *Endpoint) handle(h transport.Handler) int {
 		return 0
 	case cellData:
 		return e.onData(h)
+	case cellSplit:
+		e.onSplit()
+		return 0
 	}
 	// Unknown kinds, and continuation cells without their head.
 	return e.drop()

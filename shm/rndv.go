@@ -68,6 +68,12 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 		return true, 0, nil
 	}
 	dst = dst[:want:want]
+	if e.splitOK(p, want) {
+		if done, n, err := e.splitFetch(p, r, dst); done {
+			return true, n, err
+		}
+		// Our half was refused (no CMA here): copy it all below.
+	}
 	if !e.cfg.DisableCMA {
 		switch err := e.directRead(p, r, dst); {
 		case err == nil:

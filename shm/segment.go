@@ -20,10 +20,11 @@ const Dir = "/dev/shm"
 // maxNameLen is NAME_MAX: a name is one path component of Dir.
 const maxNameLen = 255
 
-// Segment layout, version 2: a header of native-endian uint64 words, a
+// Segment layout, version 3: a header of native-endian uint64 words, a
 // doorbell line pair, a line pair for the bounce-buffer busy bits, one ring
-// at the ring offset, and optionally a pool of bounce buffers at the pool
-// offset. The object's size is a whole number of pages. Changing anything
+// at the ring offset, optionally the split slots of shared rendezvous
+// copies (split.go) right after the ring, and optionally a pool of bounce
+// buffers at the pool offset. The object's size is a whole number of pages. Changing anything
 // here means bumping segVersion; TestSegmentLayout pins the values.
 //
 // The header words up to offSegState are written once by Create, before
@@ -32,7 +33,7 @@ const maxNameLen = 255
 // accessed atomically.
 const (
 	segMagic   = 0x70736d73 // "psms"
-	segVersion = 2
+	segVersion = 3
 
 	offSegIdent    = 0  // segMagic | segVersion<<32; stored last by Create
 	offSegPID      = 8  // the owner's process id, for Reclaim
@@ -44,6 +45,8 @@ const (
 	offSegPoolBufs = 64 // number of bounce buffers, at most MaxBuffers
 	offSegPoolSize = 72 // bytes per bounce buffer, a multiple of CellSize
 	offSegState    = 80 // segOpen, or segClosed once the owner closed it
+	offSegSplitOff = 88 // offset of the split slots; 0 if there are none
+	offSegSplits   = 96 // number of split slots, at most MaxSplitSlots
 
 	// The doorbell: a 32-bit futex word the owner sleeps on and a 32-bit
 	// count of sleepers, on their own line pair. Only the owner writes the
@@ -67,6 +70,13 @@ const (
 const (
 	segOpen   = 0
 	segClosed = 1
+)
+
+// Split slots: SplitSlotSize bytes each (a line pair, so two slots never
+// share a prefetched pair), at most MaxSplitSlots of them.
+const (
+	SplitSlotSize = lineSep
+	MaxSplitSlots = 64
 )
 
 // Bounds on the bounce-buffer pool of a segment.
@@ -111,6 +121,9 @@ type Segment struct {
 	bufSize int
 	dev     uint64 // identity of the object, for Replaced
 	ino     uint64
+
+	splitOff int // offset of the split slots (0: none)
+	splits   int // number of split slots
 }
 
 // SegmentConfig describes a segment to CreateSegment.
@@ -126,6 +139,8 @@ type SegmentConfig struct {
 	// BufferSize is a multiple of CellSize, at most MaxBufferSize.
 	Buffers    int
 	BufferSize int
+	// SplitSlots split slots follow the ring (at most MaxSplitSlots).
+	SplitSlots int
 }
 
 // Create makes a segment holding a ring of cells cells and nothing else:
@@ -156,8 +171,17 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		return nil, fmt.Errorf("create segment %q: %d buffers of %d bytes: %w",
 			name, cfg.Buffers, cfg.BufferSize, ErrPool)
 	}
+	if cfg.SplitSlots < 0 || cfg.SplitSlots > MaxSplitSlots {
+		return nil, fmt.Errorf("create segment %q: %d split slots: %w", name, cfg.SplitSlots, ErrPool)
+	}
 	page := os.Getpagesize()
-	size := roundUp(segHeaderSize+ringSize, page)
+	splitOff := 0
+	end := segHeaderSize + ringSize
+	if cfg.SplitSlots > 0 {
+		splitOff = roundUp(end, lineSep)
+		end = splitOff + cfg.SplitSlots*SplitSlotSize
+	}
+	size := roundUp(end, page)
 	poolOff, poolSize := 0, 0
 	if cfg.Buffers > 0 {
 		poolOff, poolSize = size, cfg.BufferSize
@@ -208,11 +232,16 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	wordAt(mem, offSegPoolBufs).Store(uint64(cfg.Buffers))
 	wordAt(mem, offSegPoolSize).Store(uint64(poolSize))
 	wordAt(mem, offSegState).Store(segOpen)
+	wordAt(mem, offSegSplitOff).Store(uint64(splitOff))
+	wordAt(mem, offSegSplits).Store(uint64(cfg.SplitSlots))
 	wordAt(mem, offSegBellSeq).Store(0) // seq and waiters
 	wordAt(mem, offSegBusy).Store(0)
 	ringEnd := size
 	if poolOff > 0 {
 		ringEnd = poolOff
+	}
+	if splitOff > 0 {
+		ringEnd = splitOff
 	}
 	ring, err := InitRing(mem[segHeaderSize:ringEnd], cfg.Cells)
 	if err != nil {
@@ -220,7 +249,8 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	}
 	wordAt(mem, offSegIdent).Store(segIdent)
 	seg = &Segment{name: name, mem: mem, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
-		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino}
+		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino,
+		splitOff: splitOff, splits: cfg.SplitSlots}
 	if poolOff > 0 {
 		seg.pool = mem[poolOff : poolOff+cfg.Buffers*poolSize : poolOff+cfg.Buffers*poolSize]
 	}
@@ -274,6 +304,8 @@ func Open(name string) (seg *Segment, err error) {
 	h.poolOff = wordAt(mem, offSegPoolOff).Load()
 	h.poolBufs = wordAt(mem, offSegPoolBufs).Load()
 	h.poolSize = wordAt(mem, offSegPoolSize).Load()
+	h.splitOff = wordAt(mem, offSegSplitOff).Load()
+	h.splits = wordAt(mem, offSegSplits).Load()
 	if err := h.check(size); err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
@@ -282,7 +314,8 @@ func Open(name string) (seg *Segment, err error) {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
 	seg = &Segment{name: name, mem: mem, ring: ring, pid: int(h.pid), job: h.job, epid: h.epid,
-		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino}
+		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino,
+		splitOff: int(h.splitOff), splits: int(h.splits)}
 	if h.poolBufs > 0 {
 		end := h.poolOff + h.poolBufs*h.poolSize
 		seg.pool = mem[h.poolOff:end:end]
@@ -440,6 +473,7 @@ type segHeader struct {
 	job                         [16]byte
 	epid                        uint64
 	poolOff, poolBufs, poolSize uint64
+	splitOff, splits            uint64
 }
 
 // decodeSegHeader decodes a header read from the object's first bytes. It
@@ -457,6 +491,10 @@ func decodeSegHeader(b []byte) (segHeader, bool) {
 		poolOff:  binary.NativeEndian.Uint64(b[offSegPoolOff:]),
 		poolBufs: binary.NativeEndian.Uint64(b[offSegPoolBufs:]),
 		poolSize: binary.NativeEndian.Uint64(b[offSegPoolSize:]),
+	}
+	if len(b) >= offSegSplits+8 {
+		h.splitOff = binary.NativeEndian.Uint64(b[offSegSplitOff:])
+		h.splits = binary.NativeEndian.Uint64(b[offSegSplits:])
 	}
 	copy(h.job[:], b[offSegJob:offSegJob+16])
 	return h, true
@@ -487,6 +525,15 @@ func (h segHeader) check(objSize int64) error {
 		h.poolOff > h.size || h.size-h.poolOff < h.poolBufs*h.poolSize {
 		return fmt.Errorf("bad pool: %d buffers of %d bytes at %d: %w", h.poolBufs, h.poolSize, h.poolOff, ErrCorrupt)
 	}
+	if h.splits == 0 {
+		if h.splitOff != 0 {
+			return fmt.Errorf("split offset %d without slots: %w", h.splitOff, ErrCorrupt)
+		}
+	} else if h.splits > MaxSplitSlots || h.splitOff%lineSep != 0 || h.splitOff < segHeaderSize ||
+		h.splitOff > h.size || h.size-h.splitOff < h.splits*SplitSlotSize ||
+		(h.poolBufs > 0 && (h.poolOff < h.splitOff || h.poolOff-h.splitOff < h.splits*SplitSlotSize)) {
+		return fmt.Errorf("bad split slots: %d at %d: %w", h.splits, h.splitOff, ErrCorrupt)
+	}
 	if h.ringOff < segHeaderSize || h.ringOff%lineSep != 0 || h.ringOff >= h.ringEnd() {
 		return fmt.Errorf("bad ring offset %d: %w", h.ringOff, ErrCorrupt)
 	}
@@ -496,6 +543,9 @@ func (h segHeader) check(objSize int64) error {
 // ringEnd is where the ring's memory must end: the pool, or the end of the
 // object.
 func (h segHeader) ringEnd() uint64 {
+	if h.splits > 0 {
+		return h.splitOff
+	}
 	if h.poolBufs > 0 {
 		return h.poolOff
 	}
@@ -505,7 +555,8 @@ func (h segHeader) ringEnd() uint64 {
 // maxSegmentSize is the largest object Open maps: a segment of MaxCells
 // cells and MaxBuffers buffers of MaxBufferSize bytes.
 func maxSegmentSize() int64 {
-	return int64(roundUp(segHeaderSize+RingSize(MaxCells), os.Getpagesize()) + MaxBuffers*MaxBufferSize)
+	return int64(roundUp(segHeaderSize+RingSize(MaxCells)+MaxSplitSlots*SplitSlotSize, os.Getpagesize()) +
+		MaxBuffers*MaxBufferSize)
 }
 
 // roundUp rounds n up to a multiple of m.

@@ -173,7 +173,7 @@ func TestSegmentNames(t *testing.T) {
 	}
 }
 
-// TestSegmentLayout pins the version-2 header and checks what
+// TestSegmentLayout pins the version-3 header and checks what
 // CreateSegment writes, read back from the file with encoding/binary.
 func TestSegmentLayout(t *testing.T) {
 	type field struct {
@@ -183,23 +183,26 @@ func TestSegmentLayout(t *testing.T) {
 	got := []field{{"ident", offSegIdent}, {"pid", offSegPID}, {"size", offSegSize},
 		{"ringOff", offSegRingOff}, {"job", offSegJob}, {"epid", offSegEPID},
 		{"poolOff", offSegPoolOff}, {"poolBufs", offSegPoolBufs}, {"poolSize", offSegPoolSize},
-		{"state", offSegState}, {"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
-		{"busy", offSegBusy}, {"header", segHeaderSize}}
+		{"state", offSegState}, {"splitOff", offSegSplitOff}, {"splits", offSegSplits},
+		{"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
+		{"busy", offSegBusy}, {"header", segHeaderSize}, {"splitSlot", SplitSlotSize}}
 	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"job", 32},
 		{"epid", 48}, {"poolOff", 56}, {"poolBufs", 64}, {"poolSize", 72}, {"state", 80},
-		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"header", 384}}
+		{"splitOff", 88}, {"splits", 96},
+		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"header", 384}, {"splitSlot", 128}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if segMagic != 0x70736d73 || segVersion != 2 {
+	if segMagic != 0x70736d73 || segVersion != 3 {
 		t.Errorf("magic %#x version %d changed", segMagic, segVersion)
 	}
 
-	for _, bufs := range []int{0, 3} {
-		t.Run(fmt.Sprintf("%d buffers", bufs), func(t *testing.T) {
+	for _, tc := range []struct{ bufs, splits int }{{0, 0}, {3, 0}, {0, 5}, {3, 5}} {
+		bufs, splits := tc.bufs, tc.splits
+		t.Run(fmt.Sprintf("%d buffers %d splits", bufs, splits), func(t *testing.T) {
 			name := testName(t)
 			job := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-			cfg := SegmentConfig{Cells: 64, Job: job, EPID: 0xabcdef, Buffers: bufs}
+			cfg := SegmentConfig{Cells: 64, Job: job, EPID: 0xabcdef, Buffers: bufs, SplitSlots: splits}
 			if bufs > 0 {
 				cfg.BufferSize = 1024
 			}
@@ -213,10 +216,15 @@ func TestSegmentLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := os.Getpagesize()
-			ringEnd := roundUp(segHeaderSize+RingSize(64), page)
-			wantSize := ringEnd
-			wantHdr := segHeader{ident: segMagic | 2<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
+			end := segHeaderSize + RingSize(64)
+			wantHdr := segHeader{ident: segMagic | 3<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
 				ringOff: 384, job: job, epid: 0xabcdef}
+			if splits > 0 {
+				wantHdr.splitOff, wantHdr.splits = uint64(roundUp(end, 128)), uint64(splits)
+				end = roundUp(end, 128) + splits*SplitSlotSize
+			}
+			ringEnd := roundUp(end, page)
+			wantSize := ringEnd
 			if bufs > 0 {
 				wantSize = roundUp(ringEnd+bufs*1024, page)
 				wantHdr.poolOff, wantHdr.poolBufs, wantHdr.poolSize = uint64(ringEnd), 3, 1024
@@ -337,6 +345,14 @@ func TestOpenHostile(t *testing.T) {
 		{"bad magic", pwrite(offSegIdent, 0x12345678|1<<32), ErrCorrupt},
 		{"future version", pwrite(offSegIdent, segMagic|(segVersion+1)<<32), ErrCorrupt},
 		{"old version", pwrite(offSegIdent, segMagic|1<<32), ErrCorrupt},
+		{"version 2", pwrite(offSegIdent, segMagic|2<<32), ErrCorrupt},
+		{"too many split slots", pwrite(offSegSplits, MaxSplitSlots+1), ErrCorrupt},
+		{"split slots past the end", pwrite(offSegSplitOff, 1<<40), ErrCorrupt},
+		{"split slots misaligned", pwrite(offSegSplitOff, 4096+8), ErrCorrupt},
+		{"split slots over the ring", func(t *testing.T, path string) {
+			pwrite(offSegSplitOff, segHeaderSize+128)(t, path)
+			pwrite(offSegSplits, 1)(t, path)
+		}, ErrCorrupt},
 		{"not yet initialised", pwrite(offSegIdent, 0), ErrCorrupt},
 		{"size larger than the object", pwrite(offSegSize, 1<<40), ErrCorrupt},
 		{"size smaller than the object", pwrite(offSegSize, 2048), ErrCorrupt},

@@ -48,6 +48,18 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Slice
 // with process_vm_readv(2), looping over partial reads. It returns the
 // errno of the first failure; a read that makes no progress is EFAULT.
 func cmaRead(pid int, addr uint64, dst []byte) error {
+	return cmaCopy(unix.SYS_PROCESS_VM_READV, pid, addr, dst)
+}
+
+// cmaWrite copies src to address addr of process pid with
+// process_vm_writev(2), like cmaRead.
+func cmaWrite(pid int, addr uint64, src []byte) error {
+	return cmaCopy(unix.SYS_PROCESS_VM_WRITEV, pid, addr, src)
+}
+
+// cmaCopy is process_vm_readv or process_vm_writev (trap) between buf here
+// and addr in process pid, looping over partial copies.
+func cmaCopy(trap uintptr, pid int, addr uint64, dst []byte) error {
 	var local [1]unix.Iovec
 	var remote [1]unix.RemoteIovec
 	for done := 0; done < len(dst); {
@@ -57,7 +69,7 @@ func cmaRead(pid int, addr uint64, dst []byte) error {
 		// A raw system call: the copy takes tens of microseconds, long
 		// enough for the Go scheduler to hand this thread's P away
 		// during an ordinary one and make it wait to get one back.
-		r, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+		r, _, e := unix.RawSyscall6(trap, uintptr(pid),
 			uintptr(unsafe.Pointer(&local[0])), 1, uintptr(unsafe.Pointer(&remote[0])), 1, 0)
 		n := int(r)
 		var err error
