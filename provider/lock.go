@@ -3,24 +3,39 @@ package provider
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 )
 
 // domLock is the domain lock. Normally it is a futex word in the domain
 // page, so the C fast paths (fastep.go) take the very same lock as Go:
-// 0 free, 1 held, 2 held with possible sleepers (the classic three-state
-// futex mutex; C implements the same protocol in fast.h). Without a
-// domain page, and in race-detector builds (whose tests have no C side and
-// want the detector to see the lock), it is a sync.Mutex.
+// 0 free, 1 held, 2 held with possible sleepers (the three-state futex
+// mutex; C implements the same protocol in fast.h). Without a domain page,
+// and in race-detector builds (whose tests have no C side and want the
+// detector to see the lock), it is a sync.Mutex.
+//
+// One change to the textbook protocol: an uncontended unlock (the word is
+// 1) is a plain release store, not an atomic exchange. An exchange is a
+// full barrier, which makes the thread wait until the ring cells it just
+// wrote have reached the receiver's core; that wait was most of the cost
+// of an inject. The price is a race: a waiter that raises the word to 2
+// and sleeps between the owner's load and store is not woken. So waiters
+// never sleep for longer than lockNap, then look again.
 type domLock struct {
 	w  *uint32
 	mu sync.Mutex
 }
 
-// lockSpins is how many times a contended lock is retried before sleeping.
-const lockSpins = 64
+// lockSpins is how many times a contended lock is retried before sleeping;
+// lockNap is the longest a waiter sleeps before it looks again.
+const (
+	lockSpins = 64
+	lockNap   = 200 * time.Microsecond
+)
 
 func (l *domLock) lock() {
 	if l.w == nil {
@@ -39,14 +54,20 @@ func (l *domLock) lockSlow() {
 			return
 		}
 	}
+	nap := unix.NsecToTimespec(int64(lockNap))
 	for atomic.SwapUint32(l.w, 2) != 0 {
-		futexPrivate(l.w, futexWaitPrivate, 2)
+		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(l.w)), futexWaitPrivate, 2,
+			uintptr(unsafe.Pointer(&nap)), 0, 0)
 	}
 }
 
 func (l *domLock) unlock() {
 	if l.w == nil {
 		l.mu.Unlock()
+		return
+	}
+	if atomic.LoadUint32(l.w) == 1 {
+		atomicx.StoreRel32(l.w, 0)
 		return
 	}
 	if atomic.SwapUint32(l.w, 0) == 2 {
@@ -61,8 +82,8 @@ const (
 	futexWakePrivate = 1 | 128
 )
 
-// futexPrivate is futex(2) on a word of this process: wait while *w ==
-// val, or wake val sleepers.
+// futexPrivate is futex(2) on a word of this process: here, wake val
+// sleepers.
 func futexPrivate(w *uint32, op int, val uint32) {
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val), 0, 0, 0)
 }

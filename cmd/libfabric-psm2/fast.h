@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <rdma/fabric.h>
 
 #define PSM2_FAST_DONE 0
@@ -76,7 +77,10 @@ static inline long psm2_futex(uint32_t *w, int op, uint32_t val)
 	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
 }
 
-/* The domain lock: 0 free, 1 held, 2 held and someone may sleep. */
+/* The domain lock: 0 free, 1 held, 2 held and someone may sleep. An
+ * uncontended unlock is a plain release store (no full barrier, so the
+ * thread does not wait for its ring cells to reach the receiver's core);
+ * waiters therefore sleep at most 200 us at a time (provider/lock.go). */
 static inline void psm2_dlock(uint32_t *w)
 {
 	uint32_t z = 0;
@@ -90,12 +94,19 @@ static inline void psm2_dlock(uint32_t *w)
 			return;
 		__builtin_ia32_pause();
 	}
-	while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0)
-		psm2_futex(w, FUTEX_WAIT_PRIVATE, 2);
+	while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) {
+		struct timespec nap = { 0, 200000 };
+
+		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, 2, &nap, NULL, 0);
+	}
 }
 
 static inline void psm2_dunlock(uint32_t *w)
 {
+	if (__atomic_load_n(w, __ATOMIC_RELAXED) == 1) {
+		__atomic_store_n(w, 0, __ATOMIC_RELEASE);
+		return;
+	}
 	if (__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) == 2)
 		psm2_futex(w, FUTEX_WAKE_PRIVATE, 1);
 }

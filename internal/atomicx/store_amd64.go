@@ -8,3 +8,8 @@ package atomicx
 //
 //go:noescape
 func StoreRel64(p *uint64, v uint64)
+
+// StoreRel32 is StoreRel64 for a 32-bit word.
+//
+//go:noescape
+func StoreRel32(p *uint32, v uint32)

@@ -11,3 +11,10 @@ TEXT ·StoreRel64(SB), NOSPLIT, $0-16
 	MOVQ	v+8(FP), BX
 	MOVQ	BX, (AX)
 	RET
+
+// func StoreRel32(p *uint32, v uint32)
+TEXT ·StoreRel32(SB), NOSPLIT, $0-12
+	MOVQ	p+0(FP), AX
+	MOVL	v+8(FP), BX
+	MOVL	BX, (AX)
+	RET
