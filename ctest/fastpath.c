@@ -33,7 +33,7 @@ struct node {
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;
-static struct fid_domain *dom1, *dom2;
+static struct fid_domain *dom1, *dom2, *dom3;
 
 static int open_node(struct node *n, struct fid_domain *d)
 {
@@ -207,6 +207,7 @@ static void test_order(struct node *a, struct node *b, fi_addr_t ab)
 	struct fi_cq_tagged_entry e;
 	int sends = 0;
 
+	ord_got = ord_bad = 0;
 	for (int i = 0; i < ORD_N; i++)
 		fi_trecv(b->ep, ord_buf[i], sizeof(ord_buf[i]), NULL, FI_ADDR_UNSPEC, 0x77, 0, &ord_rctx[i]);
 	for (int i = 0; i < ORD_N; i++) {
@@ -336,6 +337,65 @@ static void test_full(struct node *a, struct node *b, fi_addr_t ab)
 	CHECK(reap(b, &e), "and it arrives");
 }
 
+/* Several receives with different tags: each message takes the first
+ * posted receive that matches, wherever it sits in the queue. */
+static void test_match(struct node *a, struct node *b, fi_addr_t ab)
+{
+	static const uint64_t rtag[5] = { 1, 7, 2, 7, 3 };
+	static const uint64_t stag[5] = { 2, 7, 3, 7, 1 };
+	static const int want[5] = { 2, 1, 4, 3, 0 };	/* receive taking each send */
+	uint64_t buf[5] = { 0 };
+	struct fi_context ctx[5];
+	struct fi_cq_tagged_entry e;
+	int bad = 0;
+
+	for (int i = 0; i < 5; i++)
+		CHECK(fi_trecv(b->ep, &buf[i], 8, NULL, FI_ADDR_UNSPEC, rtag[i], 0, &ctx[i]) == 0, "trecv");
+	for (uint64_t i = 0; i < 5; i++) {
+		uint64_t v = 100 + i;
+
+		CHECK(fi_tinject(a->ep, &v, 8, ab, stag[i]) == 0, "tinject");
+		if (!reap(b, &e)) {
+			bad++;
+			continue;
+		}
+		if (e.op_context != &ctx[want[i]] || buf[want[i]] != v || e.tag != stag[i]) {
+			if (bad++ < 3)
+				printf("FAIL: send %lu (tag %lu) went to receive %ld\n", (unsigned long) i,
+				       (unsigned long) stag[i], (long) ((struct fi_context *) e.op_context - ctx));
+		}
+	}
+	CHECK(bad == 0, "%d messages took the wrong receive", bad);
+}
+
+/* A message longer than its receive: FI_ETRUNC with olen, and the next
+ * message is fine. */
+static void test_trunc(struct node *a, struct node *b, fi_addr_t ab)
+{
+	unsigned char out[48], in[8];
+	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_context ctx;
+	double end = now() + 5;
+	ssize_t r;
+
+	fill(out, sizeof(out), 3);
+	memset(in, 0, sizeof(in));
+	CHECK(fi_trecv(b->ep, in, 4, NULL, FI_ADDR_UNSPEC, 0x55, 0, &ctx) == 0, "trecv");
+	CHECK(fi_tinject(a->ep, out, 40, ab, 0x55) == 0, "tinject");
+	do
+		r = fi_cq_read(b->cq, &e, 1);
+	while (r == -FI_EAGAIN && now() < end);
+	CHECK(r == -FI_EAVAIL, "truncated receive read = %zd", r);
+	CHECK(fi_cq_readerr(b->cq, &err, 0) == 1 && err.err == FI_ETRUNC && err.olen == 36 &&
+	      err.len == 4 && err.op_context == &ctx, "readerr: err %d olen %zu len %zu",
+	      err.err, err.olen, err.len);
+	CHECK(same(in, 4, 3) && in[4] == 0, "the 4 bytes that fit");
+	CHECK(fi_trecv(b->ep, in, 8, NULL, FI_ADDR_UNSPEC, 0x55, 0, &ctx) == 0, "trecv");
+	CHECK(fi_tinject(a->ep, out, 8, ab, 0x55) == 0, "tinject");
+	CHECK(reap(b, &e) && e.len == 8 && same(in, 8, 3), "then a message that fits");
+}
+
 static void test_errors(struct node *a, struct node *b, fi_addr_t ab)
 {
 	char big[4096] = { 0 };
@@ -415,8 +475,8 @@ static void test_threads(struct node *a, struct node *c, struct node *b,
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct node a, b, c;
-	fi_addr_t ab, ba, cb;
+	struct node a, b, c, d;
+	fi_addr_t ab, ba, cb, ad, da, cd;
 	int ret;
 
 	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
@@ -431,27 +491,46 @@ int main(void)
 		return finish("fastpath");
 	ret = fi_fabric(info->fabric_attr, &fabric, NULL) ||
 	      fi_domain(fabric, info, &dom1, NULL) || fi_domain(fabric, info, &dom2, NULL) ||
-	      open_node(&a, dom1) || open_node(&b, dom2) || open_node(&c, dom2);
+	      fi_domain(fabric, info, &dom3, NULL) ||
+	      open_node(&a, dom1) || open_node(&b, dom2) || open_node(&c, dom2) || open_node(&d, dom3);
 	CHECK(ret == 0, "open");
 	if (ret)
 		return finish("fastpath");
 	ab = insert(&a, &b);
 	ba = insert(&b, &a);
 	cb = insert(&c, &b);
+	ad = insert(&a, &d);
+	da = insert(&d, &a);
+	cd = insert(&c, &d);
+	if (under_valgrind())
+		MT_N = 100;
 
+	/* b shares its domain with c: receives go through Go. */
 	test_sizes(&a, &b, ab);
 	test_order(&a, &b, ab);
 	test_queue(&a, &b, ab);
+	test_match(&a, &b, ab);
 	test_directed(&a, &b, &c, ba, ab, cb);
 	test_full(&a, &b, ab);
 	test_errors(&a, &b, ab);
-	if (under_valgrind())
-		MT_N = 100;
 	test_threads(&a, &c, &b, ab, cb);
 
+	/* d is alone in its domain: C delivers inline messages to the
+	 * receives it queued (fast.h, psm2_fast_deliver). */
+	test_sizes(&a, &d, ad);
+	test_order(&a, &d, ad);
+	test_queue(&a, &d, ad);
+	test_directed(&a, &d, &c, da, ad, cd);
+	test_match(&a, &d, ad);
+	test_trunc(&a, &d, ad);
+	test_full(&a, &d, ad);
+	test_threads(&a, &c, &d, ad, cd);
+
+	close_node(&d);
 	close_node(&c);
 	close_node(&b);
 	close_node(&a);
+	fi_close(&dom3->fid);
 	fi_close(&dom2->fid);
 	fi_close(&dom1->fid);
 	fi_close(&fabric->fid);

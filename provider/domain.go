@@ -162,6 +162,11 @@ func (d *Domain) lock() {
 }
 
 func (d *Domain) unlock() {
+	if d.fastLock {
+		for _, ep := range d.eps {
+			ep.syncDeliverLocked()
+		}
+	}
 	if d.locking {
 		d.mu.unlock()
 	}

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/transport"
 	"golang.org/x/sys/unix"
@@ -36,6 +37,11 @@ import (
 //	     of its connection, or 0
 //	+56  address of the domain page
 //	+64  receives queued
+//	+72  deliver ok: C may match arrived inline messages against the
+//	     queued receives itself (see deliverOK)
+//	+80  address of the receive CQ's page
+//	+88  1 with FI_SELECTIVE_COMPLETION on the receive CQ
+//	+96  address of the endpoint's receive ring
 //	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
 //	     ignore, context, flags
 //
@@ -50,6 +56,10 @@ const (
 	epfPeers   = 48
 	epfDomain  = 56
 	epfRQCount = 64
+	epfDeliver = 72
+	epfRxCQ    = 80
+	epfRxSel   = 88
+	epfRing    = 96
 	epfRQ      = 128
 
 	rqEntrySize  = 64
@@ -116,6 +126,41 @@ func (ep *Endpoint) syncFastLocked() {
 	recv := ep.enabled && !ep.closed
 	atomic.StoreUint64(fastWord(p, epfSendOK), b2u(send))
 	atomic.StoreUint64(fastWord(p, epfRecvOK), b2u(recv))
+	var cqPage uintptr
+	if ep.rxCQ != nil && ep.rxCQ.fast != nil {
+		cqPage = uintptr(unsafe.Pointer(&ep.rxCQ.fast[0]))
+	}
+	atomic.StoreUint64(fastWord(p, epfRxCQ), uint64(cqPage))
+	atomic.StoreUint64(fastWord(p, epfRxSel), b2u(ep.rxSel))
+	atomic.StoreUint64(fastWord(p, epfRing), uint64(uintptr(ep.tp.RingProbe())))
+	ep.syncDeliverLocked()
+}
+
+// deliverOK reports whether C may deliver arrived inline messages to the
+// receives it queued, without Go: only when Go holds nothing they could be
+// ordered against or that C cannot do. No receive posted in Go (those
+// come first), no unexpected or claimed message (an older message might
+// match), no operation in flight, no receive counter, and a receive CQ
+// without a wait object to signal. (C delivers only inside fi_cq_read,
+// whose entries carry no source, so FI_SOURCE does not matter; as in
+// psm2, an unknown sender is an error only for fi_cq_readfrom.)
+// The caller holds the domain lock; Domain.unlock republishes it.
+func (ep *Endpoint) deliverOK() bool {
+	e := &ep.engine
+	cq := ep.rxCQ
+	return ep.enabled && !ep.closed && e.posted[0].head == nil && e.posted[1].head == nil &&
+		e.unexp[0].head == nil && e.unexp[1].head == nil && e.claimed.head == nil &&
+		e.pending == 0 && ep.recvCntr == nil &&
+		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil && ep.tp.RingProbe() != nil
+}
+
+// syncDeliverLocked republishes deliverOK.
+func (ep *Endpoint) syncDeliverLocked() {
+	if p := ep.fast.page; p != nil {
+		if v := b2u(ep.deliverOK()); atomic.LoadUint64(fastWord(p, epfDeliver)) != v {
+			atomicx.StoreRel64(fastWord(p, epfDeliver), v)
+		}
+	}
 }
 
 func b2u(b bool) uint64 {

@@ -15,6 +15,7 @@ import (
 //
 //	CQ page:     +0  entries queued (successes and errors)
 //	             +8  address of the domain block
+//	             +16 the entry size: 8, 24, 40 or 48 (the CQ format)
 //	             +64 the err_data buffer of fi_cq_readerr (cq.go)
 //	domain page: +0  busy: nonzero while Go has work the rings do not show
 //	                 (operations in flight, queued control traffic, a due
@@ -41,6 +42,7 @@ const (
 	domLockWord = 128
 	domLocking  = 132
 	domQueued   = 192
+	domSoleEP   = 208
 )
 
 // cqErrDataOff is where a CQ page keeps its err_data buffer.
@@ -115,6 +117,11 @@ func (d *Domain) publishRings() {
 		n++
 	}
 	atomic.StoreUint64(fastWord(d.fast, 8), uint64(n))
+	var sole uintptr
+	if len(d.eps) == 1 && d.eps[0].fast.page != nil {
+		sole = uintptr(unsafe.Pointer(&d.eps[0].fast.page[0]))
+	}
+	atomic.StoreUint64(fastWord(d.fast, domSoleEP), uint64(sole))
 	d.refreshFast()
 	for _, ep := range d.eps {
 		if ep.tp.RingProbe() == nil {

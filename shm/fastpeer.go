@@ -10,9 +10,9 @@ import (
 
 // Fast-peer descriptors: what code outside Go (the library's C side) needs
 // to push an inline message into a peer's ring by itself. The endpoint
-// keeps one 64-byte descriptor per peer, in memory it maps outside the Go
-// heap, at index*FastPeerSize; FastPeer hands out its address. Layout
-// (native-endian uint64 words):
+// keeps one descriptor per peer, in memory it maps outside the Go
+// heap, at index*FastPeerSize (128); FastPeer hands out its address.
+// Layout (native-endian uint64 words):
 //
 //	+0   ok: 1 while a C producer may push inline cells to this peer (it
 //	     is connected, not dead, and has no queued control cells that a
@@ -26,6 +26,7 @@ import (
 //	+56  1 if the producer must fence (a full barrier) between publishing
 //	     its cells and reading the waiter count, 0 if membarrier covers
 //	     it (fence.go)
+//	+64  the peer's endpoint id (what its cells carry as sender id)
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
@@ -35,7 +36,7 @@ import (
 // and leave everything else (a full ring, a closed peer, a long message)
 // to Send.
 const (
-	FastPeerSize = 64
+	FastPeerSize = 128
 	maxFastPeers = 1024
 
 	fpOK    = 0
@@ -46,6 +47,7 @@ const (
 	fpEPID  = 40
 	fpSent  = 48
 	fpFence = 56
+	fpPeer  = 64
 )
 
 // FastPeer implements transport.FastSender.
@@ -85,6 +87,7 @@ func (e *Endpoint) syncFast(p *peer) {
 	atomic.StoreUint64(fastWord(d, fpSeq), uint64(uintptr(unsafe.Pointer(p.bellSeq))))
 	atomic.StoreUint64(fastWord(d, fpState), uint64(uintptr(unsafe.Pointer(wordAt(p.seg.mem, offSegState)))))
 	atomic.StoreUint64(fastWord(d, fpEPID), e.epid)
+	atomic.StoreUint64(fastWord(d, fpPeer), p.epid)
 	atomic.StoreUint64(fastWord(d, fpFence), b2u(!asymFences()))
 	atomic.StoreUint64(fastWord(d, fpOK), 1)
 }

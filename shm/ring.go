@@ -115,9 +115,11 @@ var (
 //
 // Concurrency. TryPush may be called by any number of goroutines and
 // processes at once, through any Ring attached to the same memory.
-// TryPop, Empty and Stalled belong to the single consumer: one goroutine at
-// a time, through one Ring, in one process. They are thread-compatible, not
-// thread-safe.
+// TryPop, Empty and Stalled belong to the single consumer: one thread at a
+// time. They are thread-compatible, not thread-safe. The consumer keeps no
+// private state (its position is cons), so the consumer may be code outside
+// Go taking turns with the Go side under a lock they share: the library's
+// C side pops inline messages itself (shm/fastpeer.go).
 //
 // Trust. The memory is shared with other processes, so everything read from
 // it is untrusted. The cell count is read and validated once, at
@@ -136,14 +138,6 @@ type Ring struct {
 	// consWord is cons as a plain word, for the consumer's release
 	// stores (atomicx.StoreRel64); every other access goes through cons.
 	consWord *uint64
-
-	// Keeps head, written on every pop, off the line producers read.
-	_ [lineSep]byte
-
-	// Consumer state: only the single consumer reads or writes it.
-	head uint64 // next position to consume; mirrors *cons
-
-	_ [lineSep - 8]byte // and off whatever the allocator puts next
 }
 
 // RingSize returns the bytes a ring of cells cells needs: the header plus
@@ -184,7 +178,6 @@ func InitRing(mem []byte, cells int) (*Ring, error) {
 	r.prod.Store(start)
 	r.seen.Store(start)
 	r.cons.Store(start)
-	r.head = start
 	wordAt(r.mem, offRingIdent).Store(ringIdent)
 	return r, nil
 }
@@ -220,9 +213,7 @@ func AttachRing(mem []byte) (*Ring, error) {
 		return nil, fmt.Errorf("attach ring: %d cells need %d bytes, have %d: %w",
 			cells, size, len(mem), ErrCorrupt)
 	}
-	r := newRing(mem[:size:size], cells)
-	r.head = r.cons.Load()
-	return r, nil
+	return newRing(mem[:size:size], cells), nil
 }
 
 // Cells returns the number of cells, N.
@@ -365,13 +356,12 @@ func (r *Ring) publish(off int, pos uint64, payload []byte) {
 // reusing the cell a lap later, which must first see cons past it, cannot
 // overwrite a message still being copied.
 func (r *Ring) TryPop(dst []byte) (n int, ok bool) {
-	pos := r.head
+	pos := r.cons.Load()
 	off := r.cellOff(pos)
 	if r.seq(off).Load() != pos+1 {
 		return 0, false
 	}
 	n = copy(dst, r.payload(off))
-	r.head = pos + 1
 	atomicx.StoreRel64(r.consWord, pos+1)
 	return n, true
 }
@@ -381,8 +371,9 @@ func (r *Ring) TryPop(dst []byte) (n int, ok bool) {
 // single consumer may call it. A consumer of TryPushCells units uses it to
 // check that the cell it is about to take as part of a unit is one.
 func (r *Ring) Peek() (b byte, ok bool) {
-	off := r.cellOff(r.head)
-	if r.seq(off).Load() != r.head+1 {
+	pos := r.cons.Load()
+	off := r.cellOff(pos)
+	if r.seq(off).Load() != pos+1 {
 		return 0, false
 	}
 	return r.mem[off+offCellPayload], true
@@ -393,7 +384,8 @@ func (r *Ring) Peek() (b byte, ok bool) {
 // costs. Only the single consumer may call it. A ring stalled behind an
 // unpublished reservation also reports Empty.
 func (r *Ring) Empty() bool {
-	return r.seq(r.cellOff(r.head)).Load() != r.head+1
+	pos := r.cons.Load()
+	return r.seq(r.cellOff(pos)).Load() != pos+1
 }
 
 // emptyShared is Empty for any goroutine or process: it reads the
@@ -415,7 +407,7 @@ func (r *Ring) emptyShared() bool {
 // it stuck; if Stalled still reports the same pos stuck after a timeout,
 // the producer is dead or stopped and the ring cannot make progress again.
 func (r *Ring) Stalled() (pos uint64, stuck bool) {
-	pos = r.head
+	pos = r.cons.Load()
 	if r.seq(r.cellOff(pos)).Load() == pos+1 {
 		return pos, false // published
 	}

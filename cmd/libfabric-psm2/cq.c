@@ -2,6 +2,7 @@
  * path: one call into Go with the CQ's slot. */
 #include <stdlib.h>
 #include "shim.h"
+#include "fast.h"
 #include "_cgo_export.h"
 
 extern struct fi_ops psm2_cq_fi_ops;
@@ -35,8 +36,17 @@ static inline int cq_idle(const struct psm2_cq *c)
 	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[1], __ATOMIC_ACQUIRE);
 	if (!d || __atomic_load_n(&d[0], __ATOMIC_ACQUIRE))
 		return 0;
-	if (__atomic_load_n(&d[24], __ATOMIC_ACQUIRE))
-		return 0;	/* receives queued by fast.h: Go posts them */
+	if (__atomic_load_n(&d[24], __ATOMIC_ACQUIRE)) {
+		/* Receives queued by fast.h: Go posts them, unless C delivers
+		 * to them itself (psm2_fast_deliver), which it does for
+		 * whatever arrives in the ring checked below. */
+		const uint64_t *ep = (const uint64_t *) (uintptr_t)
+			__atomic_load_n(&d[DOMF_SOLE_EP / 8], __ATOMIC_ACQUIRE);
+
+		if (!ep || !__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
+		    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
+			return 0;
+	}
 	n = __atomic_load_n(&d[1], __ATOMIC_ACQUIRE);
 	for (uint64_t i = 0; i < n && i < 8; i++) {
 		const char *r = (const char *) (uintptr_t) __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE);
@@ -57,9 +67,14 @@ static inline int cq_idle(const struct psm2_cq *c)
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct psm2_cq *c = (struct psm2_cq *) cq;
+	ssize_t n;
 
-	if (buf && count && cq_idle(c))
-		return -FI_EAGAIN;
+	if (buf && count) {
+		if (cq_idle(c))
+			return -FI_EAGAIN;
+		if ((n = psm2_fast_deliver(c->fast, buf, count)) > 0)
+			return n;
+	}
 	return psm2go_cq_read(c->slot, buf, count, NULL);
 }
 

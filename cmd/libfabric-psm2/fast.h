@@ -40,7 +40,8 @@
 enum {
 	EPF_SEND_OK = 0, EPF_RECV_OK = 1, EPF_TAG_MASK = 2, EPF_INJECT = 3,
 	EPF_CAPS = 4, EPF_NPEERS = 5, EPF_PEERS = 6, EPF_DOMAIN = 7,
-	EPF_RQ_COUNT = 8, EPF_RQ = 16,	/* byte 128 */
+	EPF_RQ_COUNT = 8, EPF_DELIVER = 9, EPF_RX_CQ = 10, EPF_RX_SEL = 11,
+	EPF_RING = 12, EPF_RQ = 16,	/* byte 128 */
 	EPF_RQ_CAP = 48, EPF_RQ_WORDS = 8,
 };
 
@@ -48,10 +49,14 @@ enum {
 #define DOMF_LOCK 128
 #define DOMF_LOCKING 132
 #define DOMF_QUEUED 192
+#define DOMF_SOLE_EP 208
+
+/* CQ page words. */
+enum { CQF_COUNT = 0, CQF_DOMAIN = 1, CQF_STRIDE = 2 };
 
 /* Fast-peer descriptor words. */
 enum { FP_OK = 0, FP_RING = 1, FP_WAIT = 2, FP_SEQ = 3, FP_STATE = 4,
-       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7 };
+       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7, FP_PEER = 8 };
 
 /* Ring (byte offsets) and cells. */
 #define RING_CELLS 8
@@ -278,6 +283,155 @@ out:
 	if (locking)
 		psm2_dunlock(lk);
 	return ret;
+}
+
+/* psm2_rq_match returns the index of the first queued receive that takes
+ * a message of space tagged (0/1), tag and sender epid, or -1. The rules
+ * are the engine's (provider/msg.go): the space must agree; tagged
+ * receives compare the tag under the tag mask and ignore bits; a directed
+ * receive names its source by fi_addr, whose connection knows its id. */
+static inline int psm2_rq_match(const uint64_t *f, uint64_t n, int tagged, uint64_t tag,
+				uint64_t epid)
+{
+	uint64_t mask = f[EPF_TAG_MASK];
+	int directed = (f[EPF_CAPS] & FI_DIRECTED_RECV) != 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		const uint64_t *q = f + EPF_RQ + i * EPF_RQ_WORDS;
+
+		if (((q[6] & FI_TAGGED) != 0) != tagged)
+			continue;
+		if (tagged && ((tag ^ (q[3] & mask)) & ~(q[4] | ~mask)))
+			continue;
+		if (directed && q[2] != FI_ADDR_UNSPEC) {
+			const uint64_t *d;
+
+			if (q[2] >= f[EPF_NPEERS])
+				continue;
+			d = (const uint64_t *) (uintptr_t) ((const uint64_t *) (uintptr_t) f[EPF_PEERS])[q[2]];
+			if (!d || d[FP_PEER] != epid)
+				continue;
+		}
+		return (int) i;
+	}
+	return -1;
+}
+
+/* psm2_fast_deliver is the receive half of the fast path: called by
+ * fi_cq_read with the CQ's page, it takes inline messages that arrived
+ * for the domain's only endpoint, matches them against the receives C
+ * queued, copies them into the receive buffers and writes their
+ * completions straight into the caller's buffer. It stops at anything
+ * else (another cell kind, an unexpected message, a short buffer) and
+ * leaves it to Go; it runs only while Go holds nothing these messages or
+ * receives could be ordered against (provider/fastep.go: deliverOK) and
+ * the CQ holds no older entry. Returns the entries written. */
+static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
+{
+	const uint64_t *dom;
+	uint64_t *f, stride, size;
+	char *r, *out = buf;
+	uint32_t *lk;
+	int locking;
+	ssize_t got = 0;
+
+	if (!cqf)
+		return 0;
+	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!dom)
+		return 0;
+	f = (uint64_t *) (uintptr_t) __atomic_load_n((uint64_t *) ((char *) dom + DOMF_SOLE_EP),
+						    __ATOMIC_ACQUIRE);
+	if (!f || !__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
+	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf ||
+	    !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED))
+		return 0;
+	lk = psm2_domlock(f, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	if (!__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
+	    (uint64_t *) (uintptr_t) __atomic_load_n((uint64_t *) ((char *) dom + DOMF_SOLE_EP),
+						     __ATOMIC_RELAXED) != f ||
+	    __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0)
+		goto out;
+	r = (char *) (uintptr_t) f[EPF_RING];
+	size = __atomic_load_n((uint64_t *) (r + RING_CELLS), __ATOMIC_RELAXED);
+	stride = cqf[CQF_STRIDE];
+	while ((size_t) got < count) {
+		uint64_t *consp = (uint64_t *) (r + RING_CONS);
+		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
+		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & (size - 1)) * CELL_SIZE;
+		const unsigned char *p = c + 8, *c2 = NULL;
+		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED), len, head, epid, tag, data = 0;
+		uint64_t *q, *e;
+		uint32_t hflags;
+		int i, with_data;
+
+		if (!n || __atomic_load_n((const uint64_t *) c, __ATOMIC_ACQUIRE) != cons + 1)
+			break;
+		if (p[0] != CELL_INLINE)
+			break;
+		len = p[2] | (uint64_t) p[3] << 8;
+		with_data = p[1] & CELL_HAS_DATA;
+		head = with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+		if (len > head) {
+			/* One continuation at most here; the unit was published
+			 * before its head cell. */
+			if (len > head + CONT_PAYLOAD)
+				break;
+			c2 = (const unsigned char *) r + RING_HDR + ((cons + 1) & (size - 1)) * CELL_SIZE;
+			if (__atomic_load_n((const uint64_t *) c2, __ATOMIC_ACQUIRE) != cons + 2 ||
+			    c2[8] != CELL_CONT)
+				break;
+		}
+		memcpy(&hflags, p + 4, 4);
+		memcpy(&epid, p + 8, 8);
+		memcpy(&tag, p + 16, 8);
+		if (with_data)
+			memcpy(&data, p + 24, 8);
+		i = psm2_rq_match(f, n, (hflags & HF_TAGGED) != 0, tag, epid);
+		if (i < 0)
+			break;	/* unexpected: Go keeps it */
+		q = f + EPF_RQ + i * EPF_RQ_WORDS;
+		if (q[1] < len)
+			break;	/* truncated: Go reports it */
+		if (len <= head) {
+			memcpy((void *) (uintptr_t) q[0], p + CELL_PAYLOAD - head, len);
+		} else {
+			memcpy((void *) (uintptr_t) q[0], p + CELL_PAYLOAD - head, head);
+			memcpy((char *) (uintptr_t) q[0] + head, c2 + 9, len - head);
+		}
+		if (!f[EPF_RX_SEL] || (q[6] & FI_COMPLETION)) {
+			e = (uint64_t *) (out + got * stride);
+			e[0] = q[5];
+			if (stride > 8) {
+				e[1] = FI_RECV | ((hflags & HF_TAGGED) ? FI_TAGGED : FI_MSG) |
+				       ((hflags & HF_DATA) ? FI_REMOTE_CQ_DATA : 0);
+				e[2] = len;
+			}
+			if (stride > 24) {
+				e[3] = q[0];
+				e[4] = data;
+			}
+			if (stride > 40)
+				e[5] = tag;
+			got++;
+		}
+		/* Take the receive out of the queue, keeping the others' order. */
+		memmove(q, q + EPF_RQ_WORDS, (n - 1 - i) * EPF_RQ_WORDS * 8);
+		__atomic_store_n(&f[EPF_RQ_COUNT], n - 1, __ATOMIC_RELAXED);
+		{
+			uint64_t *queued = (uint64_t *) ((char *) dom + DOMF_QUEUED);
+
+			__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) - 1,
+					 __ATOMIC_RELEASE);
+		}
+		__atomic_store_n(consp, cons + (c2 ? 2 : 1), __ATOMIC_RELEASE);
+	}
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return got;
 }
 
 #endif
