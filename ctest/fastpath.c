@@ -184,9 +184,16 @@ static unsigned char ord_buf[ORD_N][2048];
 static struct fi_context ord_sctx[ORD_N], ord_rctx[ORD_N];
 static int ord_got, ord_bad;
 
+/* Every third message is an eager fi_tsend (Go), every other one of the
+ * rest a small fi_tsend (C, with a completion), the others injects. */
 static size_t ord_len(int i)
 {
 	return (i % 3 == 2) ? 1000 + i : (size_t) (i % 60);
+}
+
+static int ord_completes(int i)
+{
+	return i % 3 == 2 || i % 2 == 1;
 }
 
 static void ord_check(const struct fi_cq_tagged_entry *e)
@@ -218,7 +225,7 @@ static void test_order(struct node *a, struct node *b, fi_addr_t ab)
 		fill(msg, len, i);
 		msg[0] = (unsigned char) i;
 		for (;;) {
-			if (i % 3 == 2)
+			if (ord_completes(i))
 				r = fi_tsend(a->ep, msg, len, NULL, ab, 0x77, &ord_sctx[i]);
 			else
 				r = fi_tinject(a->ep, msg, len, ab, 0x77);
@@ -230,7 +237,7 @@ static void test_order(struct node *a, struct node *b, fi_addr_t ab)
 		}
 		if (r)
 			ord_bad++;
-		if (i % 3 == 2)
+		if (ord_completes(i))
 			sends++;
 	}
 	while (ord_got < ORD_N) {
@@ -240,9 +247,24 @@ static void test_order(struct node *a, struct node *b, fi_addr_t ab)
 		}
 		ord_check(&e);
 	}
-	for (int k = 0; k < sends; k++)
-		if (!reap(a, &e))
+	/* The send completions, in send order. */
+	for (int k = 0, next = 0; k < sends; k++) {
+		int i;
+
+		if (!reap(a, &e)) {
 			ord_bad++;
+			break;
+		}
+		while (next < ORD_N && !ord_completes(next))
+			next++;
+		i = (struct fi_context *) e.op_context - ord_sctx;
+		if (i != next || !(e.flags & FI_SEND)) {
+			if (ord_bad++ < 5)
+				printf("FAIL: send completion %d is send %d (flags %#lx)\n", next, i,
+				       (unsigned long) e.flags);
+		}
+		next++;
+	}
 	CHECK(ord_bad == 0, "%d out-of-order or lost messages", ord_bad);
 }
 

@@ -131,6 +131,11 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 	if cq.ws != nil {
 		cq.ws.add(cq)
 	}
+	if cq.fast != nil {
+		d.lock()
+		d.cqs = append(d.cqs, cq)
+		d.unlock()
+	}
 	if cq.efd >= 0 || cq.ws != nil {
 		d.startProgress(true)
 	}
@@ -164,6 +169,27 @@ func (cq *CQ) push() *cqEntry {
 	e := &cq.ring[i]
 	*e = cqEntry{}
 	return e
+}
+
+// absorb moves the completions C queued in the CQ's page (fast.h:
+// psm2_fast_send) into the ring, in their order, after every entry
+// already there: C queues only behind the ring, and Domain.lock calls
+// absorb before anything else under the lock adds an entry.
+func (cq *CQ) absorb() {
+	if cq.fast == nil {
+		return
+	}
+	n := atomic.LoadUint64(fastWord(cq.fast, cqCQueued))
+	if n == 0 {
+		return
+	}
+	n = min(n, cqCCap)
+	for i := range int(n) {
+		w := (*[6]uint64)(unsafe.Pointer(&cq.fast[cqCEntries+i*cqCEntrySize]))
+		e := cq.push()
+		e.ctx, e.flags, e.len, e.buf, e.data, e.tag = uintptr(w[0]), w[1], w[2], uintptr(w[3]), w[4], w[5]
+	}
+	atomic.StoreUint64(fastWord(cq.fast, cqCQueued), 0)
 }
 
 // notify tells waiters that entries were added: called once per progress
@@ -467,6 +493,12 @@ func (cq *CQ) Close() error {
 		return fi.EBUSY
 	}
 	cq.closed = true
+	for i, c := range d.cqs {
+		if c == cq {
+			d.cqs = append(d.cqs[:i], d.cqs[i+1:]...)
+			break
+		}
+	}
 	d.unlock()
 	if cq.ws != nil {
 		cq.ws.remove(cq)

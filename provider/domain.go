@@ -39,6 +39,7 @@ type Domain struct {
 
 	mu  domLock
 	eps []*Endpoint // enabled endpoints, polled by progress; guarded by mu
+	cqs []*CQ       // open CQs with a fast-path page; guarded by mu
 
 	// fastLock: mu is the futex word in the domain page that the C fast
 	// paths share (lock.go, fastep.go).
@@ -156,8 +157,13 @@ func (d *Domain) lock() {
 	if d.locking {
 		d.mu.lock()
 	}
-	if d.fastLock && atomic.LoadUint64(fastWord(d.fast, domQueued)) != 0 {
-		d.drainLocked()
+	if d.fastLock {
+		if atomic.LoadUint64(fastWord(d.fast, domCQueued)) != 0 {
+			d.absorbLocked() // before anything adds a CQ entry
+		}
+		if atomic.LoadUint64(fastWord(d.fast, domQueued)) != 0 {
+			d.drainLocked()
+		}
 	}
 }
 

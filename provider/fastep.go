@@ -42,6 +42,11 @@ import (
 //	+80  address of the receive CQ's page
 //	+88  1 with FI_SELECTIVE_COMPLETION on the receive CQ
 //	+96  address of the endpoint's receive ring
+//	+104 address of the transmit CQ's page
+//	+112 1 with FI_SELECTIVE_COMPLETION on the transmit CQ
+//	+120 where send completions may go from C: 1 the transmit CQ's page
+//	     (it has no wait object to signal), 2 nowhere (no transmit CQ),
+//	     0 C must leave sends that complete to Go
 //	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
 //	     ignore, context, flags
 //
@@ -60,6 +65,9 @@ const (
 	epfRxCQ    = 80
 	epfRxSel   = 88
 	epfRing    = 96
+	epfTxCQ    = 104
+	epfTxSel   = 112
+	epfTxCQOK  = 120
 	epfRQ      = 128
 
 	rqEntrySize  = 64
@@ -133,6 +141,17 @@ func (ep *Endpoint) syncFastLocked() {
 	atomic.StoreUint64(fastWord(p, epfRxCQ), uint64(cqPage))
 	atomic.StoreUint64(fastWord(p, epfRxSel), b2u(ep.rxSel))
 	atomic.StoreUint64(fastWord(p, epfRing), uint64(uintptr(ep.tp.RingProbe())))
+	var txPage uintptr
+	txOK := uint64(2)
+	if cq := ep.txCQ; cq != nil {
+		txOK = 0
+		if cq.fast != nil && cq.efd < 0 && cq.ws == nil && cq.waitObj == fi.WAIT_NONE {
+			txPage, txOK = uintptr(unsafe.Pointer(&cq.fast[0])), 1
+		}
+	}
+	atomic.StoreUint64(fastWord(p, epfTxCQ), uint64(txPage))
+	atomic.StoreUint64(fastWord(p, epfTxSel), b2u(ep.txSel))
+	atomic.StoreUint64(fastWord(p, epfTxCQOK), txOK)
 	ep.syncDeliverLocked()
 }
 

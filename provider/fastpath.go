@@ -16,6 +16,11 @@ import (
 //	CQ page:     +0  entries queued (successes and errors)
 //	             +8  address of the domain block
 //	             +16 the entry size: 8, 24, 40 or 48 (the CQ format)
+//	             +24 completions C queued (fast.h, psm2_fast_send), newer
+//	                 than every entry in the Go ring; Go takes them over
+//	                 (CQ.absorb) first thing under the lock
+//	             +1024 those completions: cqCCap entries of 48 bytes (the
+//	                 tagged layout: context, flags, len, buf, data, tag)
 //	             +64 the err_data buffer of fi_cq_readerr (cq.go)
 //	domain page: +0  busy: nonzero while Go has work the rings do not show
 //	                 (operations in flight, queued control traffic, a due
@@ -43,10 +48,19 @@ const (
 	domLocking  = 132
 	domQueued   = 192
 	domSoleEP   = 208
+	domCQueued  = 216
 )
 
 // cqErrDataOff is where a CQ page keeps its err_data buffer.
 const cqErrDataOff = 64
+
+// The completions C queues in a CQ page.
+const (
+	cqCQueued    = 24
+	cqCEntries   = 1024
+	cqCEntrySize = 48
+	cqCCap       = 56
+)
 
 // fastPage maps one zeroed page outside the Go heap.
 func fastPage() []byte {
@@ -73,6 +87,14 @@ func (cq *CQ) FastPath() unsafe.Pointer {
 func (cq *CQ) setAvail() {
 	if cq.fast != nil {
 		atomicx.StoreRel64(fastWord(cq.fast, 0), uint64(cq.n))
+	}
+}
+
+// absorbLocked takes over the completions C queued in every CQ.
+func (d *Domain) absorbLocked() {
+	atomic.StoreUint64(fastWord(d.fast, domCQueued), 0)
+	for _, cq := range d.cqs {
+		cq.absorb()
 	}
 }
 

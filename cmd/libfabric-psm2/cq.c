@@ -31,7 +31,7 @@ static inline int cq_idle(const struct psm2_cq *c)
 	const uint64_t *f = c->fast, *d;
 	uint64_t n;
 
-	if (!f || __atomic_load_n(&f[0], __ATOMIC_ACQUIRE))
+	if (!f || __atomic_load_n(&f[0], __ATOMIC_ACQUIRE) || __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
 		return 0;
 	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[1], __ATOMIC_ACQUIRE);
 	if (!d || __atomic_load_n(&d[0], __ATOMIC_ACQUIRE))
@@ -72,6 +72,8 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 	if (buf && count) {
 		if (cq_idle(c))
 			return -FI_EAGAIN;
+		if ((n = psm2_fast_completions(c->fast, buf, count)) > 0)
+			return n;
 		if ((n = psm2_fast_deliver(c->fast, buf, count)) > 0)
 			return n;
 	}

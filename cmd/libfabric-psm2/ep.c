@@ -364,6 +364,9 @@ static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *de
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0, context,
+			   EP(ep)->tx_op_flags | FI_MSG) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, context,
 			      EP(ep)->tx_op_flags | FI_MSG);
 }
@@ -389,7 +392,7 @@ static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG));
@@ -401,6 +404,9 @@ static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data, context,
+			   EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, context,
 			      EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA);
 }
@@ -410,7 +416,7 @@ static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA));
@@ -470,6 +476,9 @@ static ssize_t tagged_send(struct fid_ep *ep, const void *buf, size_t len, void 
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0, context,
+			   EP(ep)->tx_op_flags | FI_TAGGED) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, context,
 			      EP(ep)->tx_op_flags | FI_TAGGED);
 }
@@ -498,7 +507,7 @@ static ssize_t tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED));
@@ -511,6 +520,9 @@ static ssize_t tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data, context,
+			   EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA) == PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, context,
 			      EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA);
 }
@@ -520,7 +532,7 @@ static ssize_t tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_inject(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA));

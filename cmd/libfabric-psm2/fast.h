@@ -41,7 +41,8 @@ enum {
 	EPF_SEND_OK = 0, EPF_RECV_OK = 1, EPF_TAG_MASK = 2, EPF_INJECT = 3,
 	EPF_CAPS = 4, EPF_NPEERS = 5, EPF_PEERS = 6, EPF_DOMAIN = 7,
 	EPF_RQ_COUNT = 8, EPF_DELIVER = 9, EPF_RX_CQ = 10, EPF_RX_SEL = 11,
-	EPF_RING = 12, EPF_RQ = 16,	/* byte 128 */
+	EPF_RING = 12, EPF_TX_CQ = 13, EPF_TX_SEL = 14, EPF_TX_CQ_OK = 15,
+	EPF_RQ = 16,	/* byte 128 */
 	EPF_RQ_CAP = 48, EPF_RQ_WORDS = 8,
 };
 
@@ -52,7 +53,9 @@ enum {
 #define DOMF_SOLE_EP 208
 
 /* CQ page words. */
-enum { CQF_COUNT = 0, CQF_DOMAIN = 1, CQF_STRIDE = 2 };
+enum { CQF_COUNT = 0, CQF_DOMAIN = 1, CQF_STRIDE = 2, CQF_CQUEUED = 3,
+       CQF_CENTRIES = 128 /* byte 1024 */, CQF_CCAP = 56, CQF_CWORDS = 6 };
+#define DOMF_CQUEUED 216
 
 /* Fast-peer descriptor words. */
 enum { FP_OK = 0, FP_RING = 1, FP_WAIT = 2, FP_SEQ = 3, FP_STATE = 4,
@@ -157,23 +160,36 @@ static inline int psm2_push(char *r, const uint64_t cells[][CELL_PAYLOAD / 8], u
 	return 0;
 }
 
-/* psm2_fast_inject is an inject of len bytes to dest, with the message's
- * tag and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can
- * be. f is the endpoint page (NULL: none). */
-static inline int psm2_fast_inject(const uint64_t *f, const void *buf, size_t len,
-				   fi_addr_t dest, int tagged, uint64_t tag,
-				   int has_data, uint64_t data)
+/* psm2_fast_send is a send of len bytes to dest, with the message's tag
+ * and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can be:
+ * an inline message to a connected shm peer. flags are the call's; with
+ * FI_INJECT it is an inject (at most inject_size bytes, no completion),
+ * otherwise its completion, if one is due, is queued in the transmit CQ's
+ * page (provider/fastpath.go) for fi_cq_read. f is the endpoint page
+ * (NULL: none). */
+static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
+				 fi_addr_t dest, int tagged, uint64_t tag,
+				 int has_data, uint64_t data, void *context, uint64_t flags)
 {
 	uint64_t cells[2][CELL_PAYLOAD / 8];
 	unsigned char *h = (unsigned char *) cells[0];
-	uint64_t *d, n, head;
+	uint64_t *d, *cq = NULL, n, head, cc = 0;
 	uint32_t *lk, hflags;
-	int locking, ret = PSM2_FAST_GO, with_data;
+	int locking, ret = PSM2_FAST_GO, with_data, inject = (flags & FI_INJECT) != 0, comp = 0;
 
 	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
 		return PSM2_FAST_GO;
-	if (len > f[EPF_INJECT] || (len && !buf) || dest >= f[EPF_NPEERS])
+	if ((inject && len > f[EPF_INJECT]) || (len && !buf) || dest >= f[EPF_NPEERS])
 		return PSM2_FAST_GO;
+	if (!inject) {
+		uint64_t ok = __atomic_load_n(&f[EPF_TX_CQ_OK], __ATOMIC_RELAXED);
+
+		if (ok == 0)
+			return PSM2_FAST_GO;
+		comp = ok == 1 && (!f[EPF_TX_SEL] || (flags & FI_COMPLETION));
+		if (comp)
+			cq = (uint64_t *) (uintptr_t) f[EPF_TX_CQ];
+	}
 	with_data = has_data && data != 0;
 	head = with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
 	if (len > head + CONT_PAYLOAD)
@@ -204,6 +220,11 @@ static inline int psm2_fast_inject(const uint64_t *f, const void *buf, size_t le
 		psm2_dlock(lk);
 	if (!__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
 		goto out;
+	if (comp) {
+		cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
+		if (cc >= CQF_CCAP)
+			goto out;	/* Go takes the queue over and sends this one */
+	}
 	d = (uint64_t *) (uintptr_t) __atomic_load_n(
 		&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
 	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED))
@@ -214,6 +235,18 @@ static inline int psm2_fast_inject(const uint64_t *f, const void *buf, size_t le
 	if (psm2_push((char *) (uintptr_t) d[FP_RING], (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
 		goto out;	/* full: Go queues or refuses it */
 	d[FP_SENT]++;
+	if (comp) {
+		/* The send is complete: the message is in the peer's ring (the
+		 * provider's choice for every completion level). */
+		uint64_t *e = cq + CQF_CENTRIES + cc * CQF_CWORDS;
+		uint64_t *pending = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_CQUEUED);
+
+		e[0] = (uint64_t) (uintptr_t) context;
+		e[1] = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+		e[2] = e[3] = e[4] = e[5] = 0;
+		__atomic_store_n(&cq[CQF_CQUEUED], cc + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
+	}
 	/* The doorbell (shm ring2; the fence only where membarrier is not
 	 * doing it for us: shm/fence.go). */
 	if (d[FP_FENCE])
@@ -229,6 +262,43 @@ out:
 	if (locking)
 		psm2_dunlock(lk);
 	return ret;
+}
+
+/* psm2_fast_completions hands out the send completions C queued in the
+ * CQ's page, when no older entry waits in Go's ring. */
+static inline ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count)
+{
+	uint64_t *cq = (uint64_t *) cqf, cc, stride, k;
+	const uint64_t *dom;
+	uint32_t *lk;
+	int locking;
+	ssize_t got = 0;
+
+	if (!cq || !__atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_ACQUIRE))
+		return 0;
+	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cq[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!dom)
+		return 0;
+	locking = __atomic_load_n((uint32_t *) ((char *) dom + DOMF_LOCKING), __ATOMIC_ACQUIRE) != 0;
+	lk = (uint32_t *) ((char *) dom + DOMF_LOCK);
+	if (locking)
+		psm2_dlock(lk);
+	cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
+	if (cc > CQF_CCAP || __atomic_load_n(&cq[CQF_COUNT], __ATOMIC_RELAXED) != 0)
+		goto out;
+	stride = cq[CQF_STRIDE] / 8;
+	for (k = 0; k < cc && k < count; k++) {
+		const uint64_t *e = cq + CQF_CENTRIES + k * CQF_CWORDS;
+
+		memcpy((uint64_t *) buf + k * stride, e, stride * 8);
+	}
+	got = (ssize_t) k;
+	memmove(cq + CQF_CENTRIES, cq + CQF_CENTRIES + k * CQF_CWORDS, (cc - k) * CQF_CWORDS * 8);
+	__atomic_store_n(&cq[CQF_CQUEUED], cc - k, __ATOMIC_RELEASE);
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return got;
 }
 
 /* psm2_fast_recv queues a receive of one buffer, done in C when it can be.
@@ -352,7 +422,8 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 	if (!__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
 	    (uint64_t *) (uintptr_t) __atomic_load_n((uint64_t *) ((char *) dom + DOMF_SOLE_EP),
 						     __ATOMIC_RELAXED) != f ||
-	    __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0)
+	    __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
+	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
 		goto out;
 	r = (char *) (uintptr_t) f[EPF_RING];
 	size = __atomic_load_n((uint64_t *) (r + RING_CELLS), __ATOMIC_RELAXED);
