@@ -905,6 +905,9 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 	if !asymFences() {
 		timeout = capWait(timeout, fallbackWait)
 	}
+	// A safety net, not a mechanism: no wakeup is known to be lost, but
+	// if one were, a sleeper would still look again within safetyWait.
+	timeout = capWait(timeout, safetyWait)
 	seq := e.bellSeq.Load()
 	e.bellWaiters.Add(1)
 	receiverFence() // producers do not fence: see fence.go

@@ -28,6 +28,9 @@ const (
 	membarrierCmdRegisterGlobalExpedited = 1 << 2 // MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED
 
 	fallbackWait = 10 * time.Millisecond
+
+	// safetyWait bounds every sleep in Wait (endpoint.go).
+	safetyWait = 100 * time.Millisecond
 )
 
 var asym struct {

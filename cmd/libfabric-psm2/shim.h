@@ -53,6 +53,9 @@ struct psm2_cq {
 	/* The idle fast path (provider/fastpath.go): entries queued at +0,
 	 * the domain block's address at +8. NULL: always call Go. */
 	const uint64_t *fast;
+	/* Idle answers given in C in a row, and since when (cq.c). */
+	uint32_t idle_polls;
+	uint64_t idle_since;
 };
 
 struct psm2_cntr {
