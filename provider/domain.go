@@ -168,10 +168,9 @@ func (d *Domain) lock() {
 }
 
 func (d *Domain) unlock() {
-	if d.fastLock {
-		for _, ep := range d.eps {
-			ep.syncDeliverLocked()
-		}
+	// C delivers only for a domain's sole endpoint (fastpath.go: domSoleEP).
+	if d.fastLock && len(d.eps) == 1 {
+		d.eps[0].syncDeliverLocked()
 	}
 	if d.locking {
 		d.mu.unlock()

@@ -47,7 +47,8 @@ type Endpoint struct {
 
 	engine // matching state, msg.go
 
-	fast fastEP // the C posting fast path's page (fastep.go)
+	fast    fastEP // the C posting fast path's page (fastep.go)
+	hasRing bool   // the wire has a C-readable ring (RingProbe); set at Enable
 }
 
 // Endpoint option names (FI_OPT_ENDPOINT level).

@@ -140,7 +140,9 @@ func (ep *Endpoint) syncFastLocked() {
 	}
 	atomic.StoreUint64(fastWord(p, epfRxCQ), uint64(cqPage))
 	atomic.StoreUint64(fastWord(p, epfRxSel), b2u(ep.rxSel))
-	atomic.StoreUint64(fastWord(p, epfRing), uint64(uintptr(ep.tp.RingProbe())))
+	ring := ep.tp.RingProbe()
+	ep.hasRing = ring != nil
+	atomic.StoreUint64(fastWord(p, epfRing), uint64(uintptr(ring)))
 	var txPage uintptr
 	txOK := uint64(2)
 	if cq := ep.txCQ; cq != nil {
@@ -170,7 +172,7 @@ func (ep *Endpoint) deliverOK() bool {
 	return ep.enabled && !ep.closed && e.posted[0].head == nil && e.posted[1].head == nil &&
 		e.unexp[0].head == nil && e.unexp[1].head == nil && e.claimed.head == nil &&
 		e.pending == 0 && ep.recvCntr == nil &&
-		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil && ep.tp.RingProbe() != nil
+		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil && ep.hasRing
 }
 
 // syncDeliverLocked republishes deliverOK.
