@@ -56,8 +56,7 @@ func (l *domLock) lockSlow() {
 	}
 	nap := unix.NsecToTimespec(int64(lockNap))
 	for atomic.SwapUint32(l.w, 2) != 0 {
-		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(l.w)), futexWaitPrivate, 2,
-			uintptr(unsafe.Pointer(&nap)), 0, 0)
+		futexPrivate(l.w, futexWaitPrivate, 2, &nap)
 	}
 }
 
@@ -71,7 +70,7 @@ func (l *domLock) unlock() {
 		return
 	}
 	if atomic.SwapUint32(l.w, 0) == 2 {
-		futexPrivate(l.w, futexWakePrivate, 1)
+		futexPrivate(l.w, futexWakePrivate, 1, nil)
 	}
 }
 
@@ -82,8 +81,9 @@ const (
 	futexWakePrivate = 1 | 128
 )
 
-// futexPrivate is futex(2) on a word of this process: here, wake val
-// sleepers.
-func futexPrivate(w *uint32, op int, val uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val), 0, 0, 0)
+// futexPrivate is futex(2) on a word of this process: wait while *w ==
+// val (at most ts, if not nil), or wake val sleepers.
+func futexPrivate(w *uint32, op int, val uint32, ts *unix.Timespec) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val),
+		uintptr(unsafe.Pointer(ts)), 0, 0)
 }

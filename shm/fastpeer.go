@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -79,24 +78,24 @@ func (e *Endpoint) syncFast(p *peer) {
 	d := e.fast[int(p.idx)*FastPeerSize:][:FastPeerSize]
 	ok := p.connected && p.dead == nil && p.ctlHead == len(p.ctl) && p.ring != nil && !e.closed
 	if !ok {
-		atomic.StoreUint64(fastWord(d, fpOK), 0)
+		wordAt(d, fpOK).Store(0)
 		return
 	}
-	atomic.StoreUint64(fastWord(d, fpRing), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p.ring.mem)))))
-	atomic.StoreUint64(fastWord(d, fpWait), uint64(uintptr(unsafe.Pointer(p.bellWait))))
-	atomic.StoreUint64(fastWord(d, fpSeq), uint64(uintptr(unsafe.Pointer(p.bellSeq))))
-	atomic.StoreUint64(fastWord(d, fpState), uint64(uintptr(unsafe.Pointer(wordAt(p.seg.mem, offSegState)))))
-	atomic.StoreUint64(fastWord(d, fpEPID), e.epid)
-	atomic.StoreUint64(fastWord(d, fpPeer), p.epid)
-	atomic.StoreUint64(fastWord(d, fpFence), b2u(!asymFences()))
-	atomic.StoreUint64(fastWord(d, fpOK), 1)
+	wordAt(d, fpRing).Store(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p.ring.mem)))))
+	wordAt(d, fpWait).Store(uint64(uintptr(unsafe.Pointer(p.bellWait))))
+	wordAt(d, fpSeq).Store(uint64(uintptr(unsafe.Pointer(p.bellSeq))))
+	wordAt(d, fpState).Store(uint64(uintptr(unsafe.Pointer(wordAt(p.seg.mem, offSegState)))))
+	wordAt(d, fpEPID).Store(e.epid)
+	wordAt(d, fpPeer).Store(p.epid)
+	wordAt(d, fpFence).Store(b2u(!asymFences()))
+	wordAt(d, fpOK).Store(1)
 }
 
 // fastSent is what C producers sent through the descriptors.
 func (e *Endpoint) fastSent() uint64 {
 	var n uint64
 	for i := 0; i < len(e.fast); i += FastPeerSize {
-		n += atomic.LoadUint64(fastWord(e.fast, i+fpSent))
+		n += wordAt(e.fast, i+fpSent).Load()
 	}
 	return n
 }

@@ -119,9 +119,11 @@ static inline void psm2_dunlock(uint32_t *w)
 		psm2_futex(w, FUTEX_WAKE_PRIVATE, 1);
 }
 
-static inline uint32_t *psm2_domlock(const uint64_t *f, int *locking)
+/* psm2_domlock returns the lock word of domain page dom, and whether the
+ * domain locks at all. */
+static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 {
-	char *dom = (char *) (uintptr_t) f[EPF_DOMAIN];
+	char *dom = (char *) domp;
 
 	*locking = __atomic_load_n((uint32_t *) (dom + DOMF_LOCKING), __ATOMIC_ACQUIRE) != 0;
 	return (uint32_t *) (dom + DOMF_LOCK);
@@ -215,7 +217,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		memcpy((unsigned char *) cells[1] + 1, (const char *) buf + head, len - head);
 	}
 
-	lk = psm2_domlock(f, &locking);
+	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)
 		psm2_dlock(lk);
 	if (!__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
@@ -279,8 +281,7 @@ static inline ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size
 	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cq[CQF_DOMAIN], __ATOMIC_ACQUIRE);
 	if (!dom)
 		return 0;
-	locking = __atomic_load_n((uint32_t *) ((char *) dom + DOMF_LOCKING), __ATOMIC_ACQUIRE) != 0;
-	lk = (uint32_t *) ((char *) dom + DOMF_LOCK);
+	lk = psm2_domlock(dom, &locking);
 	if (locking)
 		psm2_dlock(lk);
 	cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
@@ -315,7 +316,7 @@ static inline int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t s
 		return PSM2_FAST_GO;
 	if ((flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD)) || (len && !buf))
 		return PSM2_FAST_GO;
-	lk = psm2_domlock(f, &locking);
+	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)
 		psm2_dlock(lk);
 	if (!__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
@@ -416,7 +417,7 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf ||
 	    !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED))
 		return 0;
-	lk = psm2_domlock(f, &locking);
+	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)
 		psm2_dlock(lk);
 	if (!__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
