@@ -15,7 +15,7 @@ SHIM     := cmd/libfabric-psm2
 LIB      := $(LIBDIR)/libfabric.so.1
 DLLIB    := $(LIBDIR)/libfabric/libpsm2-fi.so
 GOSRC    := $(shell find . -name '*.go' -not -path './build/*') \
-            $(wildcard $(SHIM)/*.c $(SHIM)/*.h $(SHIM)/*.map) go.mod go.sum \
+            $(wildcard $(SHIM)/*.c $(SHIM)/*.h $(SHIM)/*.map $(SHIM)/*.sh) go.mod go.sum \
             $(shell find include -name '*.h')
 CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
@@ -31,16 +31,18 @@ deps:
 $(LIB): $(GOSRC)
 	@mkdir -p $(LIBDIR)
 	$(GO) build -buildmode=c-shared -trimpath \
-	  -ldflags "-extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/libfabric.map -Wl,-soname,libfabric.so.1 -Wl,-z,nodelete'" \
+	  -ldflags "-extld=$(CURDIR)/$(SHIM)/extld.sh -extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/libfabric.map -Wl,-soname,libfabric.so.1 -Wl,-z,nodelete'" \
 	  -o $@ $(CMD)
+	@readelf -SW $@ | grep -q psm2_goinit || { echo "$@: the Go runtime would start at load (no psm2_goinit)"; rm -f $@; exit 1; }
 	@rm -f $(LIBDIR)/libfabric.so.1.h
 	ln -sf libfabric.so.1 $(LIBDIR)/libfabric.so
 
 $(DLLIB): $(GOSRC)
 	@mkdir -p $(dir $@)
 	$(GO) build -tags dl -buildmode=c-shared -trimpath \
-	  -ldflags "-extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/dl.map -Wl,-z,nodelete'" \
+	  -ldflags "-extld=$(CURDIR)/$(SHIM)/extld.sh -extldflags '-Wl,--version-script=$(CURDIR)/$(SHIM)/dl.map -Wl,-z,nodelete'" \
 	  -o $@ $(CMD)
+	@readelf -SW $@ | grep -q psm2_goinit || { echo "$@: the Go runtime would start at load (no psm2_goinit)"; rm -f $@; exit 1; }
 	@rm -f $(DLLIB:.so=.h)
 
 demo: deps all

@@ -21,6 +21,7 @@ struct psm2_av *psm2_av_new(void *context)
 
 static int av_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_av_close((struct psm2_av *) fid);
@@ -28,6 +29,7 @@ static int av_close(struct fid *fid)
 
 static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	void *h;
 
 	if (!fid || !bfid)
@@ -41,6 +43,7 @@ static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 static int av_insert(struct fid_av *av, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!av)
 		return -FI_EINVAL;
 	return psm2go_av_insert((struct psm2_av *) av, (void *) addr, count,
@@ -50,6 +53,7 @@ static int av_insert(struct fid_av *av, const void *addr, size_t count,
 static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!av)
 		return -FI_EINVAL;
 	return psm2go_av_insertsvc((struct psm2_av *) av, (char *) node, (char *) service,
@@ -60,6 +64,7 @@ static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
 			const char *service, size_t svccnt, fi_addr_t *fi_addr,
 			uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!av)
 		return -FI_EINVAL;
 	return psm2go_av_insertsym((struct psm2_av *) av, (char *) node, nodecnt,
@@ -69,6 +74,7 @@ static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
 static int av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
 		     uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!av)
 		return -FI_EINVAL;
 	return psm2go_av_remove((struct psm2_av *) av, fi_addr, count, flags);
@@ -77,6 +83,7 @@ static int av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
 static int av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr,
 		     size_t *addrlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!av || !addrlen)
 		return -FI_EINVAL;
 	return psm2go_av_lookup((struct psm2_av *) av, fi_addr, addr, addrlen);
@@ -85,6 +92,7 @@ static int av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr,
 static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 			      size_t *len)
 {
+	PSM2_FORK_GUARD(NULL);
 	if (!av || !addr || !len)
 		return NULL;
 	psm2go_av_straddr((struct psm2_av *) av, (void *) addr, buf, len);
@@ -94,6 +102,7 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 static int av_set(struct fid_av *av, struct fi_av_set_attr *attr,
 		  struct fid_av_set **av_set_fid, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) av; (void) attr; (void) av_set_fid; (void) context;
 	return -FI_ENOSYS;
 }

@@ -22,11 +22,13 @@ struct psm2_cntr *psm2_cntr_new(void *context, int32_t wait_obj)
 
 static uint64_t cntr_read(struct fid_cntr *cntr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_read(((struct psm2_cntr *) cntr)->slot, 0);
 }
 
 static uint64_t cntr_readerr(struct fid_cntr *cntr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_read(((struct psm2_cntr *) cntr)->slot, 1);
 }
 
@@ -34,31 +36,37 @@ enum { CNTR_ADD, CNTR_SET, CNTR_ADDERR, CNTR_SETERR };
 
 static int cntr_add(struct fid_cntr *cntr, uint64_t value)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_update(((struct psm2_cntr *) cntr)->slot, CNTR_ADD, value);
 }
 
 static int cntr_set(struct fid_cntr *cntr, uint64_t value)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_update(((struct psm2_cntr *) cntr)->slot, CNTR_SET, value);
 }
 
 static int cntr_adderr(struct fid_cntr *cntr, uint64_t value)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_update(((struct psm2_cntr *) cntr)->slot, CNTR_ADDERR, value);
 }
 
 static int cntr_seterr(struct fid_cntr *cntr, uint64_t value)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_update(((struct psm2_cntr *) cntr)->slot, CNTR_SETERR, value);
 }
 
 static int cntr_wait(struct fid_cntr *cntr, uint64_t threshold, int timeout)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_cntr_wait(((struct psm2_cntr *) cntr)->slot, threshold, timeout);
 }
 
 static int cntr_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_cntr_close((struct psm2_cntr *) fid);
@@ -66,6 +74,7 @@ static int cntr_close(struct fid *fid)
 
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_cntr *c = (struct psm2_cntr *) fid;
 	int fd;
 

@@ -33,9 +33,13 @@ uint32_t fi_version(void)
 int fi_getinfo(uint32_t version, const char *node, const char *service,
 	       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
 {
+	int ret;
+
 	if (!info)
 		return -FI_EINVAL;
 	*info = NULL;
+	if ((ret = psm2_go_enter(__func__)))
+		return ret;
 	return psm2go_getinfo(version, (char *) node, (char *) service, flags,
 			      (struct fi_info *) hints, info);
 }
@@ -52,6 +56,10 @@ struct fi_info *fi_dupinfo(const struct fi_info *info)
 
 int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {
+	int ret;
+
+	if ((ret = psm2_go_enter(__func__)))
+		return ret;
 	return psm2go_core_fabric(attr, fabric, context);
 }
 
@@ -112,6 +120,8 @@ char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype)
 		}
 		return buf;
 	}
+	if (psm2_go_enter(__func__))
+		return buf;
 	psm2go_tostr(buf, len, (void *) data, datatype);
 	return buf;
 }
@@ -137,6 +147,10 @@ int fi_param_define(const struct fi_provider *provider, const char *param_name,
 	va_end(ap);
 	if (ret < 0)
 		return -FI_ENOMEM;
+	if ((ret = psm2_go_enter(__func__))) {
+		free(help);
+		return ret;
+	}
 	ret = psm2go_param_define(provider ? (char *) provider->name : NULL,
 				  (char *) param_name, type, help);
 	free(help);
@@ -162,6 +176,8 @@ int fi_param_get(struct fi_provider *provider, const char *param_name, void *val
 
 	if (!param_name || !value)
 		return -FI_EINVAL;
+	if ((ret = psm2_go_enter(__func__)))
+		return ret;
 	ret = psm2go_param_lookup(provider ? (char *) provider->name : NULL,
 				  (char *) param_name, env, sizeof(env), &type);
 	if (ret)
@@ -193,8 +209,12 @@ int fi_param_get(struct fi_provider *provider, const char *param_name, void *val
 
 int fi_getparams(struct fi_param **params, int *count)
 {
+	int ret;
+
 	if (!params || !count)
 		return -FI_EINVAL;
+	if ((ret = psm2_go_enter(__func__)))
+		return ret;
 	return psm2go_getparams(params, count);
 }
 
@@ -215,6 +235,8 @@ void fi_freeparams(struct fi_param *params)
 int fi_log_enabled(const struct fi_provider *prov, enum fi_log_level level,
 		   enum fi_log_subsys subsys)
 {
+	if (psm2_go_enter(__func__))
+		return 0;
 	log_sync();
 	if ((unsigned) level >= FI_LOG_MAX || (unsigned) subsys >= FI_LOG_SUBSYS_MAX)
 		return 0;
@@ -223,6 +245,16 @@ int fi_log_enabled(const struct fi_provider *prov, enum fi_log_level level,
 	if (prov && prov->name)
 		return !psm2go_log_prov_filtered((char *) prov->name);
 	return 1;
+}
+
+/* Whether FI_LOG_LEVEL asks for warnings, read without Go: for the log
+ * line of a forked child (start.c). */
+int psm2_log_warn_enabled(void)
+{
+	const char *l = getenv("FI_LOG_LEVEL");
+
+	return l && (!strcasecmp(l, "warn") || !strcasecmp(l, "trace") ||
+		     !strcasecmp(l, "info") || !strcasecmp(l, "debug"));
 }
 
 static uint64_t now_ms(void)
@@ -255,7 +287,7 @@ void fi_log(const struct fi_provider *prov, enum fi_log_level level,
 	char msg[1024];
 	va_list ap;
 
-	if (!fmt)
+	if (!fmt || psm2_go_enter(__func__))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -104,6 +104,7 @@ static inline int cq_quiet(struct psm2_cq *c)
 
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_cq *c = (struct psm2_cq *) cq;
 	ssize_t n;
 
@@ -121,6 +122,7 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 			   fi_addr_t *src_addr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_cq *c = (struct psm2_cq *) cq;
 
 	if (buf && count && cq_quiet(c))
@@ -131,6 +133,7 @@ static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 			  uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!cq || !buf)
 		return -FI_EINVAL;
 	return psm2go_cq_readerr(((struct psm2_cq *) cq)->slot, buf, flags);
@@ -139,6 +142,7 @@ static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			const void *cond, int timeout)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!cq)
 		return -FI_EINVAL;
 	return psm2go_cq_sread(((struct psm2_cq *) cq)->slot, buf, count, NULL,
@@ -148,6 +152,7 @@ static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count,
 static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 			    fi_addr_t *src_addr, const void *cond, int timeout)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!cq)
 		return -FI_EINVAL;
 	return psm2go_cq_sread(((struct psm2_cq *) cq)->slot, buf, count, src_addr,
@@ -156,6 +161,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 
 static int cq_signal(struct fid_cq *cq)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!cq)
 		return -FI_EINVAL;
 	return psm2go_cq_signal((struct psm2_cq *) cq);
@@ -164,6 +170,7 @@ static int cq_signal(struct fid_cq *cq)
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno,
 			       const void *err_data, char *buf, size_t len)
 {
+	PSM2_FORK_GUARD(NULL);
 	(void) err_data;
 	if (!buf || !len)
 		buf = psm2_strerror_buf(&len);
@@ -173,6 +180,7 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno,
 
 static int cq_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_cq_close((struct psm2_cq *) fid);
@@ -180,6 +188,7 @@ static int cq_close(struct fid *fid)
 
 static int cq_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_cq *c = (struct psm2_cq *) fid;
 	int fd;
 

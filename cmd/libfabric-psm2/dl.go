@@ -27,7 +27,17 @@ type library struct {
 	prov *provider.Provider
 }
 
-var lib = &library{prov: provider.New(dlHost{})}
+// lib is made by psm2go_dl_init, which fi_prov_ini calls on the host
+// libfabric's thread, so the provider's parameters are defined there and
+// not from the Go runtime's own start-up thread.
+var lib *library
+
+//export psm2go_dl_init
+func psm2go_dl_init() {
+	if lib == nil {
+		lib = &library{prov: provider.New(dlHost{})}
+	}
+}
 
 // dlHost serves the provider from the host libfabric.
 type dlHost struct{}

@@ -57,6 +57,7 @@ struct psm2_domain *psm2_domain_new(struct psm2_fabric *fabric, void *context)
 
 static int domain_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_domain_close((struct psm2_domain *) fid);
@@ -64,6 +65,7 @@ static int domain_close(struct fid *fid)
 
 static int domain_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_domain *d = (struct psm2_domain *) fid;
 	struct fi_mr_map_raw *map;
 	struct fi_fid_var *var;
@@ -98,6 +100,7 @@ static int domain_control(struct fid *fid, int command, void *arg)
 static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 			  struct fid_av **av, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!domain || !av)
 		return -FI_EINVAL;
 	return psm2go_av_open((struct psm2_domain *) domain, attr, av, context);
@@ -106,6 +109,7 @@ static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 			  struct fid_cq **cq, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!domain || !attr || !cq)
 		return -FI_EINVAL;
 	return psm2go_cq_open((struct psm2_domain *) domain, attr, cq, context);
@@ -114,6 +118,7 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
 			   struct fid_ep **ep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!domain || !ep)
 		return -FI_EINVAL;
 	return psm2go_ep_open((struct psm2_domain *) domain, info, ep, context);
@@ -122,6 +127,7 @@ static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
 static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
 			    struct fid_ep **ep, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (flags)
 		return -FI_EBADFLAGS;
 	return domain_endpoint(domain, info, ep, context);
@@ -130,6 +136,7 @@ static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
 static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **sep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) domain; (void) info; (void) sep; (void) context;
 	return -FI_ENOSYS;
 }
@@ -137,6 +144,7 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 			    struct fid_cntr **cntr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!domain || !attr || !cntr)
 		return -FI_EINVAL;
 	return psm2go_cntr_open((struct psm2_domain *) domain, attr, cntr, context);
@@ -145,6 +153,7 @@ static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr
 static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 			    struct fid_poll **pollset)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!domain || !attr || !pollset)
 		return -FI_EINVAL;
 	return psm2go_poll_open((struct psm2_domain *) domain, attr, pollset);
@@ -153,6 +162,7 @@ static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr
 static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 			  struct fid_stx **stx, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) domain; (void) attr; (void) stx; (void) context;
 	return -FI_ENOSYS;
 }
@@ -160,6 +170,7 @@ static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 			  struct fid_ep **rx_ep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) domain; (void) attr; (void) rx_ep; (void) context;
 	return -FI_ENOSYS;
 }
@@ -167,6 +178,7 @@ static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) domain; (void) datatype; (void) op; (void) attr; (void) flags;
 	return -FI_ENOSYS;
 }
@@ -174,6 +186,7 @@ static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datat
 static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 				   struct fi_collective_attr *attr, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) domain; (void) coll; (void) attr; (void) flags;
 	return -FI_ENOSYS;
 }

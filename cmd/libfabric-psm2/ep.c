@@ -59,6 +59,7 @@ static struct psm2_ep *ep_of(struct fid *fid)
 
 static int ep_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e)
@@ -76,6 +77,7 @@ static int ep_close(struct fid *fid)
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 	void *h;
 
@@ -122,6 +124,7 @@ static int ep_set_opflags(struct psm2_ep *e, uint64_t flags)
 
 static int ep_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid), *a, *base;
 	struct fi_alias *alias;
 	uint64_t *flags;
@@ -188,6 +191,7 @@ struct fi_ops psm2_ep_fi_ops = {
 
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e)
@@ -197,6 +201,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e || !optval || !optlen)
@@ -207,6 +212,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
 		     size_t optlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e || !optval)
@@ -217,6 +223,7 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
 static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		     struct fid_ep **tx_ep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) sep; (void) index; (void) attr; (void) tx_ep; (void) context;
 	return -FI_ENOSYS;
 }
@@ -224,17 +231,20 @@ static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 		     struct fid_ep **rx_ep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) sep; (void) index; (void) attr; (void) rx_ep; (void) context;
 	return -FI_ENOSYS;
 }
 
 static ssize_t ep_rx_size_left(struct fid_ep *ep)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_ep_size_left(EP(ep)->slot, 0);
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *ep)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_ep_size_left(EP(ep)->slot, 1);
 }
 
@@ -253,6 +263,7 @@ static struct fi_ops_ep ep_ops = {
 
 static int cm_setname(fid_t fid, void *addr, size_t addrlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e || !addr)
@@ -262,6 +273,7 @@ static int cm_setname(fid_t fid, void *addr, size_t addrlen)
 
 static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_ep *e = ep_of(fid);
 
 	if (!e || !addrlen)
@@ -271,6 +283,7 @@ static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) addr; (void) addrlen;
 	return -FI_ENOSYS;
 }
@@ -278,18 +291,21 @@ static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 static int cm_connect(struct fid_ep *ep, const void *addr, const void *param,
 		      size_t paramlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) addr; (void) param; (void) paramlen;
 	return -FI_ENOSYS;
 }
 
 static int cm_listen(struct fid_pep *pep)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) pep;
 	return -FI_ENOSYS;
 }
 
 static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) param; (void) paramlen;
 	return -FI_ENOSYS;
 }
@@ -297,12 +313,14 @@ static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
 static int cm_reject(struct fid_pep *pep, fid_t handle, const void *param,
 		     size_t paramlen)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) pep; (void) handle; (void) param; (void) paramlen;
 	return -FI_ENOSYS;
 }
 
 static int cm_shutdown(struct fid_ep *ep, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) flags;
 	return -FI_ENOSYS;
 }
@@ -310,6 +328,7 @@ static int cm_shutdown(struct fid_ep *ep, uint64_t flags)
 static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		   struct fid_mc **mc, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) addr; (void) flags; (void) mc; (void) context;
 	return -FI_ENOSYS;
 }
@@ -332,6 +351,7 @@ static struct fi_ops_cm ep_cm_ops = {
 static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	(void) desc;
@@ -345,6 +365,7 @@ static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 			 size_t count, fi_addr_t src_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
 	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) iov, count, src_addr, 0, 0,
 			      context, EP(ep)->rx_op_flags | FI_MSG);
@@ -352,6 +373,7 @@ static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc
 
 static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg)
 		return -FI_EINVAL;
 	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
@@ -361,6 +383,7 @@ static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t
 static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			fi_addr_t dest_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
@@ -374,6 +397,7 @@ static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *de
 static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 			 size_t count, fi_addr_t dest_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
 	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, 0, 0,
 			      context, EP(ep)->tx_op_flags | FI_MSG);
@@ -381,6 +405,7 @@ static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc
 
 static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg)
 		return -FI_EINVAL;
 	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
@@ -390,6 +415,7 @@ static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t
 static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 			  fi_addr_t dest_addr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
@@ -401,6 +427,7 @@ static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			    uint64_t data, fi_addr_t dest_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
@@ -414,6 +441,7 @@ static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void
 static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest_addr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
@@ -441,6 +469,7 @@ static ssize_t tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			   fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 			   void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	(void) desc;
@@ -455,6 +484,7 @@ static ssize_t tagged_recvv(struct fid_ep *ep, const struct iovec *iov, void **d
 			    size_t count, fi_addr_t src_addr, uint64_t tag,
 			    uint64_t ignore, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
 	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) iov, count, src_addr, tag,
 			      ignore, context, EP(ep)->rx_op_flags | FI_TAGGED);
@@ -463,6 +493,7 @@ static ssize_t tagged_recvv(struct fid_ep *ep, const struct iovec *iov, void **d
 static ssize_t tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			      uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg)
 		return -FI_EINVAL;
 	return psm2go_ep_recv(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
@@ -473,6 +504,7 @@ static ssize_t tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg
 static ssize_t tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			   fi_addr_t dest_addr, uint64_t tag, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
@@ -487,6 +519,7 @@ static ssize_t tagged_sendv(struct fid_ep *ep, const struct iovec *iov, void **d
 			    size_t count, fi_addr_t dest_addr, uint64_t tag,
 			    void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
 	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, tag, 0,
 			      context, EP(ep)->tx_op_flags | FI_TAGGED);
@@ -495,6 +528,7 @@ static ssize_t tagged_sendv(struct fid_ep *ep, const struct iovec *iov, void **d
 static ssize_t tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			      uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg)
 		return -FI_EINVAL;
 	return psm2go_ep_send(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
@@ -505,6 +539,7 @@ static ssize_t tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg
 static ssize_t tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 			     fi_addr_t dest_addr, uint64_t tag)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
@@ -517,6 +552,7 @@ static ssize_t tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
 			       void *desc, uint64_t data, fi_addr_t dest_addr,
 			       uint64_t tag, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
@@ -530,6 +566,7 @@ static ssize_t tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
 static ssize_t tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 				 uint64_t data, fi_addr_t dest_addr, uint64_t tag)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
@@ -556,6 +593,7 @@ static struct fi_ops_tagged ep_tagged_ops = {
 static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) len; (void) desc; (void) src_addr;
 	(void) addr; (void) key; (void) context;
 	return -FI_ENOSYS;
@@ -565,6 +603,7 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 			 size_t count, fi_addr_t src_addr, uint64_t addr,
 			 uint64_t key, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) iov; (void) desc; (void) count; (void) src_addr;
 	(void) addr; (void) key; (void) context;
 	return -FI_ENOSYS;
@@ -573,6 +612,7 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			   uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) flags;
 	return -FI_ENOSYS;
 }
@@ -581,6 +621,7 @@ static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *d
 			 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			 void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) len; (void) desc; (void) dest_addr;
 	(void) addr; (void) key; (void) context;
 	return -FI_ENOSYS;
@@ -590,6 +631,7 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **des
 			  size_t count, fi_addr_t dest_addr, uint64_t addr,
 			  uint64_t key, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
 	(void) addr; (void) key; (void) context;
 	return -FI_ENOSYS;
@@ -598,6 +640,7 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **des
 static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) flags;
 	return -FI_ENOSYS;
 }
@@ -605,6 +648,7 @@ static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 			  fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) len; (void) dest_addr; (void) addr; (void) key;
 	return -FI_ENOSYS;
 }
@@ -613,6 +657,7 @@ static ssize_t rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest_addr,
 			     uint64_t addr, uint64_t key, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) len; (void) desc; (void) data;
 	(void) dest_addr; (void) addr; (void) key; (void) context;
 	return -FI_ENOSYS;
@@ -622,6 +667,7 @@ static ssize_t rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest_addr, uint64_t addr,
 			      uint64_t key)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) len; (void) data; (void) dest_addr;
 	(void) addr; (void) key;
 	return -FI_ENOSYS;
@@ -647,6 +693,7 @@ static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 			    uint64_t key, enum fi_datatype datatype, enum fi_op op,
 			    void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) dest_addr;
 	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
 	return -FI_ENOSYS;
@@ -657,6 +704,7 @@ static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
 			     uint64_t addr, uint64_t key, enum fi_datatype datatype,
 			     enum fi_op op, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
 	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
 	return -FI_ENOSYS;
@@ -665,6 +713,7 @@ static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
 static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			       uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) flags;
 	return -FI_ENOSYS;
 }
@@ -673,6 +722,7 @@ static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
 			     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 			     enum fi_datatype datatype, enum fi_op op)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) dest_addr; (void) addr;
 	(void) key; (void) datatype; (void) op;
 	return -FI_ENOSYS;
@@ -684,6 +734,7 @@ static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count
 				enum fi_datatype datatype, enum fi_op op,
 				void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
 	(void) result_desc; (void) dest_addr; (void) addr; (void) key;
 	(void) datatype; (void) op; (void) context;
@@ -697,6 +748,7 @@ static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov,
 				 enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) iov; (void) desc; (void) count; (void) resultv;
 	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
 	(void) key; (void) datatype; (void) op; (void) context;
@@ -707,6 +759,7 @@ static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
 				   struct fi_ioc *resultv, void **result_desc,
 				   size_t result_count, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) resultv; (void) result_desc;
 	(void) result_count; (void) flags;
 	return -FI_ENOSYS;
@@ -718,6 +771,7 @@ static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count
 				uint64_t addr, uint64_t key, enum fi_datatype datatype,
 				enum fi_op op, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) compare;
 	(void) compare_desc; (void) result; (void) result_desc; (void) dest_addr;
 	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
@@ -733,6 +787,7 @@ static ssize_t atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov,
 				 enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) iov; (void) desc; (void) count; (void) comparev;
 	(void) compare_desc; (void) compare_count; (void) resultv;
 	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
@@ -746,6 +801,7 @@ static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
 				   void **result_desc, size_t result_count,
 				   uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) comparev; (void) compare_desc;
 	(void) compare_count; (void) resultv; (void) result_desc;
 	(void) result_count; (void) flags;
@@ -755,6 +811,7 @@ static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
 static int atomic_valid(struct fid_ep *ep, enum fi_datatype datatype,
 			enum fi_op op, size_t *count)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) datatype; (void) op; (void) count;
 	return -FI_ENOSYS;
 }
@@ -780,6 +837,7 @@ static struct fi_ops_atomic ep_atomic_ops = {
 
 static ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) coll_addr; (void) context;
 	return -FI_ENOSYS;
 }
@@ -788,6 +846,7 @@ static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count, void *
 			      fi_addr_t coll_addr, fi_addr_t root_addr,
 			      enum fi_datatype datatype, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) coll_addr;
 	(void) root_addr; (void) datatype; (void) flags; (void) context;
 	return -FI_ENOSYS;
@@ -799,6 +858,7 @@ static ssize_t coll_gather_like(struct fid_ep *ep, const void *buf, size_t count
 				fi_addr_t coll_addr, enum fi_datatype datatype,
 				uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
 	(void) result_desc; (void) coll_addr; (void) datatype; (void) flags;
 	(void) context;
@@ -811,6 +871,7 @@ static ssize_t coll_reduce_like(struct fid_ep *ep, const void *buf, size_t count
 				fi_addr_t coll_addr, enum fi_datatype datatype,
 				enum fi_op op, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
 	(void) result_desc; (void) coll_addr; (void) datatype; (void) op;
 	(void) flags; (void) context;
@@ -823,6 +884,7 @@ static ssize_t coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
 			   enum fi_datatype datatype, enum fi_op op, uint64_t flags,
 			   void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
 	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
 	(void) op; (void) flags; (void) context;
@@ -835,6 +897,7 @@ static ssize_t coll_rooted(struct fid_ep *ep, const void *buf, size_t count,
 			   fi_addr_t coll_addr, fi_addr_t root_addr,
 			   enum fi_datatype datatype, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
 	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
 	(void) flags; (void) context;
@@ -845,6 +908,7 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 			struct fi_ioc *resultv, void **result_desc,
 			size_t result_count, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) msg; (void) resultv; (void) result_desc;
 	(void) result_count; (void) flags;
 	return -FI_ENOSYS;
@@ -853,6 +917,7 @@ static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 static ssize_t coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
 			     void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) ep; (void) coll_addr; (void) flags; (void) context;
 	return -FI_ENOSYS;
 }

@@ -23,6 +23,7 @@ struct psm2_eq *psm2_eq_new(void *context, uint32_t api_version)
 static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 		       size_t len, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!eq || (!buf && len))
 		return -FI_EINVAL;
 	return psm2go_eq_read((struct psm2_eq *) eq, event, buf, len, flags, 0, 0);
@@ -31,6 +32,7 @@ static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 			size_t len, int timeout, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!eq || (!buf && len))
 		return -FI_EINVAL;
 	return psm2go_eq_read((struct psm2_eq *) eq, event, buf, len, flags, timeout, 1);
@@ -39,6 +41,7 @@ static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,
 			  uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!eq || !buf)
 		return -FI_EINVAL;
 	return psm2go_eq_readerr((struct psm2_eq *) eq, buf, flags);
@@ -47,6 +50,7 @@ static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,
 static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
 			size_t len, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!eq || (!buf && len))
 		return -FI_EINVAL;
 	return psm2go_eq_write((struct psm2_eq *) eq, event, (void *) buf, len, flags);
@@ -55,6 +59,7 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
 static const char *eq_strerror(struct fid_eq *eq, int prov_errno,
 			       const void *err_data, char *buf, size_t len)
 {
+	PSM2_FORK_GUARD(NULL);
 	(void) err_data;
 	if (!buf || !len)
 		buf = psm2_strerror_buf(&len);
@@ -64,6 +69,7 @@ static const char *eq_strerror(struct fid_eq *eq, int prov_errno,
 
 static int eq_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_eq_close((struct psm2_eq *) fid);
@@ -71,6 +77,7 @@ static int eq_close(struct fid *fid)
 
 static int eq_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_eq *e = (struct psm2_eq *) fid;
 	int32_t obj;
 	int fd;

@@ -4,12 +4,14 @@
 
 static int fabric_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	return psm2go_fabric_close((struct psm2_fabric *) fid);
 }
 
 static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
 			 struct fid_domain **dom, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fabric || !info || !dom)
 		return -FI_EINVAL;
 	return psm2go_domain_open((struct psm2_fabric *) fabric, info, dom, context);
@@ -19,6 +21,7 @@ static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
 static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 			  struct fid_domain **dom, uint64_t flags, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (flags)
 		return -FI_EBADFLAGS;
 	return fabric_domain(fabric, info, dom, context);
@@ -27,6 +30,7 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 			     struct fid_pep **pep, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) fabric; (void) info; (void) pep; (void) context;
 	return -FI_ENOSYS;
 }
@@ -34,6 +38,7 @@ static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 static int fabric_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 			  struct fid_eq **eq, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fabric || !attr || !eq)
 		return -FI_EINVAL;
 	return psm2go_eq_open((struct psm2_fabric *) fabric, attr, eq, context);
@@ -42,6 +47,7 @@ static int fabric_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 			    struct fid_wait **waitset)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fabric || !attr || !waitset)
 		return -FI_EINVAL;
 	return psm2go_wait_open((struct psm2_fabric *) fabric, attr, waitset);
@@ -51,6 +57,7 @@ static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr
  * (as in psm2), anything else is invalid. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	int i;
 
 	if (!fabric || count < 0 || (count && !fids))

@@ -32,6 +32,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		  uint64_t offset, uint64_t requested_key, uint64_t flags,
 		  struct fid_mr **mr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_domain *d = mr_domain(fid);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
@@ -44,6 +45,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 		   uint64_t access, uint64_t offset, uint64_t requested_key,
 		   uint64_t flags, struct fid_mr **mr, void *context)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_domain *d = mr_domain(fid);
 
 	if (!d || !mr || !iov || !count)
@@ -55,6 +57,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		      uint64_t flags, struct fid_mr **mr)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_domain *d = mr_domain(fid);
 
 	if (!d || !mr || !attr || !attr->mr_iov || !attr->iov_count)
@@ -66,6 +69,7 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 static int mr_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_mr_close((struct psm2_mr *) fid);
@@ -73,6 +77,7 @@ static int mr_close(struct fid *fid)
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	void *h;
 
 	if (!fid || !bfid)
@@ -85,6 +90,7 @@ static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 static int mr_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_mr *m = (struct psm2_mr *) fid;
 	struct fi_mr_raw_attr *attr;
 

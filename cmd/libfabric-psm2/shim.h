@@ -21,6 +21,34 @@
 #include <rdma/providers/fi_prov.h>
 #include <rdma/providers/fi_log.h>
 
+/* start.c: the Go runtime starts on the first call that needs it, and a
+ * child forked after it started answers -FI_EOPNOTSUPP everywhere. */
+extern int psm2_forked;
+extern int psm2_go_started;
+int psm2_go_enter_slow(const char *func);
+void psm2_fork_refused(const char *func);
+int psm2_log_warn_enabled(void);
+
+/* For the entry points that come before any fid (fi_getinfo, fi_fabric,
+ * parameters, logging): start Go if it has not started; 0 or -FI_E*. */
+static inline int psm2_go_enter(const char *func)
+{
+	if (__builtin_expect(__atomic_load_n(&psm2_go_started, __ATOMIC_ACQUIRE) &&
+			     !psm2_forked, 1))
+		return 0;
+	return psm2_go_enter_slow(func);
+}
+
+/* The first line of every ops function reached through a fid: in a child
+ * forked after the runtime started, answer ret without touching Go or the
+ * parent's shared memory. */
+#define PSM2_FORK_GUARD(ret) do {					\
+		if (__builtin_expect(psm2_forked, 0)) {			\
+			psm2_fork_refused(__func__);			\
+			return (ret);					\
+		}							\
+	} while (0)
+
 /* fid_fabric plus its Go object. */
 struct psm2_fabric {
 	struct fid_fabric fabric_fid;

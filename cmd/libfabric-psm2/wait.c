@@ -56,6 +56,7 @@ struct psm2_wait *psm2_wait_new(void)
 
 static int wait_wait(struct fid_wait *waitset, int timeout)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!waitset)
 		return -FI_EINVAL;
 	return psm2go_wait_wait((struct psm2_wait *) waitset, timeout);
@@ -63,6 +64,7 @@ static int wait_wait(struct fid_wait *waitset, int timeout)
 
 static int wait_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_wait_close((struct psm2_wait *) fid);
@@ -70,6 +72,7 @@ static int wait_close(struct fid *fid)
 
 static int wait_control(struct fid *fid, int command, void *arg)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_wait *w = (struct psm2_wait *) fid;
 	int32_t obj;
 	int fd;
@@ -120,6 +123,7 @@ struct psm2_poll *psm2_poll_new(void)
 
 static int poll_poll(struct fid_poll *pollset, void **context, int count)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!pollset || count < 0 || (!context && count))
 		return -FI_EINVAL;
 	return psm2go_poll_poll((struct psm2_poll *) pollset, context, count);
@@ -127,6 +131,7 @@ static int poll_poll(struct fid_poll *pollset, void **context, int count)
 
 static int poll_add(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	void *h;
 
 	if (!pollset || !event_fid)
@@ -141,6 +146,7 @@ static int poll_add(struct fid_poll *pollset, struct fid *event_fid, uint64_t fl
 
 static int poll_del(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	void *h;
 
 	if (!pollset || !event_fid || !(h = psm2_fid_handle(event_fid)))
@@ -150,6 +156,7 @@ static int poll_del(struct fid_poll *pollset, struct fid *event_fid, uint64_t fl
 
 static int poll_close(struct fid *fid)
 {
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!fid)
 		return -FI_EINVAL;
 	return psm2go_poll_close((struct psm2_poll *) fid);
