@@ -505,7 +505,7 @@ func (cq *CQ) Close() error {
 	}
 	cq.closeFD()
 	if cq.fast != nil {
-		unix.Munmap(cq.fast)
+		freeFastPage(cq.fast)
 		cq.fast = nil
 	}
 	d.refs.Add(-1)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
@@ -131,7 +130,7 @@ func (d *Domain) Close() error {
 	d.unlock()
 	d.stopProgress()
 	if d.fast != nil {
-		unix.Munmap(d.fast)
+		freeFastPage(d.fast)
 		d.fast = nil
 	}
 	d.fabric.domains.Add(-1)

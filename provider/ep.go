@@ -413,7 +413,7 @@ func (ep *Endpoint) poll() int {
 }
 
 // RingProbe is the wire's receive ring, for the C side's idle check.
-func (ep *Endpoint) RingProbe() unsafe.Pointer { return ep.tp.RingProbe() }
+func (ep *Endpoint) RingProbe() uint64 { return ep.tp.RingProbe() }
 
 // pollBudget bounds the packets one poll takes, so one busy peer cannot
 // hold the lock for long.

@@ -41,7 +41,8 @@ import (
 //	     queued receives itself (see deliverOK)
 //	+80  address of the receive CQ's page
 //	+88  1 with FI_SELECTIVE_COMPLETION on the receive CQ
-//	+96  address of the endpoint's receive ring
+//	+96  the endpoint's receive ring: its transport.RingProbe word
+//	     (base | log2 of the cell count)
 //	+104 address of the transmit CQ's page
 //	+112 1 with FI_SELECTIVE_COMPLETION on the transmit CQ
 //	+120 where send completions may go from C: 1 the transmit CQ's page
@@ -101,7 +102,7 @@ func (ep *Endpoint) openFast() {
 	}
 	peers, err := unix.Mmap(-1, 0, maxFastPeers*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		unix.Munmap(page)
+		freeFastPage(page)
 		return
 	}
 	ep.fast = fastEP{page: page, peers: peers}
@@ -141,8 +142,8 @@ func (ep *Endpoint) syncFastLocked() {
 	atomic.StoreUint64(fastWord(p, epfRxCQ), uint64(cqPage))
 	atomic.StoreUint64(fastWord(p, epfRxSel), b2u(ep.rxSel))
 	ring := ep.tp.RingProbe()
-	ep.hasRing = ring != nil
-	atomic.StoreUint64(fastWord(p, epfRing), uint64(uintptr(ring)))
+	ep.hasRing = ring != 0
+	atomic.StoreUint64(fastWord(p, epfRing), ring)
 	var txPage uintptr
 	txOK := uint64(2)
 	if cq := ep.txCQ; cq != nil {
@@ -200,12 +201,11 @@ func (ep *Endpoint) setFastPeer(a uint64, desc unsafe.Pointer) {
 	atomic.StoreUint64(fastWord(ep.fast.peers, int(a)*8), uint64(uintptr(desc)))
 }
 
-// closeFast unmaps the page and table; the endpoint is closed and its
-// flags are off, so no C caller is inside them.
+// closeFast gives back the page and unmaps the table; the endpoint is
+// closed and its flags are off, so no C caller acts on them (one that
+// read the page's address before may still read the page: fastPage).
 func (ep *Endpoint) closeFast() {
-	if ep.fast.page != nil {
-		unix.Munmap(ep.fast.page)
-	}
+	freeFastPage(ep.fast.page)
 	if ep.fast.peers != nil {
 		unix.Munmap(ep.fast.peers)
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -26,8 +27,9 @@ import (
 //	                 (operations in flight, queued control traffic, a due
 //	                 liveness check)
 //	             +8  number of rings (0..maxFastRings)
-//	             +16 the receive rings of the domain's enabled endpoints
-//	                 (shm.Ring memory; see shm.Endpoint.RingProbe)
+//	             +16 the receive rings of the domain's enabled endpoints,
+//	                 as transport.RingProbe words (base | log2 cells),
+//	                 0 past the count
 //	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
 //	             +192 receives C queued and Go has not posted yet
@@ -62,13 +64,52 @@ const (
 	cqCCap       = 56
 )
 
-// fastPage maps one zeroed page outside the Go heap.
+// fastPage returns one zeroed page outside the Go heap: a page an earlier
+// object gave back, or a new mapping.
+//
+// Pages are never unmapped. C reads some of them without the domain lock
+// (the idle check reads the domain's sole endpoint's page, and so does
+// psm2_fast_deliver before it takes the lock), so a thread closing an
+// endpoint cannot know that no other thread is between loading the page's
+// address and reading it. A page given back (freeFastPage) is zeroed,
+// which every reader takes for "off, call Go", and reused; a stale reader
+// sees zeros or another live object's page, and re-checks under the lock
+// before it acts.
 func fastPage() []byte {
+	fastPages.mu.Lock()
+	if n := len(fastPages.free); n > 0 {
+		b := fastPages.free[n-1]
+		fastPages.free = fastPages.free[:n-1]
+		fastPages.mu.Unlock()
+		return b
+	}
+	fastPages.mu.Unlock()
 	b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil
 	}
 	return b
+}
+
+// freeFastPage gives page b back to fastPage, zeroed word by word with
+// atomic stores (C may be reading it).
+func freeFastPage(b []byte) {
+	if b == nil {
+		return
+	}
+	for off := 0; off < len(b); off += 8 {
+		atomic.StoreUint64(fastWord(b, off), 0)
+	}
+	fastPages.mu.Lock()
+	fastPages.free = append(fastPages.free, b)
+	fastPages.mu.Unlock()
+}
+
+// fastPages is the process's pool of pages given back. It only grows to
+// the most pages this process had in use at once.
+var fastPages struct {
+	mu   sync.Mutex
+	free [][]byte
 }
 
 func fastWord(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
@@ -132,13 +173,18 @@ func (d *Domain) publishRings() {
 			break
 		}
 		r := ep.tp.RingProbe()
-		if r == nil {
+		if r == 0 {
 			continue // a wire without a ring: C can never call it idle
 		}
-		atomic.StoreUint64(fastWord(d.fast, 16+8*n), uint64(uintptr(r)))
+		atomic.StoreUint64(fastWord(d.fast, 16+8*n), r)
 		n++
 	}
 	atomic.StoreUint64(fastWord(d.fast, 8), uint64(n))
+	for i := n; i < maxFastRings; i++ {
+		// No stale word past n: a reader that loaded an old n must find
+		// 0 (not idle) rather than a ring that went away.
+		atomic.StoreUint64(fastWord(d.fast, 16+8*i), 0)
+	}
 	var sole uintptr
 	if len(d.eps) == 1 && d.eps[0].fast.page != nil {
 		sole = uintptr(unsafe.Pointer(&d.eps[0].fast.page[0]))
@@ -146,7 +192,7 @@ func (d *Domain) publishRings() {
 	atomic.StoreUint64(fastWord(d.fast, domSoleEP), uint64(sole))
 	d.refreshFast()
 	for _, ep := range d.eps {
-		if ep.tp.RingProbe() == nil {
+		if ep.tp.RingProbe() == 0 {
 			atomic.StoreUint64(fastWord(d.fast, 0), 1)
 		}
 	}

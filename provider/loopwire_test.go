@@ -151,5 +151,5 @@ func (w *loopWire) Wait(d time.Duration) {
 	}
 }
 func (w *loopWire) Wake()                     {}
-func (w *loopWire) RingProbe() unsafe.Pointer { return nil }
+func (w *loopWire) RingProbe() uint64 { return 0 }
 func (w *loopWire) Close() error              { w.closed = true; return nil }

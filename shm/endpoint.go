@@ -100,6 +100,7 @@ type Stats struct {
 	Queued      uint64 // control cells queued because the peer's ring was full
 	PeerDead    uint64 // operations failed because their peer died or closed
 	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
+	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (slots.go)
 }
 
 // Errors of the endpoint besides the transport's.
@@ -164,6 +165,13 @@ type Endpoint struct {
 	ctlPeers    []int32 // peers with queued control cells
 	doomed      bool    // some peer died with operations pending
 	nextCheck   int64
+
+	// The stall watch (stall.go): the position the ring was last seen
+	// stalled at, since when, and when the slots may be read next.
+	stallPos    uint64
+	stallSince  int64
+	stallNext   int64
+	stallOwners []ProcIdentity
 
 	cmaRefused bool // process_vm_readv is not allowed here
 	// Split copies (split.go): the generation and use of our split
@@ -364,20 +372,24 @@ func (e *Endpoint) Stats() Stats {
 	return s
 }
 
-// RingProbe returns the base of the endpoint's receive ring, for code
-// outside Go that wants to know whether Poll has anything to do without
-// calling into Go. The memory is a Ring (version 2): the cell count N is
-// the uint64 at +8, the consumer counter cons the uint64 at +256, and
-// cell i starts at +384+64*i with its sequence word at +0. The ring holds
-// an arrived cell iff the sequence word of cell cons&(N-1) equals cons+1
-// (all loads atomic, native-endian). Queued control work and liveness
-// checks are not visible there; Idle sees those. The pointer is valid
-// until Close.
-func (e *Endpoint) RingProbe() unsafe.Pointer {
+// RingProbe describes the endpoint's receive ring for code outside Go
+// that wants to know whether Poll has anything to do without calling into
+// Go: the ring's base address | log2(N) (the base is 64-byte aligned; N
+// is the validated cell count, never re-read from the shared header). The
+// memory is a Ring (version 3): the consumer counter cons is the uint64
+// at +256, and cell i starts at +384+64*i with its sequence word at +0.
+// The ring holds an arrived cell iff the sequence word of cell
+// cons&(N-1) equals cons+1 (all loads atomic, native-endian). Queued
+// control work and liveness checks are not visible there; Idle sees
+// those. After Close the address stays readable (the segment's range is
+// retired, not unmapped: vm.go), so a reader holding an old word reads
+// zeros or another ring of this process, never unmapped memory.
+func (e *Endpoint) RingProbe() uint64 {
 	if e.closed {
-		return nil
+		return 0
 	}
-	return unsafe.Pointer(unsafe.SliceData(e.ring.mem))
+	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(e.ring.mem))))
+	return base | uint64(bits.TrailingZeros64(e.ring.n))
 }
 
 // Connect returns the Conn of endpoint epid of this job, mapping its
@@ -420,7 +432,9 @@ func (e *Endpoint) openPeer(epid uint64, toSend bool) (*peer, error) {
 	p := &peer{epid: epid, idx: int32(len(e.peers))}
 	if epid == e.epid {
 		p.self = true
-		e.attach(p, e.seg)
+		if err := e.attach(p, e.seg); err != nil {
+			return nil, fmt.Errorf("shm: connect to self: %w", err)
+		}
 	} else if err := e.remap(p, toSend); err != nil {
 		return nil, err
 	}
@@ -449,10 +463,10 @@ func (e *Endpoint) remap(p *peer, toSend bool) error {
 		_ = seg.Close()
 		return fmt.Errorf("shm: connect %#x: %s: %w", p.epid, why, transport.ErrUnreachable)
 	}
-	if p.seg != nil {
-		_ = p.seg.Close()
+	if err := e.attach(p, seg); err != nil {
+		_ = seg.Close()
+		return fmt.Errorf("shm: connect %#x: %w: %w", p.epid, transport.ErrUnreachable, err)
 	}
-	e.attach(p, seg)
 	p.gen++
 	p.dead = nil
 	p.ctl, p.ctlHead = p.ctl[:0], 0
@@ -460,16 +474,37 @@ func (e *Endpoint) remap(p *peer, toSend bool) error {
 	return nil
 }
 
-// attach points p at the mapped segment seg.
-func (e *Endpoint) attach(p *peer, seg *Segment) {
+// attach points p at the mapped segment seg, claiming a producer slot in
+// its ring: every push of this endpoint announces itself there, so the
+// ring's owner can repair a cell we leave half-pushed if this process
+// dies (slots.go).
+func (e *Endpoint) attach(p *peer, seg *Segment) error {
+	ring, err := seg.Ring().Claim(selfIdentity())
+	if err != nil {
+		return err
+	}
+	e.detach(p)
 	p.seg = seg
-	p.ring = seg.Ring()
+	p.ring = ring
 	p.pid = seg.Owner()
 	p.busy = seg.Busy()
 	p.bellSeq = seg.bellSeq()
 	p.bellWait = seg.bellWaiters()
 	p.lastCons = p.ring.cons.Load()
 	p.consSince = e.now()
+	return nil
+}
+
+// detach releases p's producer slot and, unless p is this endpoint,
+// unmaps its segment.
+func (e *Endpoint) detach(p *peer) {
+	if p.ring != nil {
+		p.ring.Release()
+	}
+	if p.seg != nil && !p.self {
+		_ = p.seg.Close()
+	}
+	p.seg, p.ring = nil, nil
 }
 
 // conn returns the peer of c, or nil if c is not a Conn of this endpoint.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,11 +42,15 @@ func endpointChildEnv(job [16]byte, epid, peer uint64, extra ...string) []string
 	}, extra...)
 }
 
-// probeEmpty reads a ring through RingProbe's pointer, as C would.
-func probeEmpty(p unsafe.Pointer) bool {
-	word := func(off uintptr) uint64 { return (*atomic.Uint64)(unsafe.Add(p, off)).Load() }
-	n, cons := word(8), word(256)
-	return word(384+64*uintptr(cons&(n-1))) != cons+1
+// probeEmpty reads ring memory mem the way C reads it through RingProbe's
+// word w: the base in the high bits, log2 of the cell count in the low 6.
+func probeEmpty(t *testing.T, mem []byte, w uint64) bool {
+	t.Helper()
+	if base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))); w&^63 != base {
+		t.Fatalf("probe word %#x does not name the ring at %#x", w, base)
+	}
+	n, cons := uint64(1)<<(w&63), wordAt(mem, 256).Load()
+	return wordAt(mem, 384+64*int(cons&(n-1))).Load() != cons+1
 }
 
 // runEndpointChild plays an endpoint role in a child process:
@@ -124,6 +127,20 @@ func runEndpointChild(role string) error {
 		return nil
 	case "ep-echo":
 		return echo(e, rec, parent, send)
+	case "ep-reserve-hang":
+		// Reserve a two-cell unit in the parent's ring, publish its
+		// second cell only, and stop there: a process killed in the
+		// middle of TryPushCells.
+		r := e.peers[parent-1].ring
+		pos, err := r.reserveN(2)
+		if err != nil {
+			return err
+		}
+		cont := make([]byte, CellPayload)
+		cont[0] = cellCont
+		r.publish(r.cellOff(pos+1), pos+1, cont)
+		time.Sleep(time.Hour)
+		return nil
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -436,5 +453,53 @@ func TestEndpointKillIdlePeer(t *testing.T) {
 	}
 	if d := time.Since(killed); d > time.Second {
 		t.Errorf("noticed after %v", d)
+	}
+}
+
+// TestEndpointDeadProducer kills a process between its reservation of
+// ring cells and their publication: the ring is skipped past the dead
+// unit once the process is gone (not before), the other senders' messages
+// behind it arrive intact and in order, and the dead peer is failed.
+func TestEndpointDeadProducer(t *testing.T) {
+	job := testJob(t)
+	parent := newTestEP(t, job, 0x30)
+	other := newTestEP(t, job, 0x31)
+	toParent, err := other.Connect(0x30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, _ := startEndpointChild(t, parent, job, 0x32, "ep-reserve-hang")
+	pollUntil(t, 10*time.Second, func() bool { _, stuck := parent.ring.Stalled(); return stuck }, parent)
+
+	for i := range 3 {
+		h := transport.Header{Tag: uint64(100 + i), Len: 40}
+		sendAll(t, other, other, toParent, h, [][]byte{pattern(40, byte(i))}, uint64(i)+1, 0)
+	}
+	// Alive: waited for, however long it takes.
+	until := time.Now().Add(time.Duration(3 * stallGrace))
+	for time.Now().Before(until) {
+		parent.poll()
+	}
+	if len(parent.rec.got) != 0 || parent.Stats().Repaired != 0 {
+		t.Fatalf("ring skipped while its producer lives: %d delivered, stats %+v", len(parent.rec.got), parent.Stats())
+	}
+
+	_ = kid.cmd.Process.Kill()
+	<-kid.done
+	kid.done <- nil
+	start := time.Now()
+	pollUntil(t, 2*time.Second, func() bool { return len(parent.rec.got) == 3 }, parent)
+	t.Logf("repaired %v after the kill", time.Since(start))
+	for i, d := range parent.rec.got {
+		if d.Hdr.Tag != uint64(100+i) || d.SrcEPID != 0x31 || !bytes.Equal(d.Payload, pattern(40, byte(i))) {
+			t.Fatalf("message %d: %+v from %#x", i, d.Hdr, d.SrcEPID)
+		}
+	}
+	st := parent.Stats()
+	if st.Repaired != 1 || st.Dropped == 0 {
+		t.Errorf("stats %+v: want one repair and the orphaned continuation dropped", st)
+	}
+	if p := parent.lookup(0x32); p == nil || p.dead == nil {
+		t.Error("the dead producer's peer is not failed")
 	}
 }

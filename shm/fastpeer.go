@@ -16,7 +16,7 @@ import (
 //	+0   ok: 1 while a C producer may push inline cells to this peer (it
 //	     is connected, not dead, and has no queued control cells that a
 //	     new message would overtake); 0 sends everything through Go
-//	+8   address of the peer's receive ring (a Ring, version 2)
+//	+8   address of the peer's receive ring (a Ring, version 3)
 //	+16  address of the peer's doorbell waiter count (uint32)
 //	+24  address of the peer's doorbell sequence (uint32, a shared futex)
 //	+32  address of the peer's segment state word (segOpen = 0)
@@ -26,6 +26,11 @@ import (
 //	     its cells and reading the waiter count, 0 if membarrier covers
 //	     it (fence.go)
 //	+64  the peer's endpoint id (what its cells carry as sender id)
+//	+72  the ring's cell count minus one, as validated when the segment
+//	     was mapped: the only cell count a producer may use (the count in
+//	     the ring's header is the peer's to rewrite)
+//	+80  address of this endpoint's producer slot in that ring (slots.go):
+//	     the pos word, with n at +8; written before every reservation
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
@@ -47,6 +52,8 @@ const (
 	fpSent  = 48
 	fpFence = 56
 	fpPeer  = 64
+	fpMask  = 72
+	fpSlot  = 80
 )
 
 // FastPeer implements transport.FastSender.
@@ -76,7 +83,8 @@ func (e *Endpoint) syncFast(p *peer) {
 		return
 	}
 	d := e.fast[int(p.idx)*FastPeerSize:][:FastPeerSize]
-	ok := p.connected && p.dead == nil && p.ctlHead == len(p.ctl) && p.ring != nil && !e.closed
+	ok := p.connected && p.dead == nil && p.ctlHead == len(p.ctl) && p.ring != nil && !e.closed &&
+		p.ring.slotAddr() != 0
 	if !ok {
 		wordAt(d, fpOK).Store(0)
 		return
@@ -88,6 +96,8 @@ func (e *Endpoint) syncFast(p *peer) {
 	wordAt(d, fpEPID).Store(e.epid)
 	wordAt(d, fpPeer).Store(p.epid)
 	wordAt(d, fpFence).Store(b2u(!asymFences()))
+	wordAt(d, fpMask).Store(p.ring.mask)
+	wordAt(d, fpSlot).Store(uint64(p.ring.slotAddr()))
 	wordAt(d, fpOK).Store(1)
 }
 

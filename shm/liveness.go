@@ -218,10 +218,8 @@ func (e *Endpoint) Close() error {
 	e.closeFast()
 	err := Unlink(e.seg.Name())
 	for _, p := range e.peers {
-		if !p.self {
-			_ = p.seg.Close()
-		}
-		p.seg, p.ring, p.busy, p.bellSeq, p.bellWait = nil, nil, nil, nil, nil
+		e.detach(p)
+		p.busy, p.bellSeq, p.bellWait = nil, nil, nil
 		p.ctl, p.inCtl = nil, false
 		if p.dead == nil {
 			p.dead = errClosed

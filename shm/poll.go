@@ -24,8 +24,11 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 		e.flushAll()
 	}
 	budget = max(budget, 1)
-	for range budget {
+	for k := range budget {
 		if _, ok := e.ring.TryPop(e.rx[:]); !ok {
+			if k == 0 {
+				ev += e.watchStall()
+			}
 			break
 		}
 		ev += e.handle(h)

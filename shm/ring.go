@@ -33,7 +33,7 @@ const (
 	MaxCells = 1 << 20
 )
 
-// Ring layout, version 2. Offsets are bytes from the start of the ring's
+// Ring layout, version 3. Offsets are bytes from the start of the ring's
 // memory. Every field is a native-endian uint64 at an 8-byte aligned offset
 // and is only read or written with sync/atomic (ring_unsafe.go). There are
 // no pointers in the memory: cells are addressed by position & (N-1).
@@ -41,7 +41,7 @@ const (
 // values.
 const (
 	ringMagic   = 0x70736d72 // "psmr"
-	ringVersion = 2
+	ringVersion = 3
 
 	// lineSep separates words written by different parties. It is two
 	// 64-byte lines, not one, because x86's adjacent-line prefetcher moves
@@ -57,6 +57,18 @@ const (
 
 	offCellSeq     = 0       // in a cell: the sequence word
 	offCellPayload = seqSize // in a cell: CellPayload bytes of payload
+
+	// Producer slots follow the cells (ringHeaderSize + N*CellSize): one
+	// per producer, each announcing the positions its producer is
+	// reserving, so a consumer stalled behind a dead producer can tell
+	// (slots.go).
+	RingSlots     = 512 // slots of a ring
+	slotSize      = 32
+	offSlotPID    = 0  // owner's process id; 0: free
+	offSlotStart  = 8  // owner's start time (/proc/<pid>/stat field 22)
+	offSlotPos    = 16 // first position of the owner's latest reservation
+	offSlotN      = 24 // its number of cells
+	ringSlotsSize = RingSlots * slotSize
 )
 
 // Errors of the ring. The hot-path ones are allocated once, here.
@@ -102,16 +114,17 @@ var (
 // its first position), so "published for pos" is never confused with a
 // lap-old value.
 //
-// Known limitation. A producer that dies (or is stopped) between reserving
-// a position and publishing it leaves a cell whose sequence stays at pos.
-// The consumer can never pass it, and once the ring fills, every producer
-// gets ErrFull. Nothing in the ring can repair this, because a slow
-// producer and a dead one look the same. The owner detects it with Stalled:
-// the consumer's next cell is still unpublished while the producer counter
-// is past pos. If that holds for the same pos for longer than a
-// timeout (far above the few nanoseconds a live producer takes to fill a
-// cell), the ring is broken, and the higher layer fails its peers and
-// recreates the ring.
+// A producer that dies (or is stopped) between reserving a position and
+// publishing it leaves a cell whose sequence stays at pos; the consumer
+// cannot pass it, and once the ring fills, every producer gets ErrFull.
+// A slow producer and a dead one look the same from the cell, so each
+// producer announces what it reserves in a producer slot of its own
+// (Claim; slots.go) before it reserves it. The consumer, stalled at pos
+// (Stalled), asks SkipDead to look up the slots that cover pos: when every
+// one of them belongs to a process that is gone, nobody will ever publish
+// pos, and SkipDead publishes an empty cell there itself (kind 0, which
+// every consumer drops). A producer without a slot (Claim was never
+// called) can still wedge the ring; the endpoint never pushes without one.
 //
 // Concurrency. TryPush may be called by any number of goroutines and
 // processes at once, through any Ring attached to the same memory.
@@ -138,16 +151,22 @@ type Ring struct {
 	// consWord is cons as a plain word, for the consumer's release
 	// stores (atomicx.StoreRel64); every other access goes through cons.
 	consWord *uint64
+
+	// slot is the producer slot this view announces its reservations
+	// in (Claim), or -1; slotPos and slotN are its words.
+	slot    int
+	slotPos *uint64
+	slotN   *uint64
 }
 
-// RingSize returns the bytes a ring of cells cells needs: the header plus
-// cells*CellSize. It returns 0 if cells is not a power of two in
+// RingSize returns the bytes a ring of cells cells needs: the header,
+// cells*CellSize and the producer slots. It returns 0 if cells is not a power of two in
 // [MinCells, MaxCells].
 func RingSize(cells int) int {
 	if cells < 0 || !validCells(uint64(cells)) {
 		return 0
 	}
-	return ringHeaderSize + cells*CellSize
+	return ringHeaderSize + cells*CellSize + ringSlotsSize
 }
 
 // InitRing formats mem as an empty ring of cells cells and returns it. Only
@@ -174,6 +193,7 @@ func InitRing(mem []byte, cells int) (*Ring, error) {
 		r.seq(r.cellOff(pos)).Store(pos)
 		clear(r.payload(r.cellOff(pos)))
 	}
+	clear(r.mem[r.slotsOff():])
 	wordAt(r.mem, offRingCells).Store(r.n)
 	r.prod.Store(start)
 	r.seen.Store(start)
@@ -313,6 +333,12 @@ func (r *Ring) reserveN(n uint64) (pos uint64, err error) {
 			}
 			r.seen.Store(cons)
 		}
+		if r.slotPos != nil {
+			// Announce before reserving: the CAS below orders these
+			// stores before the reservation becomes visible.
+			atomicx.StoreRel64(r.slotN, n)
+			atomicx.StoreRel64(r.slotPos, pos)
+		}
 		if r.prod.CompareAndSwap(pos, pos+n) {
 			return pos, nil
 		}
@@ -426,6 +452,7 @@ func newRing(mem []byte, cells uint64) *Ring {
 		cons: wordAt(mem, offRingCons),
 
 		consWord: rawWordAt(mem, offRingCons),
+		slot:     -1,
 	}
 }
 

@@ -66,16 +66,20 @@ func TestRingLayout(t *testing.T) {
 		{"ident", offRingIdent}, {"cells", offRingCells}, {"prod", offRingProd},
 		{"seen", offRingSeen}, {"cons", offRingCons}, {"header", ringHeaderSize},
 		{"cell.seq", offCellSeq}, {"cell.payload", offCellPayload}, {"cell", CellSize},
+		{"slot.pid", offSlotPID}, {"slot.start", offSlotStart}, {"slot.pos", offSlotPos},
+		{"slot.n", offSlotN}, {"slot", slotSize}, {"slots", RingSlots},
 	}
 	want := []field{
 		{"ident", 0}, {"cells", 8}, {"prod", 128},
 		{"seen", 136}, {"cons", 256}, {"header", 384},
 		{"cell.seq", 0}, {"cell.payload", 8}, {"cell", 64},
+		{"slot.pid", 0}, {"slot.start", 8}, {"slot.pos", 16},
+		{"slot.n", 24}, {"slot", 32}, {"slots", 512},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if ringMagic != 0x70736d72 || ringVersion != 2 {
+	if ringMagic != 0x70736d72 || ringVersion != 3 {
 		t.Errorf("magic %#x version %d changed", ringMagic, ringVersion)
 	}
 	if offRingProd/64 == offRingCons/64 || offRingProd/64 == offRingIdent/64 {
@@ -92,7 +96,7 @@ func TestRingLayout(t *testing.T) {
 	word := func(off int) uint64 { return binary.NativeEndian.Uint64(mem[off:]) }
 	type header struct{ Ident, Cells, Prod, Seen, Cons uint64 }
 	gotHdr := header{word(offRingIdent), word(offRingCells), word(offRingProd), word(offRingSeen), word(offRingCons)}
-	wantHdr := header{uint64(ringMagic) | 2<<32, cells, start, start, start}
+	wantHdr := header{uint64(ringMagic) | 3<<32, cells, start, start, start}
 	if diff := cmp.Diff(wantHdr, gotHdr); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
@@ -114,8 +118,8 @@ func TestRingSize(t *testing.T) {
 	tests := []struct {
 		cells, want int
 	}{
-		{-1, 0}, {0, 0}, {1, 0}, {2, 384 + 2*64}, {3, 0}, {6, 0}, {64, 384 + 64*64},
-		{MaxCells, 384 + MaxCells*64}, {MaxCells * 2, 0}, {MaxCells + 1, 0},
+		{-1, 0}, {0, 0}, {1, 0}, {2, 384 + 2*64 + 512*32}, {3, 0}, {6, 0}, {64, 384 + 64*64 + 512*32},
+		{MaxCells, 384 + MaxCells*64 + 512*32}, {MaxCells * 2, 0}, {MaxCells + 1, 0},
 	}
 	for _, tt := range tests {
 		if got := RingSize(tt.cells); got != tt.want {

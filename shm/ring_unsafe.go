@@ -36,3 +36,6 @@ func aligned8(mem []byte) bool {
 func word32At(mem []byte, off int) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&mem[off : off+4 : off+4][0]))
 }
+
+// uintptrOf returns the address of w, for code outside Go.
+func uintptrOf(w *uint64) uintptr { return uintptr(unsafe.Pointer(w)) }

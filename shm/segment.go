@@ -112,6 +112,7 @@ var ErrPool = errors.New("shm: invalid bounce-buffer pool")
 type Segment struct {
 	name    string
 	mem     []byte
+	owned   bool // made by CreateSegment: Close retires the range (vm.go)
 	ring    *Ring
 	pid     int
 	job     [16]byte
@@ -211,13 +212,13 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
-	mem, err := mapObject(fd, size)
+	mem, err := mapOwned(fd, size) // the owner's mapping is retired, not unmapped (vm.go)
 	if err != nil {
 		return nil, fmt.Errorf("map segment %q: %w", name, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = unmapObject(mem)
+			_ = retire(mem)
 		}
 	}()
 
@@ -248,7 +249,7 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
 	wordAt(mem, offSegIdent).Store(segIdent)
-	seg = &Segment{name: name, mem: mem, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
+	seg = &Segment{name: name, mem: mem, owned: true, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
 		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino,
 		splitOff: splitOff, splits: cfg.SplitSlots}
 	if poolOff > 0 {
@@ -387,7 +388,9 @@ func (s *Segment) Replaced() (bool, error) {
 }
 
 // Close unmaps the segment. The Ring and any memory obtained from it must
-// not be used afterwards: they refer to unmapped memory. Close does not
+// not be used afterwards. (The owner's own segment is not unmapped but
+// retired: its range reads as zeros until another segment of this process
+// reuses it; see vm.go.) Close does not
 // remove the name (see Unlink); calling it twice is a no-op.
 func (s *Segment) Close() error {
 	if s.mem == nil {
@@ -395,7 +398,11 @@ func (s *Segment) Close() error {
 	}
 	mem := s.mem
 	s.mem, s.ring, s.pool = nil, nil, nil
-	if err := unmapObject(mem); err != nil {
+	unmap := unmapObject
+	if s.owned {
+		unmap = retire
+	}
+	if err := unmap(mem); err != nil {
 		return fmt.Errorf("unmap segment %q: %w", s.name, err)
 	}
 	return nil

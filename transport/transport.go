@@ -120,10 +120,13 @@ type Endpoint interface {
 	// any goroutine.
 	Wake()
 
-	// RingProbe returns the memory of the endpoint's receive ring (a
-	// shm.Ring), so code outside Go can test whether anything arrived
-	// without a call into Go; nil if the wire has no such ring.
-	RingProbe() unsafe.Pointer
+	// RingProbe describes the endpoint's receive ring (a shm.Ring), so
+	// code outside Go can test whether anything arrived without a call
+	// into Go: the ring's base address, which is 64-byte aligned, with
+	// log2 of its cell count in the low 6 bits; 0 if the wire has no
+	// such ring. One word, so a reader racing with a change never pairs
+	// one ring's base with another's size.
+	RingProbe() uint64
 
 	// Close stops the endpoint: sends and fetches still pending fail with
 	// ErrClosed (through the handler, if Poll is called again) and

@@ -49,14 +49,16 @@ static inline int cq_idle(const struct psm2_cq *c)
 	}
 	n = __atomic_load_n(&d[1], __ATOMIC_ACQUIRE);
 	for (uint64_t i = 0; i < n && i < 8; i++) {
-		const char *r = (const char *) (uintptr_t) __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE);
-		uint64_t cells, cons, seq;
+		/* One word: the ring and its validated size together. A ring
+		 * of an endpoint closing meanwhile stays mapped (retired, not
+		 * unmapped: shm/vm.go), so a stale word reads harmless memory. */
+		uint64_t w = __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE), cons, seq;
+		const char *r = psm2_probe_ring(w);
 
 		if (!r)
 			return 0;
-		cells = __atomic_load_n((const uint64_t *) (r + 8), __ATOMIC_RELAXED);
-		cons = __atomic_load_n((const uint64_t *) (r + 256), __ATOMIC_ACQUIRE);
-		seq = __atomic_load_n((const uint64_t *) (r + 384 + (cons & (cells - 1)) * 64),
+		cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE),
 				      __ATOMIC_ACQUIRE);
 		if (seq == cons + 1)
 			return 0;

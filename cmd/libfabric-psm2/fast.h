@@ -18,7 +18,11 @@
  *   endpoint page, receive queue  provider/fastep.go
  *   domain page                   provider/fastpath.go
  *   fast-peer descriptor          shm/fastpeer.go
- *   ring                          shm/ring.go (version 2)
+ *   ring                          shm/ring.go (version 3), shm/slots.go
+ *
+ * Sizes are never read from shared memory: a ring's cell count comes from
+ * the descriptor or probe word Go wrote after validating it, so a peer
+ * that rewrites its ring header cannot make C index past the mapping.
  *   cells                         shm/cell.go
  */
 #ifndef PSM2_FAST_H
@@ -59,10 +63,10 @@ enum { CQF_COUNT = 0, CQF_DOMAIN = 1, CQF_STRIDE = 2, CQF_CQUEUED = 3,
 
 /* Fast-peer descriptor words. */
 enum { FP_OK = 0, FP_RING = 1, FP_WAIT = 2, FP_SEQ = 3, FP_STATE = 4,
-       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7, FP_PEER = 8 };
+       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7, FP_PEER = 8, FP_MASK = 9,
+       FP_SLOT = 10 };
 
 /* Ring (byte offsets) and cells. */
-#define RING_CELLS 8
 #define RING_PROD 128
 #define RING_SEEN 136
 #define RING_CONS 256
@@ -129,18 +133,23 @@ static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 	return (uint32_t *) (dom + DOMF_LOCK);
 }
 
-/* psm2_push pushes n (1 or 2) cells into ring r: the same protocol as
- * shm's TryPushCells. 0 on success, -1 if the ring has no room (or looks
- * corrupt: Go sorts that out). */
-static inline int psm2_push(char *r, const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
+/* A ring probe word (transport.RingProbe): the base address with log2 of
+ * the cell count in the low 6 bits. */
+static inline char *psm2_probe_ring(uint64_t w) { return (char *) (uintptr_t) (w & ~(uint64_t) 63); }
+static inline uint64_t psm2_probe_mask(uint64_t w) { return ((uint64_t) 1 << (w & 63)) - 1; }
+
+/* psm2_push pushes n (1 or 2) cells into ring r of mask+1 cells, as the
+ * producer owning slot (its pos word; n is the next): the same protocol
+ * as shm's TryPushCells through a claimed view. 0 on success, -1 if the
+ * ring has no room (or looks corrupt: Go sorts that out). */
+static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
+			    const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
 {
-	uint64_t size = __atomic_load_n((uint64_t *) (r + RING_CELLS), __ATOMIC_RELAXED);
+	uint64_t size = mask + 1;
 	uint64_t *prod = (uint64_t *) (r + RING_PROD);
 	uint64_t *seen = (uint64_t *) (r + RING_SEEN);
 	uint64_t pos = __atomic_load_n(prod, __ATOMIC_RELAXED);
 
-	if (size < 2 || (size & (size - 1)) || size > (1u << 20))
-		return -1;
 	for (;;) {
 		if (pos + n - __atomic_load_n(seen, __ATOMIC_RELAXED) > size) {
 			uint64_t cons = __atomic_load_n((uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
@@ -149,12 +158,16 @@ static inline int psm2_push(char *r, const uint64_t cells[][CELL_PAYLOAD / 8], u
 				return -1;
 			__atomic_store_n(seen, cons, __ATOMIC_RELAXED);
 		}
-		if (__atomic_compare_exchange_n(prod, &pos, pos + n, 0, __ATOMIC_ACQUIRE,
+		/* Announce before reserving (shm/slots.go); the locked CAS
+		 * orders these stores before the reservation. */
+		__atomic_store_n(&slot[1], n, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot[0], pos, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(prod, &pos, pos + n, 0, __ATOMIC_SEQ_CST,
 						__ATOMIC_RELAXED))
 			break;
 	}
 	for (uint64_t k = n; k-- > 0;) {
-		char *c = r + RING_HDR + ((pos + k) & (size - 1)) * CELL_SIZE;
+		char *c = r + RING_HDR + ((pos + k) & mask) * CELL_SIZE;
 
 		memcpy(c + 8, cells[k], CELL_PAYLOAD);
 		__atomic_store_n((uint64_t *) c, pos + k + 1, __ATOMIC_RELEASE);
@@ -234,7 +247,9 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	if (__atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
 		goto out;	/* the peer closed: Go fails the send */
 	cells[0][1] = d[FP_EPID];
-	if (psm2_push((char *) (uintptr_t) d[FP_RING], (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
+	if (!d[FP_SLOT] ||
+	    psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
 		goto out;	/* full: Go queues or refuses it */
 	d[FP_SENT]++;
 	if (comp) {
@@ -400,7 +415,7 @@ static inline int psm2_rq_match(const uint64_t *f, uint64_t n, int tagged, uint6
 static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
 {
 	const uint64_t *dom;
-	uint64_t *f, stride, size;
+	uint64_t *f, stride, mask;
 	char *r, *out = buf;
 	uint32_t *lk;
 	int locking;
@@ -426,13 +441,15 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 	    __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
 	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
 		goto out;
-	r = (char *) (uintptr_t) f[EPF_RING];
-	size = __atomic_load_n((uint64_t *) (r + RING_CELLS), __ATOMIC_RELAXED);
+	r = psm2_probe_ring(f[EPF_RING]);
+	mask = psm2_probe_mask(f[EPF_RING]);
+	if (!r)
+		goto out;
 	stride = cqf[CQF_STRIDE];
 	while ((size_t) got < count) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
-		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & (size - 1)) * CELL_SIZE;
+		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & mask) * CELL_SIZE;
 		const unsigned char *p = c + 8, *c2 = NULL;
 		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED), len, head, epid, tag, data = 0;
 		uint64_t *q, *e;
@@ -451,7 +468,7 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 			 * before its head cell. */
 			if (len > head + CONT_PAYLOAD)
 				break;
-			c2 = (const unsigned char *) r + RING_HDR + ((cons + 1) & (size - 1)) * CELL_SIZE;
+			c2 = (const unsigned char *) r + RING_HDR + ((cons + 1) & mask) * CELL_SIZE;
 			if (__atomic_load_n((const uint64_t *) c2, __ATOMIC_ACQUIRE) != cons + 2 ||
 			    c2[8] != CELL_CONT)
 				break;

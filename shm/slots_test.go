@@ -1,0 +1,114 @@
+//go:build linux
+
+package shm
+
+import (
+	"os/exec"
+	"testing"
+)
+
+// TestProcIdentityGone: a live process is not gone, a zombie (killed, not
+// reaped) is, and so is a live pid whose start time differs from the
+// recorded one (the pid was reused).
+func TestProcIdentityGone(t *testing.T) {
+	me := selfIdentity()
+	if me.Start == 0 || me.Gone() {
+		t.Fatalf("this process: %+v gone=%v", me, me.Gone())
+	}
+	if (ProcIdentity{PID: me.PID, Start: me.Start + 1}).Gone() != true {
+		t.Error("a reused pid (other start time) is not gone")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, _, err := procStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ProcIdentity{PID: cmd.Process.Pid, Start: start}
+	if id.Gone() {
+		t.Error("a live child is gone")
+	}
+	_ = cmd.Process.Kill()
+	// Not reaped yet: a zombie, which kill(pid, 0) still finds.
+	for i := 0; !id.Gone(); i++ {
+		if i > 1e6 {
+			t.Fatal("a killed child is never gone")
+		}
+	}
+	_ = cmd.Wait()
+	if !id.Gone() {
+		t.Error("a reaped child is not gone")
+	}
+}
+
+// TestRingSkipDead drives SkipDead directly: a cell reserved through a
+// slot of a live owner is never skipped; once every slot covering it is
+// a gone process's, it is published empty and the ring moves on.
+func TestRingSkipDead(t *testing.T) {
+	r, _ := newTestRing(t, 8)
+	live, err := r.Claim(selfIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := r.Claim(ProcIdentity{PID: selfIdentity().PID, Start: selfIdentity().Start + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.slot == dead.slot {
+		t.Fatal("two claims share a slot")
+	}
+	pos, err := dead.reserveN(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.TryPush([]byte("behind")); err != nil {
+		t.Fatal(err)
+	}
+	if p, stuck := r.Stalled(); !stuck || p != pos {
+		t.Fatalf("Stalled = %d, %v; want %d, true", p, stuck, pos)
+	}
+	// The live view covers nothing of it: skip pos, then pos+1.
+	var owners []ProcIdentity
+	for k := range uint64(2) {
+		var ok bool
+		owners, ok = r.SkipDead(pos+k, owners)
+		if !ok || len(owners) != 1 {
+			t.Fatalf("SkipDead(pos+%d) = %v, %v", k, owners, ok)
+		}
+		var b [CellPayload]byte
+		if n, ok := r.TryPop(b[:]); !ok || n != CellPayload || b[0] != 0 {
+			t.Fatalf("skipped cell: %d %v kind %d", n, ok, b[0])
+		}
+	}
+	var b [CellPayload]byte
+	if _, ok := r.TryPop(b[:]); !ok || string(b[:6]) != "behind" {
+		t.Fatalf("message behind the dead unit: %q", b[:6])
+	}
+
+	// A live owner's reservation is waited for.
+	pos, err = live.reserveN(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.SkipDead(pos, owners); ok {
+		t.Fatal("skipped a live producer's cell")
+	}
+	// A dead owner's stale slot covering the same cell does not change that.
+	atomicStoreSlot(dead, pos, 1)
+	if _, ok := r.SkipDead(pos, owners); ok {
+		t.Fatal("skipped a cell a live producer also covers")
+	}
+	live.publish(live.cellOff(pos), pos, nil)
+	live.Release()
+	dead.Release()
+	if _, err := r.Claim(selfIdentity()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func atomicStoreSlot(r *Ring, pos, n uint64) {
+	*r.slotN = n
+	*r.slotPos = pos
+}
