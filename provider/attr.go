@@ -40,6 +40,8 @@ const (
 	MaxMsgSize = (1<<32 - 1) &^ 0xFFF
 	// RMAOrderSize bounds the ordered RMA size.
 	RMAOrderSize = 4096
+	// MRIovLimit is the largest iov count of one registration.
+	MRIovLimit = 65535
 	// IovLimit is the largest iov count of a send: a 64-byte header
 	// carries the lengths.
 	IovLimit = 64/4 - 3
@@ -118,7 +120,7 @@ func template() *fi.Info {
 			MaxEPRxCtx:      1,
 			MaxEPStxCtx:     1,
 			CntrCnt:         65535,
-			MRIovLimit:      65535,
+			MRIovLimit:      MRIovLimit,
 			Caps:            domainCaps,
 			AuthKeySize:     AuthKeySize,
 			MaxErrData:      MaxErrData,

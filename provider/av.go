@@ -13,6 +13,11 @@ const (
 	avSyncErr = uint64(1) << 58 // FI_SYNC_ERR
 )
 
+// MaxAVCount bounds the count of one fi_av_insert or fi_av_remove: far
+// above any job, and low enough that count times a name's or an address's
+// size cannot overflow. A larger count is -FI_EINVAL.
+const MaxAVCount = 1 << 30
+
 // AVAttr is struct fi_av_attr.
 type AVAttr struct {
 	Type      fi.AVType
@@ -115,7 +120,7 @@ func (av *AV) Bind(eq *EQ, flags uint64) error {
 // not a valid endpoint name. It returns the number inserted; with FI_EVENT
 // it returns 0 and reports the count (and the failures) on the bound EQ.
 func (av *AV) Insert(names unsafe.Pointer, count int, out unsafe.Pointer, flags uint64, ctx uintptr) (int, error) {
-	if count < 0 || (count > 0 && names == nil) {
+	if count < 0 || count > MaxAVCount || (count > 0 && names == nil) {
 		return 0, fi.EINVAL
 	}
 	if flags&^(avEvent|avSyncErr|fi.MORE) != 0 {
@@ -194,7 +199,7 @@ func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, ou
 // Remove removes count addresses. An address that is not in the AV makes
 // the call fail with EINVAL after the valid ones are removed.
 func (av *AV) Remove(addrs unsafe.Pointer, count int, flags uint64) error {
-	if count < 0 || (count > 0 && addrs == nil) {
+	if count < 0 || count > MaxAVCount || (count > 0 && addrs == nil) {
 		return fi.EINVAL
 	}
 	if flags != 0 {

@@ -119,8 +119,8 @@ func (c *Cntr) SetErr(v uint64) error { c.errVal.Store(v); c.notifyUnlocked(); r
 
 func (c *Cntr) notifyUnlocked() {
 	c.dom.lock()
+	defer c.dom.unlock()
 	c.notify()
-	c.dom.unlock()
 }
 
 // Wait blocks until the count reaches threshold, an error is counted, or

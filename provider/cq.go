@@ -239,12 +239,24 @@ func (cq *CQ) Read(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, erro
 	}
 	d := cq.dom
 	d.lock()
+	defer d.unlock()
 	if cq.n == 0 || count > cq.n {
 		d.progressLocked()
 	}
-	n, err := cq.readLocked(buf, count, src)
-	d.unlock()
-	return n, err
+	return cq.readLocked(buf, count, src)
+}
+
+// sreadPass is one look of Sread: progress, then read if threshold
+// entries (or an error) are there.
+func (cq *CQ) sreadPass(buf unsafe.Pointer, count int, src unsafe.Pointer, threshold int) (int, error) {
+	d := cq.dom
+	d.lock()
+	defer d.unlock()
+	d.progressLocked()
+	if cq.n >= threshold || (cq.n > 0 && cq.ring[cq.head].err != 0) {
+		return cq.readLocked(buf, count, src)
+	}
+	return 0, fi.EAGAIN
 }
 
 func (cq *CQ) readLocked(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, error) {
@@ -350,8 +362,10 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 	newAPI := d.api >= fi.Version(1, 5)
 	if newAPI && w[9] > 0 && w[8] != 0 {
 		// The caller supplied err_data of err_data_size bytes.
-		n := copy(cbytes(uintptr(w[8]), w[9]), e.errData[:e.errLen])
-		w[9] = uint64(n)
+		// Only as much of it as is needed is made a slice: the size is
+		// the caller's and may be anything.
+		n := min(w[9], uint64(e.errLen))
+		w[9] = uint64(copy(cbytes(uintptr(w[8]), n), e.errData[:n]))
 	} else if e.errLen > 0 {
 		if cq.fast == nil {
 			w[8] = 0
@@ -393,18 +407,8 @@ func (cq *CQ) SRead(buf unsafe.Pointer, count int, src unsafe.Pointer, cond unsa
 	if timeout >= 0 {
 		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
 	}
-	d := cq.dom
 	for {
-		d.lock()
-		d.progressLocked()
-		var n int
-		var err error
-		if cq.n >= threshold || (cq.n > 0 && cq.ring[cq.head].err != 0) {
-			n, err = cq.readLocked(buf, count, src)
-		} else {
-			err = fi.EAGAIN
-		}
-		d.unlock()
+		n, err := cq.sreadPass(buf, count, src, threshold)
 		if err != fi.EAGAIN {
 			return n, err
 		}

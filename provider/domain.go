@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -190,9 +189,8 @@ func (d *Domain) progressLocked() int {
 // progress runs one progress pass under the lock.
 func (d *Domain) progress() int {
 	d.lock()
-	n := d.progressLocked()
-	d.unlock()
-	return n
+	defer d.unlock()
+	return d.progressLocked()
 }
 
 func (d *Domain) removeEPLocked(ep *Endpoint) {

@@ -36,3 +36,15 @@ func (l logger) logf(level fi.LogLevel, subsys fi.LogSubsys, format string, args
 func (l logger) Warnf(s fi.LogSubsys, f string, a ...any)  { l.logf(fi.LOG_WARN, s, f, a...) }
 func (l logger) Infof(s fi.LogSubsys, f string, a ...any)  { l.logf(fi.LOG_INFO, s, f, a...) }
 func (l logger) Debugf(s fi.LogSubsys, f string, a ...any) { l.logf(fi.LOG_DEBUG, s, f, a...) }
+
+// Recovered reports a panic caught at the library's boundary (an exported
+// entry point or a goroutine's root): the application keeps running and
+// the operation fails, but it is a bug, so it is always logged as a
+// warning with the stack, and counted.
+func (p *Provider) Recovered(where string, v any, stack []byte) {
+	n := p.panics.Add(1)
+	p.log.Warnf(fi.LOG_CORE, "internal error %d in %s, recovered (the call fails): %v\n%s", n, where, v, stack)
+}
+
+// Panics is the number of panics recovered so far.
+func (p *Provider) Panics() int64 { return p.panics.Load() }

@@ -150,6 +150,6 @@ func (w *loopWire) Wait(d time.Duration) {
 		time.Sleep(min(d, time.Millisecond))
 	}
 }
-func (w *loopWire) Wake()                     {}
+func (w *loopWire) Wake()             {}
 func (w *loopWire) RingProbe() uint64 { return 0 }
-func (w *loopWire) Close() error              { w.closed = true; return nil }
+func (w *loopWire) Close() error      { w.closed = true; return nil }

@@ -273,9 +273,9 @@ func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data u
 	}
 	d := ep.dom
 	d.lock()
+	defer d.unlock() // also on a panic, which the export recovers from
 	err := ep.sendLocked(iov, count, dest, tag, data, uintptr(ctx), flags)
 	d.refreshFast()
-	d.unlock()
 	if err != 0 {
 		return err
 	}
@@ -290,10 +290,16 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 	vecs := unsafe.Slice((*iovec)(iov), count)
 	var total uint64
 	for i := range vecs {
-		total += vecs[i].len
-		if vecs[i].len > 0 && vecs[i].base == nil {
+		n := vecs[i].len
+		if n > 0 && vecs[i].base == nil {
 			return fi.EINVAL
 		}
+		// Each length on its own first: lengths near 2^64 would wrap
+		// the sum to something small.
+		if n > ep.maxMsgSize {
+			return fi.EMSGSIZE
+		}
+		total += n
 	}
 	if total > ep.maxMsgSize {
 		return fi.EMSGSIZE
@@ -387,9 +393,9 @@ func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore 
 	}
 	d := ep.dom
 	d.lock()
+	defer d.unlock()
 	err := ep.recvLocked(iov, count, src, tag, ignore, uintptr(ctx), flags)
 	d.refreshFast()
-	d.unlock()
 	if err != 0 {
 		return err
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -85,10 +86,25 @@ func (d *Domain) runProgress(t *progressThread) {
 			return
 		default:
 		}
-		if d.progress() == 0 {
+		if d.progressGuarded() == 0 {
 			d.waitArrival(nil, iv)
 		}
 	}
+}
+
+// progressGuarded is one progress pass whose panic, if any, is reported
+// and survived: the goroutine runs inside the application's process, and
+// an unrecovered panic on it would end that process. After a panic the
+// thread waits 10 ms, so a pass that fails every time does not spin.
+func (d *Domain) progressGuarded() (n int) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.prov.Recovered("the progress thread", v, debug.Stack())
+			time.Sleep(10 * time.Millisecond)
+			n = 0
+		}
+	}()
+	return d.progress()
 }
 
 // waitArrival blocks until an arrival on one of the domain's endpoints,

@@ -22,6 +22,7 @@ type Provider struct {
 
 	openContexts atomic.Int64 // endpoints (transmit/receive contexts) open
 	fabrics      atomic.Int64 // fabrics open
+	panics       atomic.Int64 // panics recovered (Recovered)
 
 	nsOnce sync.Once
 	ns     *nameServer
