@@ -915,6 +915,151 @@ static void close_checks(void)
 		CLOSE_OK(fabric, "fabric");
 }
 
+/* Sizes and counts chosen to overflow the provider's arithmetic: each
+ * must be refused, never abort the process (issue 8, finding 7). psm2
+ * only: other providers are not required to survive them. */
+static void overflow_checks(void)
+{
+	char small[16] = { 0 }, errbuf[64];
+	struct iovec iov[2];
+	struct fi_msg_tagged tmsg;
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr = NULL;
+	void *desc[2] = { 0 };
+	fi_addr_t out[2];
+	int r;
+
+	if (!unsafe || !ep || self == FI_ADDR_NOTAVAIL)
+		return;
+	enter("iov lengths whose sum wraps");
+	/* SIZE_MAX-7 + 16 is 8 in size_t arithmetic. */
+	iov[0].iov_base = small;
+	iov[0].iov_len = SIZE_MAX - 7;
+	iov[1].iov_base = small;
+	iov[1].iov_len = 16;
+	memset(&tmsg, 0, sizeof(tmsg));
+	tmsg.msg_iov = iov;
+	tmsg.desc = desc;
+	tmsg.iov_count = 2;
+	tmsg.addr = self;
+	tmsg.tag = 0x77;
+	tmsg.context = &ctx[10];
+	EXPECT_OP(fi_tsendmsg(ep, &tmsg, 0), -FI_EMSGSIZE);
+	EXPECT_OP(fi_tsendv(ep, iov, desc, 2, self, 0x77, &ctx[10]), -FI_EMSGSIZE);
+	EXPECT_OP(fi_tsend(ep, small, SIZE_MAX, NULL, self, 0x77, &ctx[10]), -FI_EMSGSIZE);
+	EXPECT_OP(fi_trecv(ep, small, SIZE_MAX, NULL, FI_ADDR_UNSPEC, 0x77, 0, &ctx[10]),
+		  -FI_EMSGSIZE, -FI_EINVAL, 0);
+	expect_quiet("the overflowing sends");
+
+	enter("counts whose byte sizes overflow");
+	EXPECT(fi_av_insert(av, myname, SIZE_MAX / 8, out, 0, NULL), -FI_EINVAL);
+	EXPECT(fi_av_insert(av, myname, ((size_t) 1 << 60) + 1, out, 0, NULL), -FI_EINVAL);
+	EXPECT(fi_av_remove(av, out, SIZE_MAX / 4, 0), -FI_EINVAL);
+	EXPECT(fi_mr_regv(domain, iov, SIZE_MAX / 8, FI_SEND, 0, 0, 0, &mr, NULL), -FI_EINVAL);
+	if (mr)
+		fi_close(&mr->fid);
+
+	enter("an err_data_size of SIZE_MAX");
+	/* A truncated receive gives an error entry; the caller's err_data
+	 * size is only as large as the buffer needs. */
+	r = fi_trecv(ep, small, 4, NULL, FI_ADDR_UNSPEC, 0x78, 0, &ctx[11]);
+	REPORT(r == 0, "fi_trecv returned %s", errname(r));
+	EXPECT_OP(fi_tinject(ep, errbuf, 40, self, 0x78), 0);
+	{
+		double t0 = now();
+		ssize_t n;
+
+		do {
+			struct fi_cq_tagged_entry e;
+
+			n = fi_cq_read(cq, &e, 1);
+		} while (n == -FI_EAGAIN && now() - t0 < 5);
+		REPORT(n == -FI_EAVAIL, "the truncated receive: fi_cq_read returned %s", errname(n));
+		memset(&err, 0, sizeof(err));
+		err.err_data = errbuf;
+		err.err_data_size = SIZE_MAX;
+		n = fi_cq_readerr(cq, &err, 0);
+		REPORT(n == 1 && err.err == FI_ETRUNC && err.op_context == &ctx[11] &&
+		       err.err_data_size <= sizeof(errbuf),
+		       "fi_cq_readerr with err_data_size SIZE_MAX returned %s, err %d, err_data_size %zu",
+		       errname(n), err.err, err.err_data_size);
+	}
+	expect_quiet("the truncated receive");
+}
+
+/* After fi_close, the object's pointer is stale: closing it again or
+ * using it must fail with -FI_EINVAL, never read freed memory (valgrind
+ * checks the "never"). psm2 only: with other providers this is a use
+ * after free. */
+static void stale_checks(void)
+{
+	struct fi_info *hints, *fi = NULL;
+	struct fid_fabric *f = NULL;
+	struct fid_domain *d = NULL;
+	struct fid_cq *c = NULL;
+	struct fid_ep *e = NULL, *alias = NULL;
+	struct fid_av *a = NULL;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_tagged_entry entry;
+	char buf[8] = { 0 };
+	int r;
+
+	if (!unsafe)
+		return;
+	enter("closed objects used again");
+	hints = fi_allocinfo();
+	hints->fabric_attr->prov_name = strdup(prov);
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	if ((r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi)) ||
+	    (r = fi_fabric(fi->fabric_attr, &f, NULL)) || (r = fi_domain(f, fi, &d, NULL)) ||
+	    (r = fi_cq_open(d, &cq_attr, &c, NULL)) || (r = fi_av_open(d, &av_attr, &a, NULL)) ||
+	    (r = fi_endpoint(d, fi, &e, NULL)) || (r = fi_ep_bind(e, &c->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (r = fi_ep_bind(e, &a->fid, 0)) || (r = fi_enable(e))) {
+		REPORT(0, "setting up the objects failed: %s", errname(r));
+		goto out;
+	}
+	EXPECT(fi_ep_alias(e, &alias, FI_TRANSMIT), 0);
+	if (alias) {
+		EXPECT(fi_close(&alias->fid), 0);
+		EXPECT(fi_close(&alias->fid), -FI_EINVAL);
+	}
+	EXPECT(fi_close(&e->fid), 0);
+	EXPECT(fi_close(&e->fid), -FI_EINVAL);
+	EXPECT(fi_tinject(e, buf, sizeof(buf), 0, 1), -FI_EINVAL);
+	EXPECT(fi_trecv(e, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 1, 0, &ctx[12]), -FI_EINVAL);
+	EXPECT(fi_ep_bind(e, &c->fid, FI_TRANSMIT), -FI_EINVAL);
+	EXPECT(fi_close(&a->fid), 0);
+	EXPECT(fi_close(&a->fid), -FI_EINVAL);
+	EXPECT(fi_close(&c->fid), 0);
+	EXPECT(fi_close(&c->fid), -FI_EINVAL);
+	EXPECT(fi_cq_read(c, &entry, 1), -FI_EINVAL);
+	EXPECT(fi_close(&d->fid), 0);
+	EXPECT(fi_close(&d->fid), -FI_EINVAL);
+	EXPECT(fi_close(&f->fid), 0);
+	EXPECT(fi_close(&f->fid), -FI_EINVAL);
+	f = NULL;
+	d = NULL;
+	c = NULL;
+	e = NULL;
+	a = NULL;
+out:
+	if (e)
+		fi_close(&e->fid);
+	if (a)
+		fi_close(&a->fid);
+	if (c)
+		fi_close(&c->fid);
+	if (d)
+		fi_close(&d->fid);
+	if (f)
+		fi_close(&f->fid);
+	fi_freeinfo(fi);
+	fi_freeinfo(hints);
+}
+
 int main(void)
 {
 	const char *p = getenv("BADINPUT_PROV"), *u = getenv("BADINPUT_UNSAFE");
@@ -937,8 +1082,10 @@ int main(void)
 		size_checks();
 		addr_checks();
 		misc_ep_checks();
+		overflow_checks();
 	}
 	close_checks();
+	stale_checks();
 	fi_freeinfo(info);
 	alarm(0);
 	return finish("badinput");

@@ -16,7 +16,8 @@ import (
 // psm2go_av_open opens an AV; attr may be NULL (the defaults), as in psm2.
 //
 //export psm2go_av_open
-func psm2go_av_open(dc *C.struct_psm2_domain, attr *C.struct_fi_av_attr, out **C.struct_fid_av, context unsafe.Pointer) C.int {
+func psm2go_av_open(dc *C.struct_psm2_domain, attr *C.struct_fi_av_attr, out **C.struct_fid_av, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_open")
 	d := domainObj(dc)
 	if d == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -54,7 +55,8 @@ func avObj(c *C.struct_psm2_av) *provider.AV {
 }
 
 //export psm2go_av_close
-func psm2go_av_close(c *C.struct_psm2_av) C.int {
+func psm2go_av_close(c *C.struct_psm2_av) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_close")
 	av := avObj(c)
 	if av == nil {
 		return -C.int(fi.EINVAL)
@@ -64,12 +66,13 @@ func psm2go_av_close(c *C.struct_psm2_av) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.av_fid.fid, C.sizeof_struct_fid_av, C.sizeof_struct_psm2_av)
 	return 0
 }
 
 //export psm2go_av_bind
-func psm2go_av_bind(c *C.struct_psm2_av, h unsafe.Pointer, flags C.uint64_t) C.int {
+func psm2go_av_bind(c *C.struct_psm2_av, h unsafe.Pointer, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_bind")
 	av, eq := avObj(c), handleObj[provider.EQ](h)
 	if av == nil || eq == nil {
 		return -C.int(fi.EINVAL)
@@ -86,7 +89,8 @@ func avCount(n int, err error) C.int {
 }
 
 //export psm2go_av_insert
-func psm2go_av_insert(c *C.struct_psm2_av, addr unsafe.Pointer, count C.size_t, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+func psm2go_av_insert(c *C.struct_psm2_av, addr unsafe.Pointer, count C.size_t, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_insert")
 	av := avObj(c)
 	if av == nil {
 		return -C.int(fi.EINVAL)
@@ -95,7 +99,8 @@ func psm2go_av_insert(c *C.struct_psm2_av, addr unsafe.Pointer, count C.size_t, 
 }
 
 //export psm2go_av_insertsvc
-func psm2go_av_insertsvc(c *C.struct_psm2_av, node, service *C.char, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+func psm2go_av_insertsvc(c *C.struct_psm2_av, node, service *C.char, out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_insertsvc")
 	av := avObj(c)
 	if av == nil {
 		return -C.int(fi.EINVAL)
@@ -105,7 +110,8 @@ func psm2go_av_insertsvc(c *C.struct_psm2_av, node, service *C.char, out *C.uint
 
 //export psm2go_av_insertsym
 func psm2go_av_insertsym(c *C.struct_psm2_av, node *C.char, nodecnt C.size_t, service *C.char, svccnt C.size_t,
-	out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) C.int {
+	out *C.uint64_t, flags C.uint64_t, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_insertsym")
 	av := avObj(c)
 	if av == nil {
 		return -C.int(fi.EINVAL)
@@ -115,7 +121,8 @@ func psm2go_av_insertsym(c *C.struct_psm2_av, node *C.char, nodecnt C.size_t, se
 }
 
 //export psm2go_av_remove
-func psm2go_av_remove(c *C.struct_psm2_av, addrs *C.uint64_t, count C.size_t, flags C.uint64_t) C.int {
+func psm2go_av_remove(c *C.struct_psm2_av, addrs *C.uint64_t, count C.size_t, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_remove")
 	av := avObj(c)
 	if av == nil {
 		return -C.int(fi.EINVAL)
@@ -124,7 +131,8 @@ func psm2go_av_remove(c *C.struct_psm2_av, addrs *C.uint64_t, count C.size_t, fl
 }
 
 //export psm2go_av_lookup
-func psm2go_av_lookup(c *C.struct_psm2_av, addr C.uint64_t, buf unsafe.Pointer, addrlen *C.size_t) C.int {
+func psm2go_av_lookup(c *C.struct_psm2_av, addr C.uint64_t, buf unsafe.Pointer, addrlen *C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_av_lookup")
 	av := avObj(c)
 	if av == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
@@ -134,6 +142,7 @@ func psm2go_av_lookup(c *C.struct_psm2_av, addr C.uint64_t, buf unsafe.Pointer, 
 
 //export psm2go_av_straddr
 func psm2go_av_straddr(c *C.struct_psm2_av, addr unsafe.Pointer, buf *C.char, length *C.size_t) {
+	defer guardVoid("psm2go_av_straddr")
 	av := avObj(c)
 	if av == nil || length == nil {
 		return

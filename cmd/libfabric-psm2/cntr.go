@@ -14,7 +14,8 @@ import (
 )
 
 //export psm2go_cntr_open
-func psm2go_cntr_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cntr_attr, out **C.struct_fid_cntr, context unsafe.Pointer) C.int {
+func psm2go_cntr_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cntr_attr, out **C.struct_fid_cntr, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cntr_open")
 	d := domainObj(dc)
 	if d == nil || attr == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -31,13 +32,16 @@ func psm2go_cntr_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cntr_attr, out
 	if err != nil {
 		return errnoOf(err)
 	}
+	slot := objTable.cntr.register(cn)
 	c := C.psm2_cntr_new(context, C.int32_t(a.WaitObj))
-	if c == nil {
+	if c == nil || slot == 0 {
+		objTable.cntr.release(slot)
+		C.free(unsafe.Pointer(c))
 		cn.Close()
 		return -C.int(fi.ENOMEM)
 	}
 	c.handle = newHandle(cn)
-	c.slot = C.uint32_t(objTable.cntr.register(cn))
+	c.slot = C.uint32_t(slot)
 	*out = &c.cntr_fid
 	return 0
 }
@@ -45,7 +49,8 @@ func psm2go_cntr_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cntr_attr, out
 // psm2go_cntr_read is fi_cntr_read (errors 0) and fi_cntr_readerr (1).
 //
 //export psm2go_cntr_read
-func psm2go_cntr_read(slot C.uint32_t, errors C.int) C.uint64_t {
+func psm2go_cntr_read(slot C.uint32_t, errors C.int) (ret C.uint64_t) {
+	defer guardU64(&ret, "psm2go_cntr_read")
 	c := objTable.cntr.lookup(uint32(slot))
 	if c == nil {
 		return 0
@@ -65,7 +70,8 @@ const (
 )
 
 //export psm2go_cntr_update
-func psm2go_cntr_update(slot C.uint32_t, op C.int, value C.uint64_t) C.int {
+func psm2go_cntr_update(slot C.uint32_t, op C.int, value C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cntr_update")
 	c := objTable.cntr.lookup(uint32(slot))
 	if c == nil {
 		return -C.int(fi.EINVAL)
@@ -85,7 +91,8 @@ func psm2go_cntr_update(slot C.uint32_t, op C.int, value C.uint64_t) C.int {
 }
 
 //export psm2go_cntr_wait
-func psm2go_cntr_wait(slot C.uint32_t, threshold C.uint64_t, timeout C.int) C.int {
+func psm2go_cntr_wait(slot C.uint32_t, threshold C.uint64_t, timeout C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cntr_wait")
 	c := objTable.cntr.lookup(uint32(slot))
 	if c == nil {
 		return -C.int(fi.EINVAL)
@@ -101,7 +108,8 @@ func cntrObj(c *C.struct_psm2_cntr) *provider.Cntr {
 }
 
 //export psm2go_cntr_waitfd
-func psm2go_cntr_waitfd(c *C.struct_psm2_cntr) C.int {
+func psm2go_cntr_waitfd(c *C.struct_psm2_cntr) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cntr_waitfd")
 	cn := cntrObj(c)
 	if cn == nil {
 		return -C.int(fi.EINVAL)
@@ -114,7 +122,8 @@ func psm2go_cntr_waitfd(c *C.struct_psm2_cntr) C.int {
 }
 
 //export psm2go_cntr_close
-func psm2go_cntr_close(c *C.struct_psm2_cntr) C.int {
+func psm2go_cntr_close(c *C.struct_psm2_cntr) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cntr_close")
 	cn := cntrObj(c)
 	if cn == nil {
 		return -C.int(fi.EINVAL)
@@ -125,6 +134,6 @@ func psm2go_cntr_close(c *C.struct_psm2_cntr) C.int {
 	objTable.cntr.release(uint32(c.slot))
 	deleteHandle(c.handle)
 	c.handle, c.slot = nil, 0
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.cntr_fid.fid, C.sizeof_struct_fid_cntr, C.sizeof_struct_psm2_cntr)
 	return 0
 }

@@ -14,7 +14,8 @@ import (
 )
 
 //export psm2go_cq_open
-func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C.struct_fid_cq, context unsafe.Pointer) C.int {
+func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C.struct_fid_cq, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cq_open")
 	d := domainObj(dc)
 	if d == nil || attr == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -35,13 +36,16 @@ func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C
 	if err != nil {
 		return errnoOf(err)
 	}
+	slot := objTable.cq.register(cq)
 	c := C.psm2_cq_new(context, C.int32_t(a.WaitObj))
-	if c == nil {
+	if c == nil || slot == 0 {
+		objTable.cq.release(slot)
+		C.free(unsafe.Pointer(c))
 		cq.Close()
 		return -C.int(fi.ENOMEM)
 	}
 	c.handle = newHandle(cq)
-	c.slot = C.uint32_t(objTable.cq.register(cq))
+	c.slot = C.uint32_t(slot)
 	c.fast = (*C.uint64_t)(cq.FastPath())
 	*out = &c.cq_fid
 	return 0
@@ -57,7 +61,8 @@ func cqObj(c *C.struct_psm2_cq) *provider.CQ {
 // psm2go_cq_read is fi_cq_read and fi_cq_readfrom (src NULL for read).
 //
 //export psm2go_cq_read
-func psm2go_cq_read(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t) C.ssize_t {
+func psm2go_cq_read(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_cq_read")
 	cq := objTable.cq.lookup(uint32(slot))
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -70,7 +75,8 @@ func psm2go_cq_read(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.
 }
 
 //export psm2go_cq_readerr
-func psm2go_cq_readerr(slot C.uint32_t, buf *C.struct_fi_cq_err_entry, flags C.uint64_t) C.ssize_t {
+func psm2go_cq_readerr(slot C.uint32_t, buf *C.struct_fi_cq_err_entry, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_cq_readerr")
 	cq := objTable.cq.lookup(uint32(slot))
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -83,7 +89,8 @@ func psm2go_cq_readerr(slot C.uint32_t, buf *C.struct_fi_cq_err_entry, flags C.u
 }
 
 //export psm2go_cq_sread
-func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t, cond unsafe.Pointer, timeout C.int) C.ssize_t {
+func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.uint64_t, cond unsafe.Pointer, timeout C.int) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_cq_sread")
 	cq := objTable.cq.lookup(uint32(slot))
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -96,7 +103,8 @@ func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C
 }
 
 //export psm2go_cq_signal
-func psm2go_cq_signal(c *C.struct_psm2_cq) C.int {
+func psm2go_cq_signal(c *C.struct_psm2_cq) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cq_signal")
 	cq := cqObj(c)
 	if cq == nil {
 		return -C.int(fi.EINVAL)
@@ -106,6 +114,7 @@ func psm2go_cq_signal(c *C.struct_psm2_cq) C.int {
 
 //export psm2go_cq_strerror
 func psm2go_cq_strerror(c *C.struct_psm2_cq, provErrno C.int, buf *C.char, length C.size_t) {
+	defer guardVoid("psm2go_cq_strerror")
 	var s string
 	if cq := cqObj(c); cq != nil {
 		s = cq.StrError(int(provErrno))
@@ -126,7 +135,8 @@ func absInt(v int) int {
 // FI_E* code.
 //
 //export psm2go_cq_waitfd
-func psm2go_cq_waitfd(c *C.struct_psm2_cq) C.int {
+func psm2go_cq_waitfd(c *C.struct_psm2_cq) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cq_waitfd")
 	cq := cqObj(c)
 	if cq == nil {
 		return -C.int(fi.EINVAL)
@@ -139,7 +149,8 @@ func psm2go_cq_waitfd(c *C.struct_psm2_cq) C.int {
 }
 
 //export psm2go_cq_close
-func psm2go_cq_close(c *C.struct_psm2_cq) C.int {
+func psm2go_cq_close(c *C.struct_psm2_cq) (ret C.int) {
+	defer guardInt(&ret, "psm2go_cq_close")
 	cq := cqObj(c)
 	if cq == nil {
 		return -C.int(fi.EINVAL)
@@ -150,6 +161,6 @@ func psm2go_cq_close(c *C.struct_psm2_cq) C.int {
 	objTable.cq.release(uint32(c.slot))
 	deleteHandle(c.handle)
 	c.handle, c.slot = nil, 0
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.cq_fid.fid, C.sizeof_struct_fid_cq, C.sizeof_struct_psm2_cq)
 	return 0
 }

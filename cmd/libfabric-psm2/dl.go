@@ -34,6 +34,7 @@ var lib *library
 
 //export psm2go_dl_init
 func psm2go_dl_init() {
+	defer guardVoid("psm2go_dl_init")
 	if lib == nil {
 		lib = &library{prov: provider.New(dlHost{})}
 	}
@@ -61,7 +62,8 @@ func (dlHost) Log(level fi.LogLevel, subsys fi.LogSubsys, fn string, line int, m
 
 //export psm2go_dl_getinfo
 func psm2go_dl_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
-	hints *C.struct_fi_info, out **C.struct_fi_info) C.int {
+	hints *C.struct_fi_info, out **C.struct_fi_info) (ret C.int) {
+	defer guardInt(&ret, "psm2go_dl_getinfo")
 	infos, err := lib.prov.GetInfo(uint32(version), goStr(node), goStr(service), uint64(flags), infoFromC(hints))
 	if err != nil {
 		return -C.int(fi.ToErrno(err))
@@ -75,6 +77,7 @@ func psm2go_dl_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64
 }
 
 //export psm2go_dl_fabric
-func psm2go_dl_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, context unsafe.Pointer) C.int {
+func psm2go_dl_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_dl_fabric")
 	return openFabric(attr, out, context)
 }

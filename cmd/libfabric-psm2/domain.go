@@ -22,7 +22,8 @@ func domainObj(c *C.struct_psm2_domain) *provider.Domain {
 }
 
 //export psm2go_domain_open
-func psm2go_domain_open(fc *C.struct_psm2_fabric, info *C.struct_fi_info, out **C.struct_fid_domain, context unsafe.Pointer) C.int {
+func psm2go_domain_open(fc *C.struct_psm2_fabric, info *C.struct_fi_info, out **C.struct_fid_domain, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_domain_open")
 	f := fabricObj(fc)
 	if f == nil || info == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -42,7 +43,8 @@ func psm2go_domain_open(fc *C.struct_psm2_fabric, info *C.struct_fi_info, out **
 }
 
 //export psm2go_domain_close
-func psm2go_domain_close(c *C.struct_psm2_domain) C.int {
+func psm2go_domain_close(c *C.struct_psm2_domain) (ret C.int) {
+	defer guardInt(&ret, "psm2go_domain_close")
 	d := domainObj(c)
 	if d == nil {
 		return -C.int(fi.EINVAL)
@@ -52,12 +54,13 @@ func psm2go_domain_close(c *C.struct_psm2_domain) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.domain_fid.fid, C.sizeof_struct_fid_domain, C.sizeof_struct_psm2_domain)
 	return 0
 }
 
 //export psm2go_domain_get_disconnect
-func psm2go_domain_get_disconnect(c *C.struct_psm2_domain, val *C.uint32_t) C.int {
+func psm2go_domain_get_disconnect(c *C.struct_psm2_domain, val *C.uint32_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_domain_get_disconnect")
 	d := domainObj(c)
 	if d == nil || val == nil {
 		return -C.int(fi.EINVAL)
@@ -67,7 +70,8 @@ func psm2go_domain_get_disconnect(c *C.struct_psm2_domain, val *C.uint32_t) C.in
 }
 
 //export psm2go_domain_set_disconnect
-func psm2go_domain_set_disconnect(c *C.struct_psm2_domain, val C.uint32_t) C.int {
+func psm2go_domain_set_disconnect(c *C.struct_psm2_domain, val C.uint32_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_domain_set_disconnect")
 	d := domainObj(c)
 	if d == nil {
 		return -C.int(fi.EINVAL)

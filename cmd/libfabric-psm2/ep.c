@@ -67,7 +67,7 @@ static int ep_close(struct fid *fid)
 	if (e->base) {
 		/* An alias: only the struct is its own. */
 		__atomic_sub_fetch(&e->base->aliases, 1, __ATOMIC_ACQ_REL);
-		free(e);
+		psm2_retire(&e->ep_fid.fid, sizeof(struct fid_ep), sizeof(*e));
 		return 0;
 	}
 	if (__atomic_load_n(&e->aliases, __ATOMIC_ACQUIRE) > 0)

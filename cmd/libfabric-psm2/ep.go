@@ -17,7 +17,8 @@ import (
 // defaults), as in psm2.
 //
 //export psm2go_ep_open
-func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.struct_fid_ep, context unsafe.Pointer) C.int {
+func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.struct_fid_ep, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_open")
 	d := domainObj(dc)
 	if d == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -26,13 +27,16 @@ func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.st
 	if err != nil {
 		return errnoOf(err)
 	}
+	slot := objTable.ep.register(ep)
 	c := C.psm2_ep_new(context)
-	if c == nil {
+	if c == nil || slot == 0 {
+		objTable.ep.release(slot)
+		C.free(unsafe.Pointer(c))
 		ep.Close()
 		return -C.int(fi.ENOMEM)
 	}
 	c.handle = newHandle(ep)
-	c.slot = C.uint32_t(objTable.ep.register(ep))
+	c.slot = C.uint32_t(slot)
 	c.tx_op_flags = C.uint64_t(ep.TxOpFlags())
 	c.rx_op_flags = C.uint64_t(ep.RxOpFlags())
 	c.fast = (*C.uint64_t)(ep.FastPath())
@@ -51,7 +55,8 @@ func epObj(c *C.struct_psm2_ep) *provider.Endpoint {
 // refuses while any is open).
 //
 //export psm2go_ep_close
-func psm2go_ep_close(c *C.struct_psm2_ep) C.int {
+func psm2go_ep_close(c *C.struct_psm2_ep) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_close")
 	ep := epObj(c)
 	if ep == nil {
 		return -C.int(fi.EINVAL)
@@ -62,12 +67,13 @@ func psm2go_ep_close(c *C.struct_psm2_ep) C.int {
 	objTable.ep.release(uint32(c.slot))
 	deleteHandle(c.handle)
 	c.handle, c.slot, c.fast = nil, 0, nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.ep_fid.fid, C.sizeof_struct_fid_ep, C.sizeof_struct_psm2_ep)
 	return 0
 }
 
 //export psm2go_ep_bind
-func psm2go_ep_bind(c *C.struct_psm2_ep, h unsafe.Pointer, flags C.uint64_t) C.int {
+func psm2go_ep_bind(c *C.struct_psm2_ep, h unsafe.Pointer, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_bind")
 	ep := epObj(c)
 	if ep == nil {
 		return -C.int(fi.EINVAL)
@@ -81,6 +87,7 @@ func psm2go_ep_bind(c *C.struct_psm2_ep, h unsafe.Pointer, flags C.uint64_t) C.i
 
 //export psm2go_ep_set_opflags
 func psm2go_ep_set_opflags(c *C.struct_psm2_ep, tx, rx C.uint64_t) {
+	defer guardVoid("psm2go_ep_set_opflags")
 	if ep := epObj(c); ep != nil {
 		ep.SetTxOpFlags(uint64(tx))
 		ep.SetRxOpFlags(uint64(rx))
@@ -88,7 +95,8 @@ func psm2go_ep_set_opflags(c *C.struct_psm2_ep, tx, rx C.uint64_t) {
 }
 
 //export psm2go_ep_enable
-func psm2go_ep_enable(c *C.struct_psm2_ep) C.int {
+func psm2go_ep_enable(c *C.struct_psm2_ep) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_enable")
 	ep := epObj(c)
 	if ep == nil {
 		return -C.int(fi.EINVAL)
@@ -97,7 +105,8 @@ func psm2go_ep_enable(c *C.struct_psm2_ep) C.int {
 }
 
 //export psm2go_ep_cancel
-func psm2go_ep_cancel(c *C.struct_psm2_ep, context unsafe.Pointer) C.ssize_t {
+func psm2go_ep_cancel(c *C.struct_psm2_ep, context unsafe.Pointer) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_cancel")
 	ep := epObj(c)
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -106,7 +115,8 @@ func psm2go_ep_cancel(c *C.struct_psm2_ep, context unsafe.Pointer) C.ssize_t {
 }
 
 //export psm2go_ep_getopt
-func psm2go_ep_getopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen *C.size_t) C.int {
+func psm2go_ep_getopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen *C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_getopt")
 	ep := epObj(c)
 	if ep == nil || val == nil || optlen == nil {
 		return -C.int(fi.EINVAL)
@@ -115,7 +125,8 @@ func psm2go_ep_getopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer
 }
 
 //export psm2go_ep_setopt
-func psm2go_ep_setopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen C.size_t) C.int {
+func psm2go_ep_setopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer, optlen C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_setopt")
 	ep := epObj(c)
 	if ep == nil || val == nil {
 		return -C.int(fi.EINVAL)
@@ -124,7 +135,8 @@ func psm2go_ep_setopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer
 }
 
 //export psm2go_ep_getname
-func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size_t) C.int {
+func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_getname")
 	ep := epObj(c)
 	if ep == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
@@ -133,7 +145,8 @@ func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size
 }
 
 //export psm2go_ep_setname
-func psm2go_ep_setname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen C.size_t) C.int {
+func psm2go_ep_setname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_setname")
 	ep := epObj(c)
 	if ep == nil || addr == nil {
 		return -C.int(fi.EINVAL)
@@ -144,7 +157,8 @@ func psm2go_ep_setname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen C.size_
 // psm2go_ep_size_left is fi_tx_size_left (tx set) and fi_rx_size_left.
 //
 //export psm2go_ep_size_left
-func psm2go_ep_size_left(slot C.uint32_t, tx C.int) C.ssize_t {
+func psm2go_ep_size_left(slot C.uint32_t, tx C.int) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_size_left")
 	ep := objTable.ep.lookup(uint32(slot))
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -168,7 +182,8 @@ func psm2go_ep_size_left(slot C.uint32_t, tx C.int) C.ssize_t {
 //
 //export psm2go_ep_send
 func psm2go_ep_send(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, tag, data C.uint64_t,
-	context unsafe.Pointer, flags C.uint64_t) C.ssize_t {
+	context unsafe.Pointer, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_send")
 	ep := objTable.ep.lookup(uint32(slot))
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -181,7 +196,8 @@ func psm2go_ep_send(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, 
 //
 //export psm2go_ep_recv
 func psm2go_ep_recv(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, src, tag, ignore C.uint64_t,
-	context unsafe.Pointer, flags C.uint64_t) C.ssize_t {
+	context unsafe.Pointer, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_recv")
 	ep := objTable.ep.lookup(uint32(slot))
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)

@@ -15,7 +15,8 @@ import (
 )
 
 //export psm2go_eq_open
-func psm2go_eq_open(fc *C.struct_psm2_fabric, attr *C.struct_fi_eq_attr, out **C.struct_fid_eq, context unsafe.Pointer) C.int {
+func psm2go_eq_open(fc *C.struct_psm2_fabric, attr *C.struct_fi_eq_attr, out **C.struct_fid_eq, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_eq_open")
 	f := fabricObj(fc)
 	if f == nil || attr == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -54,17 +55,15 @@ func eqObj(c *C.struct_psm2_eq) *provider.EQ {
 
 // cBuf views the C buffer buf of n bytes (nil for none).
 func cBuf(buf unsafe.Pointer, n C.size_t) []byte {
-	if buf == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(buf), int(n))
+	return cView(buf, n)
 }
 
 // psm2go_eq_read is fi_eq_read, or fi_eq_sread when blocking is set.
 //
 //export psm2go_eq_read
 func psm2go_eq_read(c *C.struct_psm2_eq, event *C.uint32_t, buf unsafe.Pointer, length C.size_t,
-	flags C.uint64_t, timeout C.int, blocking C.int) C.ssize_t {
+	flags C.uint64_t, timeout C.int, blocking C.int) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_eq_read")
 	eq := eqObj(c)
 	if eq == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -96,7 +95,8 @@ func psm2go_eq_read(c *C.struct_psm2_eq, event *C.uint32_t, buf unsafe.Pointer, 
 // written.
 //
 //export psm2go_eq_readerr
-func psm2go_eq_readerr(c *C.struct_psm2_eq, buf *C.struct_fi_eq_err_entry, flags C.uint64_t) C.ssize_t {
+func psm2go_eq_readerr(c *C.struct_psm2_eq, buf *C.struct_fi_eq_err_entry, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_eq_readerr")
 	eq := eqObj(c)
 	if eq == nil || buf == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -119,7 +119,7 @@ func psm2go_eq_readerr(c *C.struct_psm2_eq, buf *C.struct_fi_eq_err_entry, flags
 	buf.prov_errno = C.int(e.ProvErrno)
 	switch {
 	case newAPI && userData != nil && userSize > 0 && len(e.ErrData) > 0:
-		k := copy(unsafe.Slice((*byte)(userData), int(userSize)), e.ErrData)
+		k := copy(cView(userData, userSize), e.ErrData)
 		buf.err_data_size = C.size_t(k)
 	case len(e.ErrData) > 0:
 		C.free(c.err_data)
@@ -142,7 +142,8 @@ func psm2go_eq_readerr(c *C.struct_psm2_eq, buf *C.struct_fi_eq_err_entry, flags
 // copied).
 //
 //export psm2go_eq_write
-func psm2go_eq_write(c *C.struct_psm2_eq, event C.uint32_t, buf unsafe.Pointer, length C.size_t, flags C.uint64_t) C.ssize_t {
+func psm2go_eq_write(c *C.struct_psm2_eq, event C.uint32_t, buf unsafe.Pointer, length C.size_t, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_eq_write")
 	eq := eqObj(c)
 	if eq == nil {
 		return -C.ssize_t(fi.EINVAL)
@@ -173,6 +174,7 @@ func psm2go_eq_write(c *C.struct_psm2_eq, event C.uint32_t, buf unsafe.Pointer, 
 
 //export psm2go_eq_strerror
 func psm2go_eq_strerror(c *C.struct_psm2_eq, provErrno C.int, buf *C.char, length C.size_t) {
+	defer guardVoid("psm2go_eq_strerror")
 	var s string
 	if eq := eqObj(c); eq != nil {
 		s = eq.StrError(int(provErrno))
@@ -186,7 +188,8 @@ func psm2go_eq_strerror(c *C.struct_psm2_eq, provErrno C.int, buf *C.char, lengt
 // for FI_GETWAIT, or a negative FI_E* code.
 //
 //export psm2go_eq_waitfd
-func psm2go_eq_waitfd(c *C.struct_psm2_eq, obj *C.int32_t) C.int {
+func psm2go_eq_waitfd(c *C.struct_psm2_eq, obj *C.int32_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_eq_waitfd")
 	eq := eqObj(c)
 	if eq == nil {
 		return -C.int(fi.EINVAL)
@@ -202,7 +205,8 @@ func psm2go_eq_waitfd(c *C.struct_psm2_eq, obj *C.int32_t) C.int {
 }
 
 //export psm2go_eq_close
-func psm2go_eq_close(c *C.struct_psm2_eq) C.int {
+func psm2go_eq_close(c *C.struct_psm2_eq) (ret C.int) {
+	defer guardInt(&ret, "psm2go_eq_close")
 	eq := eqObj(c)
 	if eq == nil {
 		return -C.int(fi.EINVAL)
@@ -213,6 +217,6 @@ func psm2go_eq_close(c *C.struct_psm2_eq) C.int {
 	C.free(c.err_data)
 	deleteHandle(c.handle)
 	c.handle, c.err_data = nil, nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.eq_fid.fid, C.sizeof_struct_fid_eq, C.sizeof_struct_psm2_eq)
 	return 0
 }

@@ -39,7 +39,8 @@ func openFabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, contex
 }
 
 //export psm2go_fabric_close
-func psm2go_fabric_close(c *C.struct_psm2_fabric) C.int {
+func psm2go_fabric_close(c *C.struct_psm2_fabric) (ret C.int) {
+	defer guardInt(&ret, "psm2go_fabric_close")
 	if c == nil {
 		return -C.int(fi.EINVAL)
 	}
@@ -52,7 +53,7 @@ func psm2go_fabric_close(c *C.struct_psm2_fabric) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.fabric_fid.fid, C.sizeof_struct_fid_fabric, C.sizeof_struct_psm2_fabric)
 	return 0
 }
 
@@ -85,7 +86,7 @@ func cstrCopy(buf *C.char, n C.size_t, s string) {
 	if buf == nil || n == 0 {
 		return
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	dst := cView(unsafe.Pointer(buf), n)
 	k := copy(dst[:len(dst)-1], s)
 	dst[k] = 0
 }

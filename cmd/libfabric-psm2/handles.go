@@ -44,79 +44,120 @@ func deleteHandle(h unsafe.Pointer) {
 // the data path: a C struct stores its slot, and each call resolves it with
 // one atomic load and a bounds-checked index, without the lock and map of
 // the handles above. Slot 0 is never handed out, so a zeroed C struct
-// resolves to nil.
+// resolves to nothing.
+//
+// A slot is an index (low slotIndexBits) and a generation (the high bits)
+// that changes each time the index is reused, and released indexes are
+// reused oldest first: a slot kept by a stale pointer to a closed object
+// resolves to nothing, not to the next object given that index.
 //
 // register, release and the growth of the table take mu; lookup takes
 // nothing. The cells live in a slice that is replaced, never resized in
 // place, when it grows, so a lookup racing with a growth sees either slice.
 type slotTable[T any] struct {
 	mu    sync.Mutex
-	cells atomic.Pointer[[]atomic.Pointer[T]]
-	free  []uint32 // released slots, reused first
-	next  uint32   // the lowest slot never handed out
+	cells atomic.Pointer[[]atomic.Pointer[slotEntry[T]]]
+	gens  []uint32 // each index's current generation (under mu)
+	free  []uint32 // released indexes, reused oldest first
+	next  uint32   // the lowest index never handed out
 	live  int      // slots in use
 }
 
-// register stores v and returns its slot.
+// slotEntry is what a cell holds: immutable once stored, so a lookup sees
+// an object and its generation together.
+type slotEntry[T any] struct {
+	obj *T
+	gen uint32
+}
+
+const (
+	slotIndexBits = 20 // a million objects of a type open at once
+	slotIndexMask = 1<<slotIndexBits - 1
+	slotGenMask   = 1<<(32-slotIndexBits) - 1
+)
+
+// register stores v and returns its slot; 0 if every index is in use.
 func (t *slotTable[T]) register(v *T) uint32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var s uint32
-	if n := len(t.free); n > 0 {
-		s, t.free = t.free[n-1], t.free[:n-1]
+	var i uint32
+	// Reuse an index only once enough others wait, so that a given
+	// index comes back rarely (and its generation wraps more rarely).
+	if len(t.free) > 0 && (len(t.free) >= 64 || t.next > slotIndexMask) {
+		i = t.free[0]
+		t.free = t.free[1:]
 	} else {
 		if t.next == 0 {
 			t.next = 1
 		}
-		s = t.next
+		if t.next > slotIndexMask {
+			return 0
+		}
+		i = t.next
 		t.next++
 	}
 	cells := t.cells.Load()
-	if cells == nil || int(s) >= len(*cells) {
+	if cells == nil || int(i) >= len(*cells) {
 		n := 64
 		if cells != nil {
 			n = 2 * len(*cells)
 		}
-		for n <= int(s) {
+		for n <= int(i) {
 			n *= 2
 		}
-		grown := make([]atomic.Pointer[T], n)
+		grown := make([]atomic.Pointer[slotEntry[T]], n)
 		if cells != nil {
-			for i := range *cells {
-				grown[i].Store((*cells)[i].Load())
+			for k := range *cells {
+				grown[k].Store((*cells)[k].Load())
 			}
 		}
 		t.cells.Store(&grown)
 		cells = &grown
+		gens := make([]uint32, n)
+		copy(gens, t.gens)
+		t.gens = gens
 	}
-	(*cells)[s].Store(v)
+	t.gens[i] = (t.gens[i] + 1) & slotGenMask
+	e := &slotEntry[T]{obj: v, gen: t.gens[i]}
+	(*cells)[i].Store(e)
 	t.live++
-	return s
+	return e.gen<<slotIndexBits | i
 }
 
-// lookup returns the object in slot s, nil for a slot not in use.
+// lookup returns the object in slot s, nil for a slot not in use (or no
+// longer: an older generation of its index).
 func (t *slotTable[T]) lookup(s uint32) *T {
 	cells := t.cells.Load()
 	if cells == nil {
 		return nil
 	}
 	c := *cells
-	if uint(s) >= uint(len(c)) {
+	i := s & slotIndexMask
+	if uint(i) >= uint(len(c)) {
 		return nil
 	}
-	return c[s].Load()
+	e := c[i].Load()
+	if e == nil || e.gen != s>>slotIndexBits {
+		return nil
+	}
+	return e.obj
 }
 
-// release empties slot s for reuse.
+// release empties slot s for reuse; a slot not in use is ignored.
 func (t *slotTable[T]) release(s uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cells := t.cells.Load()
-	if s == 0 || cells == nil || int(s) >= len(*cells) || (*cells)[s].Load() == nil {
+	i := s & slotIndexMask
+	if i == 0 || cells == nil || int(i) >= len(*cells) {
 		return
 	}
-	(*cells)[s].Store(nil)
-	t.free = append(t.free, s)
+	e := (*cells)[i].Load()
+	if e == nil || e.gen != s>>slotIndexBits {
+		return
+	}
+	(*cells)[i].Store(nil)
+	t.free = append(t.free, i)
 	t.live--
 }
 

@@ -42,12 +42,42 @@ func TestSlotTable(t *testing.T) {
 	if n := tab.inUse(); n != len(objs)-1 {
 		t.Errorf("inUse after release = %d", n)
 	}
-	x := &slotObj{-1}
-	if s := tab.register(x); s != slots[7] || tab.lookup(s) != x {
-		t.Errorf("released slot not reused: got %d, want %d", s, slots[7])
-	}
 	if tab.lookup(0) != nil {
 		t.Error("slot 0 resolves")
+	}
+}
+
+// TestSlotTableStale: a released index comes back only after others were
+// released, oldest first, and with a new generation, so the old slot (a
+// stale pointer's) never resolves to the new object.
+func TestSlotTableStale(t *testing.T) {
+	var tab slotTable[slotObj]
+	first := tab.register(&slotObj{0})
+	tab.release(first)
+	// Below the reuse threshold new indexes are taken.
+	var held []uint32
+	for i := 0; i < 63; i++ {
+		s := tab.register(&slotObj{i})
+		if s&slotIndexMask == first&slotIndexMask {
+			t.Fatalf("index of slot %#x reused after %d registrations", first, i)
+		}
+		held = append(held, s)
+	}
+	for _, s := range held {
+		tab.release(s)
+	}
+	x := &slotObj{-1}
+	s := tab.register(x)
+	if s&slotIndexMask != first&slotIndexMask {
+		t.Errorf("oldest released index not reused first: got %#x, want index of %#x", s, first)
+	}
+	if s == first || tab.lookup(first) != nil || tab.lookup(s) != x {
+		t.Errorf("stale slot %#x and new slot %#x: lookup(stale) = %v, lookup(new) = %v",
+			first, s, tab.lookup(first), tab.lookup(s))
+	}
+	tab.release(first) // a stale release must not free the new object
+	if tab.lookup(s) != x {
+		t.Error("releasing a stale slot released its index's new object")
 	}
 }
 

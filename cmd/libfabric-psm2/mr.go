@@ -15,9 +15,10 @@ import (
 
 //export psm2go_mr_reg
 func psm2go_mr_reg(dc *C.struct_psm2_domain, iov *C.struct_iovec, count C.size_t,
-	access, offset, key, flags C.uint64_t, out **C.struct_fid_mr, context unsafe.Pointer) C.int {
+	access, offset, key, flags C.uint64_t, out **C.struct_fid_mr, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_mr_reg")
 	d := domainObj(dc)
-	if d == nil || out == nil || iov == nil || count == 0 {
+	if d == nil || out == nil || iov == nil || count == 0 || count > provider.MRIovLimit {
 		return -C.int(fi.EINVAL)
 	}
 	civ := unsafe.Slice(iov, int(count))
@@ -47,7 +48,8 @@ func mrObj(c *C.struct_psm2_mr) *provider.MR {
 }
 
 //export psm2go_mr_close
-func psm2go_mr_close(c *C.struct_psm2_mr) C.int {
+func psm2go_mr_close(c *C.struct_psm2_mr) (ret C.int) {
+	defer guardInt(&ret, "psm2go_mr_close")
 	mr := mrObj(c)
 	if mr == nil {
 		return -C.int(fi.EINVAL)
@@ -57,12 +59,13 @@ func psm2go_mr_close(c *C.struct_psm2_mr) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.mr_fid.fid, C.sizeof_struct_fid_mr, C.sizeof_struct_psm2_mr)
 	return 0
 }
 
 //export psm2go_mr_bind
-func psm2go_mr_bind(c *C.struct_psm2_mr, h unsafe.Pointer, flags C.uint64_t) C.int {
+func psm2go_mr_bind(c *C.struct_psm2_mr, h unsafe.Pointer, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_mr_bind")
 	mr := mrObj(c)
 	obj := handleValue(h)
 	if mr == nil || obj == nil {
@@ -72,7 +75,8 @@ func psm2go_mr_bind(c *C.struct_psm2_mr, h unsafe.Pointer, flags C.uint64_t) C.i
 }
 
 //export psm2go_mr_base
-func psm2go_mr_base(c *C.struct_psm2_mr) C.uint64_t {
+func psm2go_mr_base(c *C.struct_psm2_mr) (ret C.uint64_t) {
+	defer guardU64(&ret, "psm2go_mr_base")
 	mr := mrObj(c)
 	if mr == nil {
 		return 0

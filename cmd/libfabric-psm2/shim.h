@@ -168,6 +168,13 @@ int psm2_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 int psm2_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		    void *ops, void *context);
 
+/* retire.c: a closed object's struct: its ops fail with -FI_EINVAL, the
+ * bytes from keep to size are zeroed, and it is freed only after
+ * RETIRED_MAX later closes (instead of free()). keep is the size of the
+ * libfabric fid struct it starts with. */
+extern struct fi_ops psm2_closed_fi_ops;
+void psm2_retire(struct fid *fid, size_t keep, size_t size);
+
 /* Info memory, the same in both link modes (malloc'd, freed with free). */
 void psm2_freeinfo(struct fi_info *info);
 struct fi_info *psm2_dupinfo(const struct fi_info *info);

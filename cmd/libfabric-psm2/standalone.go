@@ -61,6 +61,7 @@ func (h coreHost) Log(level fi.LogLevel, subsys fi.LogSubsys, fn string, line in
 
 //export psm2go_init
 func psm2go_init() {
+	defer guardVoid("psm2go_init")
 	// Nothing to do: calling any export waits for the Go runtime and the
 	// package initialisation, which set the C-side log configuration.
 	_ = lib
@@ -68,7 +69,8 @@ func psm2go_init() {
 
 //export psm2go_getinfo
 func psm2go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
-	hints *C.struct_fi_info, out **C.struct_fi_info) C.int {
+	hints *C.struct_fi_info, out **C.struct_fi_info) (ret C.int) {
+	defer guardInt(&ret, "psm2go_getinfo")
 	infos, err := lib.core.GetInfo([]core.Provider{lib.prov}, uint32(version),
 		goStr(node), goStr(service), uint64(flags), infoFromC(hints))
 	if err != nil {
@@ -83,7 +85,8 @@ func psm2go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 }
 
 //export psm2go_core_fabric
-func psm2go_core_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, context unsafe.Pointer) C.int {
+func psm2go_core_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric, context unsafe.Pointer) (ret C.int) {
+	defer guardInt(&ret, "psm2go_core_fabric")
 	if attr == nil || out == nil || attr.prov_name == nil || attr.name == nil {
 		return -C.int(fi.EINVAL)
 	}
@@ -99,7 +102,8 @@ func psm2go_core_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric
 }
 
 //export psm2go_param_define
-func psm2go_param_define(prov, name *C.char, typ C.int, help *C.char) C.int {
+func psm2go_param_define(prov, name *C.char, typ C.int, help *C.char) (ret C.int) {
+	defer guardInt(&ret, "psm2go_param_define")
 	if err := lib.core.Define(goStr(prov), goStr(name), fi.ParamType(typ), goStr(help)); err != nil {
 		return -C.int(fi.ToErrno(err))
 	}
@@ -110,7 +114,8 @@ func psm2go_param_define(prov, name *C.char, typ C.int, help *C.char) C.int {
 // variable name into env (capacity envlen) and its type into typ.
 //
 //export psm2go_param_lookup
-func psm2go_param_lookup(prov, name *C.char, env *C.char, envlen C.size_t, typ *C.int) C.int {
+func psm2go_param_lookup(prov, name *C.char, env *C.char, envlen C.size_t, typ *C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_param_lookup")
 	p, ok := lib.core.Lookup(goStr(prov), goStr(name))
 	if !ok {
 		return -C.int(fi.ENOENT)
@@ -118,7 +123,7 @@ func psm2go_param_lookup(prov, name *C.char, env *C.char, envlen C.size_t, typ *
 	if C.size_t(len(p.EnvName)+1) > envlen {
 		return -C.int(fi.ETOOSMALL)
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(env)), envlen)
+	dst := cView(unsafe.Pointer(env), envlen)
 	copy(dst, p.EnvName)
 	dst[len(p.EnvName)] = 0
 	*typ = C.int(p.Type)
@@ -126,7 +131,8 @@ func psm2go_param_lookup(prov, name *C.char, env *C.char, envlen C.size_t, typ *
 }
 
 //export psm2go_getparams
-func psm2go_getparams(out **C.struct_fi_param, count *C.int) C.int {
+func psm2go_getparams(out **C.struct_fi_param, count *C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_getparams")
 	params := lib.core.Params()
 	arr := (*C.struct_fi_param)(C.calloc(C.size_t(len(params)+1), C.size_t(unsafe.Sizeof(C.struct_fi_param{}))))
 	if arr == nil {
@@ -148,6 +154,7 @@ func psm2go_getparams(out **C.struct_fi_param, count *C.int) C.int {
 
 //export psm2go_log
 func psm2go_log(prov *C.char, level, subsys C.int, fn *C.char, line C.int, msg *C.char) {
+	defer guardVoid("psm2go_log")
 	name := goStr(prov)
 	if name == "" {
 		name = "core"
@@ -156,7 +163,8 @@ func psm2go_log(prov *C.char, level, subsys C.int, fn *C.char, line C.int, msg *
 }
 
 //export psm2go_log_prov_filtered
-func psm2go_log_prov_filtered(prov *C.char) C.int {
+func psm2go_log_prov_filtered(prov *C.char) (ret C.int) {
+	defer guardInt(&ret, "psm2go_log_prov_filtered")
 	if lib.core.ProvLogFiltered(goStr(prov)) {
 		return 1
 	}

@@ -17,7 +17,7 @@ func appendC(buf *C.char, n C.size_t, s string) {
 	if buf == nil || n == 0 {
 		return
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	b := cView(unsafe.Pointer(buf), n)
 	used := 0
 	for used < len(b) && b[used] != 0 {
 		used++
@@ -77,6 +77,7 @@ func tostrValue(typ fi.Type, data unsafe.Pointer) any {
 //
 //export psm2go_tostr
 func psm2go_tostr(buf *C.char, n C.size_t, data unsafe.Pointer, typ C.int) {
+	defer guardVoid("psm2go_tostr")
 	t := fi.Type(typ)
 	appendC(buf, n, fi.TostrR(t, tostrValue(t, data), int(n)))
 }
@@ -85,5 +86,6 @@ func psm2go_tostr(buf *C.char, n C.size_t, data unsafe.Pointer, typ C.int) {
 //
 //export psm2go_nic_tostr
 func psm2go_nic_tostr(nic *C.struct_fid_nic, buf *C.char, n C.size_t) {
+	defer guardVoid("psm2go_nic_tostr")
 	appendC(buf, n, fi.TostrNic(nicFromC(nic)))
 }

@@ -14,7 +14,8 @@ import (
 )
 
 //export psm2go_wait_open
-func psm2go_wait_open(fc *C.struct_psm2_fabric, attr *C.struct_fi_wait_attr, out **C.struct_fid_wait) C.int {
+func psm2go_wait_open(fc *C.struct_psm2_fabric, attr *C.struct_fi_wait_attr, out **C.struct_fid_wait) (ret C.int) {
+	defer guardInt(&ret, "psm2go_wait_open")
 	f := fabricObj(fc)
 	if f == nil || attr == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -41,7 +42,8 @@ func waitObj(c *C.struct_psm2_wait) *provider.WaitSet {
 }
 
 //export psm2go_wait_wait
-func psm2go_wait_wait(c *C.struct_psm2_wait, timeout C.int) C.int {
+func psm2go_wait_wait(c *C.struct_psm2_wait, timeout C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_wait_wait")
 	ws := waitObj(c)
 	if ws == nil {
 		return -C.int(fi.EINVAL)
@@ -50,7 +52,8 @@ func psm2go_wait_wait(c *C.struct_psm2_wait, timeout C.int) C.int {
 }
 
 //export psm2go_wait_waitfd
-func psm2go_wait_waitfd(c *C.struct_psm2_wait, obj *C.int32_t) C.int {
+func psm2go_wait_waitfd(c *C.struct_psm2_wait, obj *C.int32_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_wait_waitfd")
 	ws := waitObj(c)
 	if ws == nil {
 		return -C.int(fi.EINVAL)
@@ -66,7 +69,8 @@ func psm2go_wait_waitfd(c *C.struct_psm2_wait, obj *C.int32_t) C.int {
 }
 
 //export psm2go_wait_close
-func psm2go_wait_close(c *C.struct_psm2_wait) C.int {
+func psm2go_wait_close(c *C.struct_psm2_wait) (ret C.int) {
+	defer guardInt(&ret, "psm2go_wait_close")
 	ws := waitObj(c)
 	if ws == nil {
 		return -C.int(fi.EINVAL)
@@ -76,7 +80,7 @@ func psm2go_wait_close(c *C.struct_psm2_wait) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.wait_fid.fid, C.sizeof_struct_fid_wait, C.sizeof_struct_psm2_wait)
 	return 0
 }
 
@@ -84,7 +88,8 @@ func psm2go_wait_close(c *C.struct_psm2_wait) C.int {
 // of our CQs, EQs or wait sets.
 //
 //export psm2go_trywait
-func psm2go_trywait(fc *C.struct_psm2_fabric, fids **C.struct_fid, count C.int) C.int {
+func psm2go_trywait(fc *C.struct_psm2_fabric, fids **C.struct_fid, count C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_trywait")
 	f := fabricObj(fc)
 	if f == nil || count < 0 {
 		return -C.int(fi.EINVAL)
@@ -106,7 +111,8 @@ func psm2go_trywait(fc *C.struct_psm2_fabric, fids **C.struct_fid, count C.int) 
 // ---- poll sets ----
 
 //export psm2go_poll_open
-func psm2go_poll_open(dc *C.struct_psm2_domain, attr *C.struct_fi_poll_attr, out **C.struct_fid_poll) C.int {
+func psm2go_poll_open(dc *C.struct_psm2_domain, attr *C.struct_fi_poll_attr, out **C.struct_fid_poll) (ret C.int) {
+	defer guardInt(&ret, "psm2go_poll_open")
 	d := domainObj(dc)
 	if d == nil || attr == nil || out == nil {
 		return -C.int(fi.EINVAL)
@@ -133,7 +139,8 @@ func pollObj(c *C.struct_psm2_poll) *provider.PollSet {
 }
 
 //export psm2go_poll_poll
-func psm2go_poll_poll(c *C.struct_psm2_poll, ctxs *unsafe.Pointer, count C.int) C.int {
+func psm2go_poll_poll(c *C.struct_psm2_poll, ctxs *unsafe.Pointer, count C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_poll_poll")
 	ps := pollObj(c)
 	if ps == nil || count < 0 {
 		return -C.int(fi.EINVAL)
@@ -151,7 +158,8 @@ func psm2go_poll_poll(c *C.struct_psm2_poll, ctxs *unsafe.Pointer, count C.int) 
 }
 
 //export psm2go_poll_add
-func psm2go_poll_add(c *C.struct_psm2_poll, h unsafe.Pointer, context unsafe.Pointer, flags C.uint64_t) C.int {
+func psm2go_poll_add(c *C.struct_psm2_poll, h unsafe.Pointer, context unsafe.Pointer, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_poll_add")
 	ps := pollObj(c)
 	w, ok := handleValue(h).(provider.Waitable)
 	if ps == nil || !ok {
@@ -161,7 +169,8 @@ func psm2go_poll_add(c *C.struct_psm2_poll, h unsafe.Pointer, context unsafe.Poi
 }
 
 //export psm2go_poll_del
-func psm2go_poll_del(c *C.struct_psm2_poll, h unsafe.Pointer, flags C.uint64_t) C.int {
+func psm2go_poll_del(c *C.struct_psm2_poll, h unsafe.Pointer, flags C.uint64_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_poll_del")
 	ps := pollObj(c)
 	w, ok := handleValue(h).(provider.Waitable)
 	if ps == nil || !ok {
@@ -171,7 +180,8 @@ func psm2go_poll_del(c *C.struct_psm2_poll, h unsafe.Pointer, flags C.uint64_t) 
 }
 
 //export psm2go_poll_close
-func psm2go_poll_close(c *C.struct_psm2_poll) C.int {
+func psm2go_poll_close(c *C.struct_psm2_poll) (ret C.int) {
+	defer guardInt(&ret, "psm2go_poll_close")
 	ps := pollObj(c)
 	if ps == nil {
 		return -C.int(fi.EINVAL)
@@ -181,6 +191,6 @@ func psm2go_poll_close(c *C.struct_psm2_poll) C.int {
 	}
 	deleteHandle(c.handle)
 	c.handle = nil
-	C.free(unsafe.Pointer(c))
+	C.psm2_retire(&c.poll_fid.fid, C.sizeof_struct_fid_poll, C.sizeof_struct_psm2_poll)
 	return 0
 }
