@@ -84,15 +84,18 @@ static void close_peer(struct peer *p)
 	fi_freeinfo(p->info);
 }
 
-/* segment_of reports whether a /dev/shm entry of ours holds pid's endpoint:
- * the endpoint id (pid<<32 | ...) is the last dot-separated hex field. */
+/* segments_of counts the segments of pid's endpoints in our private
+ * directory, /dev/shm/psm2go-<euid> (docs/shm.md): the endpoint id
+ * (pid<<32 | ...) is the last dot-separated hex field of a name. */
 static int segments_of(pid_t pid)
 {
-	char want[16];
+	char want[16], path[64];
 	struct dirent *d;
-	DIR *dir = opendir("/dev/shm");
+	DIR *dir;
 	int n = 0;
 
+	snprintf(path, sizeof(path), "/dev/shm/psm2go-%u", (unsigned) geteuid());
+	dir = opendir(path);
 	snprintf(want, sizeof(want), ".%08x", (unsigned) pid);
 	if (!dir)
 		return -1;

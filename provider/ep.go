@@ -120,7 +120,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if err != nil {
 		d.prov.freeContext(ctxNum)
 		d.log.Warnf(fi.LOG_EP_CTRL, "opening shared-memory endpoint: %v", err)
-		return nil, fi.ENOMEM
+		return nil, wireErrno(err)
 	}
 	ep.tp = tp
 	ep.engine.init(ep)

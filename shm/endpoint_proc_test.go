@@ -371,7 +371,7 @@ func TestEndpointKillMidFetch(t *testing.T) {
 	<-kid.done
 	kid.done <- nil
 	newTestEP(t, job, 0x22)
-	if _, err := os.Stat(Dir + "/" + SegmentName(job, 0x21)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(segFile(SegmentName(job, 0x21))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("killed child's segment not reclaimed: %v", err)
 	}
 }

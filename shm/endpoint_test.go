@@ -632,7 +632,7 @@ func TestEndpointConnect(t *testing.T) {
 		t.Errorf("Discard of a forged Rndv = %v", err)
 	}
 	// The segment is private and carries the job.
-	fi, err := os.Stat(Dir + "/" + a.Name())
+	fi, err := os.Stat(segFile(a.Name()))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("segment %s: %v, %v", a.Name(), fi.Mode(), err)
 	}
@@ -855,7 +855,7 @@ func TestEndpointClose(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
-		if _, err := os.Stat(Dir + "/" + a.Name()); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(segFile(a.Name())); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("segment still there: %v", err)
 		}
 		if n := a.poll(); n != 1 || !errors.Is(a.rec.sendDone[7], transport.ErrClosed) {
@@ -1040,11 +1040,11 @@ func TestEndpointReclaimStale(t *testing.T) {
 	c := startChild(t, "ep-die", endpointChildEnv(job, 0xdead, 0)...)
 	c.wait(t)
 	name := SegmentName(job, 0xdead)
-	if _, err := os.Stat(Dir + "/" + name); err != nil {
+	if _, err := os.Stat(segFile(name)); err != nil {
 		t.Fatalf("the dead child left no segment: %v", err)
 	}
 	newTestEP(t, job, 0x1)
-	if _, err := os.Stat(Dir + "/" + name); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(segFile(name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale segment not reclaimed: %v", err)
 	}
 	// A live endpoint's segment is kept, a fresh invalid one too.
@@ -1055,7 +1055,7 @@ func TestEndpointReclaimStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{live.Name(), SegmentName(job, 0x3)} {
-		if _, err := os.Stat(Dir + "/" + n); err != nil {
+		if _, err := os.Stat(segFile(n)); err != nil {
 			t.Errorf("%s removed: %v", n, err)
 		}
 	}

@@ -42,8 +42,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	// Like a leaked fd, a leaked segment outlives the test: fail on it.
-	leaked, _ := filepath.Glob(filepath.Join(Dir, testPrefix+"*"))
-	endpoints, _ := filepath.Glob(filepath.Join(Dir, testJobPrefix()+"*"))
+	leaked, _ := filepath.Glob(filepath.Join(segDirT(), testPrefix+"*"))
+	endpoints, _ := filepath.Glob(filepath.Join(segDirT(), testJobPrefix()+"*"))
 	leaked = append(leaked, endpoints...)
 	for _, path := range leaked {
 		fmt.Fprintf(os.Stderr, "leaked segment %s\n", path)
@@ -59,6 +59,8 @@ func runChild(role string) error {
 		return runEndpointChild(role)
 	}
 	switch role {
+	case "squatted":
+		return runSquattedChild()
 	case "create":
 		// Make a segment and die without cleaning up.
 		_, err := Create(name, 8)
@@ -181,3 +183,15 @@ func (c *child) wait(t *testing.T) {
 		t.Fatalf("child %d: %v\n%s", c.cmd.Process.Pid, err, c.output.String())
 	}
 }
+
+// segDirT is the user's segment directory (SegmentDir), for tests.
+func segDirT() string {
+	d, err := SegmentDir()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// segFile is where segment name lives.
+func segFile(name string) string { return segDirT() + "/" + name }

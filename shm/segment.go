@@ -20,7 +20,7 @@ const Dir = "/dev/shm"
 // maxNameLen is NAME_MAX: a name is one path component of Dir.
 const maxNameLen = 255
 
-// Segment layout, version 3: a header of native-endian uint64 words, a
+// Segment layout, version 4: a header of native-endian uint64 words, a
 // doorbell line pair, a line pair for the bounce-buffer busy bits, one ring
 // at the ring offset, optionally the split slots of shared rendezvous
 // copies (split.go) right after the ring, and optionally a pool of bounce
@@ -33,20 +33,21 @@ const maxNameLen = 255
 // accessed atomically.
 const (
 	segMagic   = 0x70736d73 // "psms"
-	segVersion = 3
+	segVersion = 4
 
-	offSegIdent    = 0  // segMagic | segVersion<<32; stored last by Create
-	offSegPID      = 8  // the owner's process id, for Reclaim
-	offSegSize     = 16 // total size of the object in bytes
-	offSegRingOff  = 24 // offset of the ring from the start of the segment
-	offSegJob      = 32 // 16 bytes: the job key (UUID) of the owner
-	offSegEPID     = 48 // the owner's endpoint id
-	offSegPoolOff  = 56 // offset of the bounce buffers; 0 if there are none
-	offSegPoolBufs = 64 // number of bounce buffers, at most MaxBuffers
-	offSegPoolSize = 72 // bytes per bounce buffer, a multiple of CellSize
-	offSegState    = 80 // segOpen, or segClosed once the owner closed it
-	offSegSplitOff = 88 // offset of the split slots; 0 if there are none
-	offSegSplits   = 96 // number of split slots, at most MaxSplitSlots
+	offSegIdent    = 0   // segMagic | segVersion<<32; stored last by Create
+	offSegPID      = 8   // the owner's process id, for Reclaim
+	offSegSize     = 16  // total size of the object in bytes
+	offSegRingOff  = 24  // offset of the ring from the start of the segment
+	offSegJob      = 32  // 16 bytes: the job key (UUID) of the owner
+	offSegEPID     = 48  // the owner's endpoint id
+	offSegPoolOff  = 56  // offset of the bounce buffers; 0 if there are none
+	offSegPoolBufs = 64  // number of bounce buffers, at most MaxBuffers
+	offSegPoolSize = 72  // bytes per bounce buffer, a multiple of CellSize
+	offSegState    = 80  // segOpen, or segClosed once the owner closed it
+	offSegSplitOff = 88  // offset of the split slots; 0 if there are none
+	offSegSplits   = 96  // number of split slots, at most MaxSplitSlots
+	offSegStart    = 104 // the owner's start time (ProcIdentity), for Reclaim
 
 	// The doorbell: a 32-bit futex word the owner sleeps on and a 32-bit
 	// count of sleepers, on their own line pair. Only the owner writes the
@@ -120,6 +121,7 @@ type Segment struct {
 	pool    []byte // nbuf*bufSize bytes of bounce buffers; nil if none
 	nbuf    int
 	bufSize int
+	path    string // where it is, for Replaced
 	dev     uint64 // identity of the object, for Replaced
 	ino     uint64
 
@@ -189,7 +191,10 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		size = roundUp(poolOff+cfg.Buffers*poolSize, page)
 	}
 
-	path := Dir + "/" + name
+	path, err := segPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %q: %w", name, err)
+	}
 	fd, err := openObject(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
@@ -208,6 +213,12 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if err := truncateObject(fd, int64(size)); err != nil {
 		return nil, fmt.Errorf("size segment %q: %w", name, err)
 	}
+	// Allocate every page now: with /dev/shm nearly full, ftruncate alone
+	// succeeds and a later write to a page tmpfs cannot supply is SIGBUS.
+	// This way the shortage is ENOSPC here.
+	if err := allocateObject(fd, int64(size)); err != nil {
+		return nil, fmt.Errorf("allocate segment %q of %d bytes: %w", name, size, err)
+	}
 	st, err := statObject(fd)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
@@ -222,8 +233,10 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		}
 	}()
 
-	pid := os.Getpid()
+	id := selfIdentity()
+	pid := id.PID
 	wordAt(mem, offSegPID).Store(uint64(pid))
+	wordAt(mem, offSegStart).Store(id.Start)
 	wordAt(mem, offSegSize).Store(uint64(size))
 	wordAt(mem, offSegRingOff).Store(segHeaderSize)
 	wordAt(mem, offSegJob).Store(binary.NativeEndian.Uint64(cfg.Job[0:]))
@@ -249,7 +262,7 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
 	wordAt(mem, offSegIdent).Store(segIdent)
-	seg = &Segment{name: name, mem: mem, owned: true, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
+	seg = &Segment{name: name, path: path, mem: mem, owned: true, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
 		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino,
 		splitOff: splitOff, splits: cfg.SplitSlots}
 	if poolOff > 0 {
@@ -272,7 +285,11 @@ func Open(name string) (seg *Segment, err error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := openObject(Dir+"/"+name, unix.O_RDWR, 0)
+	path, err := segPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("open segment %q: %w", name, err)
+	}
+	fd, err := openObject(path, unix.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
@@ -314,7 +331,7 @@ func Open(name string) (seg *Segment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	seg = &Segment{name: name, mem: mem, ring: ring, pid: int(h.pid), job: h.job, epid: h.epid,
+	seg = &Segment{name: name, path: path, mem: mem, ring: ring, pid: int(h.pid), job: h.job, epid: h.epid,
 		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino,
 		splitOff: int(h.splitOff), splits: int(h.splits)}
 	if h.poolBufs > 0 {
@@ -377,7 +394,7 @@ func (s *Segment) bellWaiters() *atomic.Uint32 { return word32At(s.mem, offSegBe
 // stat(2).
 func (s *Segment) Replaced() (bool, error) {
 	var st unix.Stat_t
-	err := ignoringEINTR(func() error { return unix.Lstat(Dir+"/"+s.name, &st) })
+	err := ignoringEINTR(func() error { return unix.Lstat(s.path, &st) })
 	if errors.Is(err, unix.ENOENT) {
 		return true, nil
 	}
@@ -415,7 +432,11 @@ func Unlink(name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	if err := unlinkObject(Dir + "/" + name); err != nil {
+	path, err := segPath(name)
+	if err != nil {
+		return err
+	}
+	if err := unlinkObject(path); err != nil {
 		return fmt.Errorf("unlink segment %q: %w", name, err)
 	}
 	return nil
@@ -437,7 +458,10 @@ func Reclaim(name string) (removed bool, err error) {
 	if err := checkName(name); err != nil {
 		return false, err
 	}
-	path := Dir + "/" + name
+	path, err := segPath(name)
+	if err != nil {
+		return false, fmt.Errorf("reclaim segment %q: %w", name, err)
+	}
 	fd, err := openObject(path, unix.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -456,7 +480,7 @@ func Reclaim(name string) (removed bool, err error) {
 		return false, fmt.Errorf("reclaim segment %q: %w", name, err)
 	}
 	if h, ok := decodeSegHeader(buf[:n]); ok && h.check(size) == nil {
-		alive, err := processAlive(int(h.pid))
+		alive, err := h.ownerAlive()
 		if err != nil {
 			return false, fmt.Errorf("reclaim segment %q: owner %d: %w", name, h.pid, err)
 		}
@@ -481,6 +505,18 @@ type segHeader struct {
 	epid                        uint64
 	poolOff, poolBufs, poolSize uint64
 	splitOff, splits            uint64
+	start                       uint64 // the owner's start time; 0: unknown
+}
+
+// ownerAlive reports whether the process that made the segment still
+// runs: its pid exists and, when the header records one, started at the
+// recorded time. A pid reused by another process (this one, even) is not
+// the owner.
+func (h segHeader) ownerAlive() (bool, error) {
+	if h.start != 0 && (ProcIdentity{PID: int(h.pid), Start: h.start}).Gone() {
+		return false, nil
+	}
+	return processAlive(int(h.pid))
 }
 
 // decodeSegHeader decodes a header read from the object's first bytes. It
@@ -502,6 +538,9 @@ func decodeSegHeader(b []byte) (segHeader, bool) {
 	if len(b) >= offSegSplits+8 {
 		h.splitOff = binary.NativeEndian.Uint64(b[offSegSplitOff:])
 		h.splits = binary.NativeEndian.Uint64(b[offSegSplits:])
+	}
+	if len(b) >= offSegStart+8 {
+		h.start = binary.NativeEndian.Uint64(b[offSegStart:])
 	}
 	copy(h.job[:], b[offSegJob:offSegJob+16])
 	return h, true
@@ -568,6 +607,16 @@ func maxSegmentSize() int64 {
 
 // roundUp rounds n up to a multiple of m.
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// segPath returns where the segment name lives: in this user's private
+// directory (dir.go).
+func segPath(name string) (string, error) {
+	dir, err := SegmentDir()
+	if err != nil {
+		return "", err
+	}
+	return dir + "/" + name, nil
+}
 
 // checkName validates a segment name: one path component of Dir.
 func checkName(name string) error {

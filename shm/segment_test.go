@@ -102,7 +102,7 @@ func TestSegmentPermissions(t *testing.T) {
 			defer unix.Umask(old)
 			name := testName(t)
 			mustCreate(t, name, 8)
-			fi, err := os.Lstat(Dir + "/" + name)
+			fi, err := os.Lstat(segFile(name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestSegmentBadCells(t *testing.T) {
 			t.Errorf("Create(%d cells) = %v, want ErrCells", cells, err)
 		}
 	}
-	if _, err := os.Lstat(Dir + "/" + name); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(segFile(name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed Create left %s behind: %v", name, err)
 	}
 }
@@ -184,16 +184,16 @@ func TestSegmentLayout(t *testing.T) {
 		{"ringOff", offSegRingOff}, {"job", offSegJob}, {"epid", offSegEPID},
 		{"poolOff", offSegPoolOff}, {"poolBufs", offSegPoolBufs}, {"poolSize", offSegPoolSize},
 		{"state", offSegState}, {"splitOff", offSegSplitOff}, {"splits", offSegSplits},
-		{"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
+		{"start", offSegStart}, {"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
 		{"busy", offSegBusy}, {"header", segHeaderSize}, {"splitSlot", SplitSlotSize}}
 	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"job", 32},
 		{"epid", 48}, {"poolOff", 56}, {"poolBufs", 64}, {"poolSize", 72}, {"state", 80},
-		{"splitOff", 88}, {"splits", 96},
+		{"splitOff", 88}, {"splits", 96}, {"start", 104},
 		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"header", 384}, {"splitSlot", 128}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if segMagic != 0x70736d73 || segVersion != 3 {
+	if segMagic != 0x70736d73 || segVersion != 4 {
 		t.Errorf("magic %#x version %d changed", segMagic, segVersion)
 	}
 
@@ -211,14 +211,14 @@ func TestSegmentLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = seg.Close() })
-			b, err := os.ReadFile(Dir + "/" + name)
+			b, err := os.ReadFile(segFile(name))
 			if err != nil {
 				t.Fatal(err)
 			}
 			page := os.Getpagesize()
 			end := segHeaderSize + RingSize(64)
-			wantHdr := segHeader{ident: segMagic | 3<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
-				ringOff: 384, job: job, epid: 0xabcdef}
+			wantHdr := segHeader{ident: segMagic | 4<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
+				ringOff: 384, job: job, epid: 0xabcdef, start: selfIdentity().Start}
 			if splits > 0 {
 				wantHdr.splitOff, wantHdr.splits = uint64(roundUp(end, 128)), uint64(splits)
 				end = roundUp(end, 128) + splits*SplitSlotSize
@@ -420,7 +420,7 @@ func TestOpenHostile(t *testing.T) {
 			if err := seg.Close(); err != nil {
 				t.Fatal(err)
 			}
-			tt.mutate(t, Dir+"/"+name)
+			tt.mutate(t, segFile(name))
 			seg, err = Open(name)
 			if !errors.Is(err, tt.want) || seg != nil {
 				t.Errorf("Open = %v, %v; want nil, %v", seg, err, tt.want)
@@ -448,17 +448,40 @@ func TestReclaim(t *testing.T) {
 			// ours.
 			mustCreate(t, name, 8)
 			sleeper := startSleeper(t)
-			f, err := os.OpenFile(Dir+"/"+name, os.O_RDWR, 0)
+			f, err := os.OpenFile(segFile(name), os.O_RDWR, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
+			start, _, err := procStat(sleeper)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var b [8]byte
 			binary.NativeEndian.PutUint64(b[:], uint64(sleeper))
 			if _, err := f.WriteAt(b[:], offSegPID); err != nil {
 				t.Fatal(err)
 			}
+			binary.NativeEndian.PutUint64(b[:], start)
+			if _, err := f.WriteAt(b[:], offSegStart); err != nil {
+				t.Fatal(err)
+			}
 		}, false},
+		{"pid reused: the recorded pid is ours, the start time is not", func(t *testing.T, name string) {
+			// A leftover of an earlier process that had our pid: it
+			// must not block our Create of the same name (finding 6).
+			mustCreate(t, name, 8)
+			f, err := os.OpenFile(segFile(name), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var b [8]byte
+			binary.NativeEndian.PutUint64(b[:], selfIdentity().Start-1)
+			if _, err := f.WriteAt(b[:], offSegStart); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 		{"garbage header", func(t *testing.T, name string) {
 			writeFile(t, name, []byte(strings.Repeat("garbage!", 512)))
 		}, true},
@@ -470,7 +493,7 @@ func TestReclaim(t *testing.T) {
 		}, true},
 		{"pid zero in the header", func(t *testing.T, name string) {
 			mustCreate(t, name, 8)
-			f, err := os.OpenFile(Dir+"/"+name, os.O_RDWR, 0)
+			f, err := os.OpenFile(segFile(name), os.O_RDWR, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,14 +508,14 @@ func TestReclaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			name := testName(t)
 			tt.make(t, name)
-			_, statErr := os.Lstat(Dir + "/" + name)
+			_, statErr := os.Lstat(segFile(name))
 			existed := statErr == nil
 
 			removed, err := Reclaim(name)
 			if err != nil || removed != tt.removed {
 				t.Fatalf("Reclaim = %v, %v; want %v, nil", removed, err, tt.removed)
 			}
-			_, statErr = os.Lstat(Dir + "/" + name)
+			_, statErr = os.Lstat(segFile(name))
 			if exists := statErr == nil; exists != (existed && !tt.removed) {
 				t.Errorf("after Reclaim the name exists: %v", exists)
 			}
@@ -504,10 +527,10 @@ func TestReclaim(t *testing.T) {
 	}
 }
 
-// writeFile plants a file at Dir/name, as a crashed creator would leave.
+// writeFile plants a file at the segment directory, as a crashed creator would leave.
 func writeFile(t *testing.T, name string, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(Dir+"/"+name, b, 0o600); err != nil {
+	if err := os.WriteFile(segFile(name), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

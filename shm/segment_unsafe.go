@@ -5,6 +5,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,17 @@ func fchmodObject(fd int, mode uint32) error {
 	return ignoringEINTR(func() error { return unix.Fchmod(fd, mode) })
 }
 
+// allocateObject makes the filesystem allocate the first size bytes of
+// fd now (ENOSPC if it cannot). A filesystem without fallocate is left to
+// allocate on use, as before.
+func allocateObject(fd int, size int64) error {
+	err := ignoringEINTR(func() error { return unix.Fallocate(fd, 0, 0, size) })
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	return err
+}
+
 func truncateObject(fd int, size int64) error {
 	return ignoringEINTR(func() error { return unix.Ftruncate(fd, size) })
 }
@@ -55,6 +67,12 @@ func statObject(fd int) (objectStat, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return objectStat{}, fmt.Errorf("not a regular file (mode %#o): %w", st.Mode, ErrCorrupt)
+	}
+	// Only our own segments, open to nobody else, are used: anything
+	// else under our names was put there by someone who could read what
+	// we write, or shrink it under us.
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o077 != 0 {
+		return objectStat{}, fmt.Errorf("owner %d, mode %#o: %w", st.Uid, st.Mode&0o777, ErrForeign)
 	}
 	return objectStat{size: st.Size, dev: uint64(st.Dev), ino: st.Ino}, nil
 }

@@ -40,7 +40,11 @@ func SegmentName(job [16]byte, epid uint64) string {
 // ones.
 func ReclaimStale() (int, error) {
 	prefix := fmt.Sprintf("%s.%d.", namePrefix, os.Getuid())
-	entries, err := os.ReadDir(Dir)
+	dir, err := SegmentDir()
+	if err != nil {
+		return 0, fmt.Errorf("reclaim stale segments: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("reclaim stale segments: %w", err)
 	}
@@ -63,7 +67,11 @@ func ReclaimStale() (int, error) {
 // owner is dead, or an invalid header older than staleGrace. Reclaim
 // checks the header again before removing anything.
 func staleSegment(name string) bool {
-	fd, err := openObject(Dir+"/"+name, unix.O_RDONLY, 0)
+	path, err := segPath(name)
+	if err != nil {
+		return false
+	}
+	fd, err := openObject(path, unix.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -79,7 +87,7 @@ func staleSegment(name string) bool {
 	}
 	h, ok := decodeSegHeader(buf[:n])
 	if ok && h.check(st.Size) == nil {
-		alive, err := processAlive(int(h.pid))
+		alive, err := h.ownerAlive()
 		return err == nil && !alive
 	}
 	changed := time.Unix(st.Ctim.Unix())
