@@ -89,6 +89,11 @@ for t in build/ctest/*; do
 	# can keep a thread that must first get an M from the Go runtime
 	# (its usleep/retry loop) off the CPU for over a minute. The fair
 	# scheduler hands the lock round in order.
+	# A test whose source says "ctest: no-valgrind" (with its reason) runs
+	# natively only.
+	if grep -q 'ctest: no-valgrind' "ctest/$name.c" 2>/dev/null; then
+		continue
+	fi
 	if out=$(GODEBUG=cpu.rdtscp=off FI_PSM2_NAME_SERVER=0 run valgrind -q --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite,possible \
 		--error-exitcode=9 --suppressions=ctest/valgrind.supp "$t" 2>&1); then
 		ok "ctest $name under valgrind: 0 errors, 0 leaks"

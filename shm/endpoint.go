@@ -905,7 +905,12 @@ func (e *Endpoint) Idle() bool {
 	if e.closed {
 		return e.pending == 0
 	}
-	return e.ring.Empty() && len(e.ctlPeers) == 0 && len(e.streams) == 0 &&
+	// A ring whose next cell is reserved but not published is not idle:
+	// Poll must look at it (watchStall), or a producer that died in the
+	// middle of a push would wedge it unseen. While a live producer is
+	// between its reservation and its publication that costs a Poll that
+	// finds nothing, no more.
+	return e.ring.Empty() && !e.ring.reserved() && len(e.ctlPeers) == 0 && len(e.streams) == 0 &&
 		!e.doomed && ((e.pending == 0 && !e.starved && !e.blocked) || e.now() < e.nextCheck)
 }
 

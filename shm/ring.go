@@ -414,6 +414,11 @@ func (r *Ring) Empty() bool {
 	return r.seq(r.cellOff(pos)).Load() != pos+1
 }
 
+// reserved reports whether producers hold positions not yet consumed
+// (some perhaps not yet published). One load of the producer counter,
+// whose line stays shared while nobody pushes.
+func (r *Ring) reserved() bool { return r.prod.Load() != r.cons.Load() }
+
 // emptyShared is Empty for any goroutine or process: it reads the
 // consumer's position from the shared consumer counter (which TryPop
 // keeps current) instead of the consumer's private copy. It costs two

@@ -178,8 +178,11 @@ func (r *Ring) slotAddr() uintptr {
 func (r *Ring) SkipDead(pos uint64, owners []ProcIdentity) ([]ProcIdentity, bool) {
 	owners = owners[:0]
 	off := r.cellOff(pos)
-	if r.seq(off).Load() != pos {
-		return owners, false // published (or not reserved this lap)
+	// Unpublished cells hold the previous lap's sequence (pos-N+1; pos
+	// on the first lap), so test for "not published", and that pos is
+	// reserved at all.
+	if r.seq(off).Load() == pos+1 || int64(r.prod.Load()-pos) <= 0 {
+		return owners, false
 	}
 	for i := range RingSlots {
 		so := r.slotOff(i)

@@ -112,3 +112,51 @@ func atomicStoreSlot(r *Ring, pos, n uint64) {
 	*r.slotN = n
 	*r.slotPos = pos
 }
+
+// TestRingSkipDeadLaterLap: after the ring has gone round, an unpublished
+// cell holds the previous lap's sequence, not its position; a dead
+// producer's reservation there is still skipped. (Only the first lap was
+// repaired before: ctest/killsend wedged after a few dozen kills.)
+func TestRingSkipDeadLaterLap(t *testing.T) {
+	r, _ := newTestRing(t, 8)
+	live, err := r.Claim(selfIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := r.Claim(ProcIdentity{PID: selfIdentity().PID, Start: selfIdentity().Start + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [CellPayload]byte
+	for i := range 21 { // two and a half laps
+		if err := live.TryPush([]byte{byte(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.TryPop(b[:]); !ok {
+			t.Fatal("pop")
+		}
+	}
+	pos, err := dead.reserveN(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.TryPush([]byte("behind")); err != nil {
+		t.Fatal(err)
+	}
+	if p, stuck := r.Stalled(); !stuck || p != pos {
+		t.Fatalf("Stalled = %d, %v; want %d, true", p, stuck, pos)
+	}
+	if owners, ok := r.SkipDead(pos, nil); !ok || len(owners) != 1 {
+		t.Fatalf("SkipDead on lap 3 = %v, %v; want the dead owner, true", owners, ok)
+	}
+	if _, ok := r.TryPop(b[:]); !ok || b[0] != 0 {
+		t.Fatalf("skipped cell: %v kind %d", ok, b[0])
+	}
+	if _, ok := r.TryPop(b[:]); !ok || string(b[:6]) != "behind" {
+		t.Fatalf("message behind the dead reservation: %q", b[:6])
+	}
+	// Nothing reserved: nothing to skip.
+	if _, ok := r.SkipDead(pos+2, nil); ok {
+		t.Fatal("skipped a position nobody reserved")
+	}
+}
