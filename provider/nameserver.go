@@ -1,12 +1,17 @@
 package provider
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -16,13 +21,35 @@ import (
 // service) on a client find the endpoint a server opened with that
 // service, as fabtests' client/server tests expect.
 //
-// Each node has one server, on the TCP port derived from the job UUID
-// (UUID.NameServerPort). The first process of the job on the node to open
-// a fabric binds the port and serves; the others register their
-// endpoints with it. Messages are psm2's (libfabric util_ns): an 8-byte
-// command {u8 version 0, u8 op, u16 reserved, u32 status (big-endian)}
-// followed by the record {u32 service, 16-byte endpoint name}. Service 0
-// in a query matches any record.
+// Each node has one server per job, on the TCP port derived from the job
+// key (UUID.NameServerPort). The first process of the job on the node to
+// open a fabric binds the port and serves; the others register their
+// endpoints with it. It listens on 127.0.0.1, and on the IPv4 addresses of
+// FI_PSM2_IFACE when that is set: never on every interface. A client asked
+// for a node that is this host dials 127.0.0.1.
+//
+// The exchange, one request per connection:
+//
+//	server: "psns" and a 16-byte random nonce
+//	client: request (28 bytes) | HMAC-SHA256(key, "psns-req" | nonce | request)
+//	server: reply (28 bytes)   | HMAC-SHA256(key, "psns-rep" | nonce | reply)
+//
+// A request or reply is an 8-byte command {u8 version 0, u8 op, u16 0,
+// u32 status (big-endian)} followed by the record {u32 service, 16-byte
+// endpoint name}; service 0 in a query matches any record. The key is the
+// job key: a process that does not hold it cannot add, remove or even
+// query a record, and a message recorded on one connection is worthless
+// on another (the nonce). With the public default key this keeps other
+// jobs' mistakes out, not a determined local user: give each job its own
+// FI_PSM2_UUID (MPI launchers do) for that.
+//
+// The server is bounded: at most nsMaxRecords records (an add beyond is
+// refused), nsMaxConns connections at once (more are closed at once), and
+// every connection has nsTimeout to finish. It survives accept errors
+// such as EMFILE by backing off. A port held by something that does not
+// speak this protocol (another user's process, another job whose key
+// sums to the same port) is reported in the log once and makes
+// fi_getinfo(node, service) fail at once.
 
 const (
 	nsOpAdd   = 0
@@ -30,18 +57,50 @@ const (
 	nsOpQuery = 2
 	nsOpAck   = 3
 
+	nsStatusOK      = 0
+	nsStatusUnknown = 1 // no such service, or a bad op
+	nsStatusFull    = 2 // the table holds nsMaxRecords records
+
 	nsCmdLen    = 8
 	nsRecordLen = 4 + EPNameLen
-	nsTimeout   = 2 * time.Second
+	nsMsgLen    = nsCmdLen + nsRecordLen
+	nsNonceLen  = 16
+	nsHelloLen  = 4 + nsNonceLen
+	nsMACLen    = sha256.Size
+	nsSignedLen = nsMsgLen + nsMACLen
+
+	nsTimeout    = 2 * time.Second
+	nsMaxRecords = 4096
+	nsMaxConns   = 64
 )
 
+var (
+	nsMagic = [4]byte{'p', 's', 'n', 's'}
+	nsBusy  = [4]byte{'p', 's', 'n', 'b'} // too many connections: try again
+)
+
+// errNSBusy is the answer of a server at its connection limit.
+var errNSBusy = errors.New("name server busy")
+
+// errNSForeign is the answer of a port held by something that is not
+// this job's name server.
+var errNSForeign = errors.New("name server port held by another process (not a name server of this job)")
+
 type nameServer struct {
-	port uint16
-	job  UUID
+	port    uint16
+	job     UUID
+	iface   string
+	log     logger
+	timeout time.Duration // per connection (nsTimeout; tests shorten it)
+
 	mu   sync.Mutex
-	ln   net.Listener               // nil: another process serves this node
+	lns  []net.Listener             // nil: another process serves this node
 	recs map[uint32][EPNameLen]byte // what this process serves
 	mine map[uint32][EPNameLen]byte // this process's own endpoints
+
+	conns         chan struct{} // one token per connection being served
+	refused       atomic.Int64  // messages refused: bad MAC, size or op
+	foreignWarned atomic.Bool
 }
 
 // nsRetry is how often a process that does not serve tries to take the
@@ -56,8 +115,7 @@ func (p *Provider) names() *nameServer {
 		return nil
 	}
 	p.nsOnce.Do(func() {
-		ns := &nameServer{port: p.params.UUID.NameServerPort(), job: p.params.UUID,
-			recs: map[uint32][EPNameLen]byte{}, mine: map[uint32][EPNameLen]byte{}}
+		ns := newNameServer(p.params.UUID, p.params.Iface, p.log)
 		if !ns.tryServe() {
 			go ns.keepRegistered()
 		}
@@ -66,20 +124,57 @@ func (p *Provider) names() *nameServer {
 	return p.ns
 }
 
+func newNameServer(job UUID, iface string, log logger) *nameServer {
+	return &nameServer{port: job.NameServerPort(), job: job, iface: iface, log: log,
+		timeout: nsTimeout, conns: make(chan struct{}, nsMaxConns),
+		recs: map[uint32][EPNameLen]byte{}, mine: map[uint32][EPNameLen]byte{}}
+}
+
+// listenAddrs are the addresses the server binds: loopback first (its
+// bind decides who serves), then FI_PSM2_IFACE's IPv4 addresses.
+func (ns *nameServer) listenAddrs() []string {
+	addrs := []string{"127.0.0.1"}
+	if ns.iface == "" {
+		return addrs
+	}
+	ifi, err := net.InterfaceByName(ns.iface)
+	if err != nil {
+		ns.log.Warnf(fi.LOG_CORE, "name server: FI_PSM2_IFACE=%s: %v; serving on 127.0.0.1 only", ns.iface, err)
+		return addrs
+	}
+	ifAddrs, _ := ifi.Addrs()
+	for _, a := range ifAddrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+			addrs = append(addrs, ipn.IP.String())
+		}
+	}
+	return addrs
+}
+
 // tryServe binds the port, if it is free, and serves this process's own
 // records from now on.
 func (ns *nameServer) tryServe() bool {
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(int(ns.port)))
-	if err != nil {
-		return false
+	var lns []net.Listener
+	for i, a := range ns.listenAddrs() {
+		ln, err := net.Listen("tcp4", net.JoinHostPort(a, strconv.Itoa(int(ns.port))))
+		if err != nil {
+			if i == 0 {
+				return false // someone serves (or holds the port)
+			}
+			ns.log.Warnf(fi.LOG_CORE, "name server: not serving on %s: %v", a, err)
+			continue
+		}
+		lns = append(lns, ln)
 	}
 	ns.mu.Lock()
-	ns.ln = ln
+	ns.lns = lns
 	for s, n := range ns.mine {
 		ns.recs[s] = n
 	}
 	ns.mu.Unlock()
-	go ns.serve()
+	for _, ln := range lns {
+		go ns.serve(ln)
+	}
 	return true
 }
 
@@ -107,49 +202,127 @@ func (ns *nameServer) keepRegistered() {
 	}
 }
 
-func (ns *nameServer) serve() {
+// serve accepts connections on ln until it is closed. Accept errors that
+// pass (EMFILE, ENFILE, ENOBUFS, ECONNABORTED, ...) are waited out, from
+// 5 ms doubling to 1 s.
+func (ns *nameServer) serve(ln net.Listener) {
+	backoff := time.Duration(0)
 	for {
-		c, err := ns.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			ns.log.Infof(fi.LOG_CORE, "name server: accept: %v; retrying in %v", err, backoff)
+			time.Sleep(backoff)
+			continue
 		}
-		go ns.handle(c)
+		backoff = 0
+		select {
+		case ns.conns <- struct{}{}:
+			go func() {
+				defer func() { <-ns.conns }()
+				ns.handle(c)
+			}()
+		default:
+			// Too many at once: say so (a fresh socket's buffer takes
+			// four bytes without blocking) and hang up.
+			_ = c.SetDeadline(time.Now().Add(10 * time.Millisecond))
+			_, _ = c.Write(nsBusy[:])
+			c.Close()
+		}
 	}
+}
+
+// nsMAC is the HMAC of msg on the connection with nonce.
+func nsMAC(key UUID, label string, nonce *[nsNonceLen]byte, msg []byte) [nsMACLen]byte {
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte(label))
+	m.Write(nonce[:])
+	m.Write(msg)
+	var out [nsMACLen]byte
+	m.Sum(out[:0])
+	return out
+}
+
+// nsRequest is a decoded, authenticated request.
+type nsRequest struct {
+	op      byte
+	service uint32
+	name    [EPNameLen]byte
+}
+
+// parseRequest checks and decodes a signed request received on the
+// connection with nonce: exactly nsSignedLen bytes, version 0, a known op
+// and a MAC made with the job key.
+func parseRequest(key UUID, nonce *[nsNonceLen]byte, b []byte) (nsRequest, bool) {
+	if len(b) != nsSignedLen {
+		return nsRequest{}, false
+	}
+	want := nsMAC(key, "psns-req", nonce, b[:nsMsgLen])
+	if !hmac.Equal(want[:], b[nsMsgLen:]) || b[0] != 0 || b[1] > nsOpQuery {
+		return nsRequest{}, false
+	}
+	r := nsRequest{op: b[1], service: binary.LittleEndian.Uint32(b[nsCmdLen:])}
+	copy(r.name[:], b[nsCmdLen+4:nsMsgLen])
+	return r, true
+}
+
+// apply carries out an authenticated request and returns the reply's
+// status and record.
+func (ns *nameServer) apply(r nsRequest) (uint32, nsRecord) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	switch r.op {
+	case nsOpAdd:
+		if _, ok := ns.recs[r.service]; !ok && len(ns.recs) >= nsMaxRecords {
+			return nsStatusFull, nsRecord{r.service, r.name}
+		}
+		ns.recs[r.service] = r.name
+		return nsStatusOK, nsRecord{r.service, r.name}
+	case nsOpDel:
+		delete(ns.recs, r.service)
+		return nsStatusOK, nsRecord{r.service, r.name}
+	case nsOpQuery:
+		if got, ok := ns.lookupLocked(r.service); ok {
+			return nsStatusOK, got
+		}
+	}
+	return nsStatusUnknown, nsRecord{r.service, r.name}
 }
 
 func (ns *nameServer) handle(c net.Conn) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(nsTimeout))
-	var req [nsCmdLen + nsRecordLen]byte
-	if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != 0 {
+	_ = c.SetDeadline(time.Now().Add(ns.timeout))
+	var hello [nsHelloLen]byte
+	copy(hello[:], nsMagic[:])
+	var nonce [nsNonceLen]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
 		return
 	}
-	service := binary.LittleEndian.Uint32(req[nsCmdLen:])
-	var name [EPNameLen]byte
-	copy(name[:], req[nsCmdLen+4:])
-	reply := req
-	reply[1] = nsOpAck
-	status := uint32(0)
-	ns.mu.Lock()
-	switch req[1] {
-	case nsOpAdd:
-		ns.recs[service] = name
-	case nsOpDel:
-		delete(ns.recs, service)
-	case nsOpQuery:
-		got, ok := ns.lookupLocked(service)
-		if ok {
-			binary.LittleEndian.PutUint32(reply[nsCmdLen:], got.service)
-			copy(reply[nsCmdLen+4:], got.name[:])
-		} else {
-			status = 1
-		}
-	default:
-		status = 1
+	copy(hello[4:], nonce[:])
+	if _, err := c.Write(hello[:]); err != nil {
+		return
 	}
-	ns.mu.Unlock()
+	var req [nsSignedLen]byte
+	if _, err := io.ReadFull(c, req[:]); err != nil {
+		return
+	}
+	r, ok := parseRequest(ns.job, &nonce, req[:])
+	if !ok {
+		ns.refused.Add(1)
+		return
+	}
+	status, rec := ns.apply(r)
+	var reply [nsSignedLen]byte
+	reply[1] = nsOpAck
 	binary.BigEndian.PutUint32(reply[4:], status)
-	c.Write(reply[:])
+	binary.LittleEndian.PutUint32(reply[nsCmdLen:], rec.service)
+	copy(reply[nsCmdLen+4:], rec.name[:])
+	mac := nsMAC(ns.job, "psns-rep", &nonce, reply[:nsMsgLen])
+	copy(reply[nsMsgLen:], mac[:])
+	_, _ = c.Write(reply[:])
 }
 
 type nsRecord struct {
@@ -179,7 +352,7 @@ func (ns *nameServer) register(service uint32, name EPName, op byte) {
 	} else {
 		delete(ns.mine, service)
 	}
-	serving := ns.ln != nil
+	serving := ns.lns != nil
 	if serving {
 		if op == nsOpAdd {
 			ns.recs[service] = raw
@@ -197,7 +370,7 @@ func (ns *nameServer) register(service uint32, name EPName, op byte) {
 // service.
 // A client may ask while the server's endpoint is still opening, or
 // while the node's server changes hands: it retries for up to
-// nsResolveWait.
+// nsResolveWait. A port held by a stranger is not retried.
 func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 	deadline := time.Now().Add(nsResolveWait)
 	for {
@@ -214,7 +387,7 @@ func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 				err = errors.New("name server: the registered endpoint is closed")
 			}
 		}
-		if time.Now().After(deadline) {
+		if errors.Is(err, errNSForeign) || time.Now().After(deadline) {
 			return EPName{}, err
 		}
 		time.Sleep(2 * nsRetry)
@@ -224,30 +397,86 @@ func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 // nsResolveWait bounds how long fi_getinfo waits for a name.
 const nsResolveWait = time.Second
 
+// dialHost is where to reach the name server of host: 127.0.0.1 for an
+// address of this machine (the server may listen on loopback only).
+func dialHost(host string) string {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		ips, err := net.LookupIP(host)
+		if err != nil || len(ips) == 0 {
+			return host
+		}
+		ip = ips[0]
+	}
+	if ip.IsLoopback() {
+		return "127.0.0.1"
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(ip) {
+			return "127.0.0.1"
+		}
+	}
+	return ip.String()
+}
+
 func (ns *nameServer) call(host string, op byte, service uint32, name [EPNameLen]byte) ([EPNameLen]byte, error) {
 	var out [EPNameLen]byte
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(int(ns.port))), nsTimeout)
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(dialHost(host), strconv.Itoa(int(ns.port))), ns.timeout)
 	if err != nil {
 		return out, err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(nsTimeout))
-	var req [nsCmdLen + nsRecordLen]byte
+	_ = c.SetDeadline(time.Now().Add(ns.timeout))
+	var hello [nsHelloLen]byte
+	n, err := io.ReadFull(c, hello[:])
+	if n >= 4 && [4]byte(hello[:4]) == nsBusy {
+		return out, errNSBusy
+	}
+	if err != nil || [4]byte(hello[:4]) != nsMagic {
+		return out, ns.foreign(host, err)
+	}
+	nonce := [nsNonceLen]byte(hello[4:])
+	var req [nsSignedLen]byte
 	req[1] = op
 	binary.LittleEndian.PutUint32(req[nsCmdLen:], service)
 	copy(req[nsCmdLen+4:], name[:])
+	mac := nsMAC(ns.job, "psns-req", &nonce, req[:nsMsgLen])
+	copy(req[nsMsgLen:], mac[:])
 	if _, err := c.Write(req[:]); err != nil {
 		return out, err
 	}
-	var reply [nsCmdLen + nsRecordLen]byte
+	var reply [nsSignedLen]byte
 	if _, err := io.ReadFull(c, reply[:]); err != nil {
-		return out, err
+		// A server of another job closes on our MAC.
+		return out, ns.foreign(host, err)
 	}
-	if reply[1] != nsOpAck || binary.BigEndian.Uint32(reply[4:]) != 0 {
+	want := nsMAC(ns.job, "psns-rep", &nonce, reply[:nsMsgLen])
+	if !hmac.Equal(want[:], reply[nsMsgLen:]) || reply[1] != nsOpAck {
+		return out, ns.foreign(host, nil)
+	}
+	switch binary.BigEndian.Uint32(reply[4:]) {
+	case nsStatusOK:
+	case nsStatusFull:
+		return out, errors.New("name server: table full")
+	default:
 		return out, errors.New("name server: no such service")
 	}
-	copy(out[:], reply[nsCmdLen+4:])
+	copy(out[:], reply[nsCmdLen+4:nsMsgLen])
 	return out, nil
+}
+
+// foreign reports, once, that the port on host did not answer as a name
+// server of this job, and returns errNSForeign (wrapping why, if known).
+func (ns *nameServer) foreign(host string, why error) error {
+	if !ns.foreignWarned.Swap(true) {
+		ns.log.Warnf(fi.LOG_CORE, "name server: port %d on %s is held by a process that is not this job's name server (%v); "+
+			"fi_getinfo(node, service) cannot resolve there; give the job its own FI_PSM2_UUID", ns.port, host, why)
+	}
+	if why != nil {
+		return fmt.Errorf("%w: %v", errNSForeign, why)
+	}
+	return errNSForeign
 }
 
 // close stops serving.
@@ -257,8 +486,8 @@ func (ns *nameServer) close() {
 	}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if ns.ln != nil {
-		ns.ln.Close()
+	for _, ln := range ns.lns {
+		ln.Close()
 	}
 }
 

@@ -27,6 +27,7 @@ type Params struct {
 	LazyConn     bool
 	Disconnect   bool
 	TagLayout    TagLayout
+	Iface        string // FI_PSM2_IFACE: the network interface to serve names on (and, later, the wire)
 }
 
 // TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
@@ -70,6 +71,7 @@ var paramDefs = []paramDef{
 	{"lazy_conn", ParamBool, "Always connect to a peer on first use instead of at address insertion (default: no)"},
 	{"disconnect", ParamBool, "Tell connected peers when an endpoint closes so a restarted process can reuse its address (default: no)"},
 	{"tag_layout", ParamString, "Split of the 96-bit wire tag: tag60 (32-bit CQ data), tag64 (64-bit tags, no CQ data) or auto (default: auto)"},
+	{"iface", ParamString, "Network interface whose IPv4 addresses the name server also listens on, besides 127.0.0.1 (default: none, loopback only)"},
 }
 
 // defineParams registers every parameter with the host.
@@ -132,6 +134,9 @@ func loadParams(h Host, log logger) Params {
 	r.integer("inject_size", &p.InjectSize, 0, MaxInjectSize)
 	if r.integer("lock_level", &p.LockLevel, 0, 2) {
 		p.LockLevelSet = true
+	}
+	if s, ok := r.str("iface"); ok {
+		p.Iface = s
 	}
 	r.boolean("lazy_conn", &p.LazyConn)
 	r.boolean("disconnect", &p.Disconnect)

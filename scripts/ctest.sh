@@ -127,10 +127,10 @@ fi
 out=$(run fi_info -e 2>&1)
 missing=""
 for v in NAME_SERVER TAGGED_RMA UUID DELAY TIMEOUT CONN_TIMEOUT PROG_INTERVAL PROG_AFFINITY \
-	 INJECT_SIZE LOCK_LEVEL LAZY_CONN DISCONNECT TAG_LAYOUT; do
+	 INJECT_SIZE LOCK_LEVEL LAZY_CONN DISCONNECT TAG_LAYOUT IFACE; do
 	grep -q "^# FI_PSM2_$v: " <<<"$out" || missing="$missing FI_PSM2_$v"
 done
-[ -z "$missing" ] && ok "fi_info -e lists all 13 FI_PSM2_* variables with help" || fail "fi_info -e misses:$missing" "$out"
+[ -z "$missing" ] && ok "fi_info -e lists all 14 FI_PSM2_* variables with help" || fail "fi_info -e misses:$missing" "$out"
 grep -q '^# FI_PROVIDER: String' <<<"$out" && ok "fi_info -e lists FI_PROVIDER" || fail "fi_info -e has no FI_PROVIDER"
 
 out=$(FI_PROVIDER=tcp run fi_info -l 2>&1)
