@@ -98,6 +98,7 @@ type nameServer struct {
 	recs map[uint32][EPNameLen]byte // what this process serves
 	mine map[uint32][EPNameLen]byte // this process's own endpoints
 
+	stop          chan struct{} // closed by close: keepRegistered ends
 	conns         chan struct{} // one token per connection being served
 	refused       atomic.Int64  // messages refused: bad MAC, size or op
 	foreignWarned atomic.Bool
@@ -126,7 +127,7 @@ func (p *Provider) names() *nameServer {
 
 func newNameServer(job UUID, iface string, log logger) *nameServer {
 	return &nameServer{port: job.NameServerPort(), job: job, iface: iface, log: log,
-		timeout: nsTimeout, conns: make(chan struct{}, nsMaxConns),
+		timeout: nsTimeout, conns: make(chan struct{}, nsMaxConns), stop: make(chan struct{}),
 		recs: map[uint32][EPNameLen]byte{}, mine: map[uint32][EPNameLen]byte{}}
 }
 
@@ -167,6 +168,15 @@ func (ns *nameServer) tryServe() bool {
 		lns = append(lns, ln)
 	}
 	ns.mu.Lock()
+	select {
+	case <-ns.stop: // closed meanwhile
+		ns.mu.Unlock()
+		for _, ln := range lns {
+			ln.Close()
+		}
+		return true
+	default:
+	}
 	ns.lns = lns
 	for s, n := range ns.mine {
 		ns.recs[s] = n
@@ -182,7 +192,11 @@ func (ns *nameServer) tryServe() bool {
 // port over when the server goes away, and re-registers meanwhile.
 func (ns *nameServer) keepRegistered() {
 	for {
-		time.Sleep(nsRetry)
+		select {
+		case <-ns.stop:
+			return
+		case <-time.After(nsRetry):
+		}
 		if ns.tryServe() {
 			return
 		}
@@ -486,6 +500,11 @@ func (ns *nameServer) close() {
 	}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	select {
+	case <-ns.stop:
+	default:
+		close(ns.stop)
+	}
 	for _, ln := range ns.lns {
 		ln.Close()
 	}

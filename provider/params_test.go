@@ -61,6 +61,7 @@ func TestParamDefinitions(t *testing.T) {
 		{"lazy_conn", ParamBool},
 		{"disconnect", ParamBool},
 		{"tag_layout", ParamString},
+		{"iface", ParamString},
 	}
 	var got []def
 	for _, d := range h.defined {
