@@ -393,7 +393,8 @@ func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 			// A record can outlive its endpoint for a moment (a
 			// process between closing and deregistering, one killed):
 			// an endpoint of this node that is gone is asked for again.
-			n, err := UnmarshalEPName(rec[:])
+			var n EPName
+			n, err = UnmarshalEPName(rec[:])
 			if err == nil && (wireOpen(ns.job, n.EPID) || time.Now().After(deadline)) {
 				return n, nil
 			}
