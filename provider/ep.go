@@ -436,6 +436,13 @@ func errnoOf(err error) fi.Errno {
 		return fi.EMSGSIZE
 	case errors.Is(err, transport.ErrClosed):
 		return fi.ECANCELED
+	case errors.Is(err, transport.ErrFault):
+		// The application's own buffer: FI_EFAULT, as a system call
+		// would answer.
+		return fi.EFAULT
+	case errors.Is(err, transport.ErrPeerFault):
+		// The peer's buffer: nothing wrong here, the transfer failed.
+		return fi.EIO
 	}
 	return fi.EIO
 }

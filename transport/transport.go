@@ -52,10 +52,14 @@ type Handler interface {
 	// delivered in the order it sent them.
 	Deliver(h *Header, m *Incoming)
 	// SendDone reports that the send started with cookie completed (its
-	// buffers may be reused) or failed.
+	// buffers may be reused) or failed. A send whose buffer could not be
+	// read fails with ErrFault; one whose receiver's buffer could not be
+	// written, with ErrPeerFault.
 	SendDone(cookie uint64, err error)
 	// FetchDone reports that the Fetch started with cookie completed,
-	// having written n bytes into its destination, or failed.
+	// having written n bytes into its destination, or failed: with
+	// ErrFault if the destination could not be written, ErrPeerFault if
+	// the sender's buffer could not be read.
 	FetchDone(cookie uint64, n int, err error)
 }
 
@@ -87,6 +91,8 @@ type Endpoint interface {
 	// to the peer is full) returns ErrAgain and has done nothing; the
 	// caller progresses and retries. Unless flags has SendCopy, the
 	// buffers of iov must stay valid and unchanged until the send is done.
+	// A payload the wire cannot read gives ErrFault, now or through
+	// SendDone; the wire neither crashes nor retries for ever on it.
 	Send(c Conn, h *Header, iov [][]byte, cookie uint64, flags uint32) (done bool, err error)
 
 	// Fetch pulls the data of rendezvous message r into dst: min(len(dst),
@@ -94,7 +100,10 @@ type Endpoint interface {
 	// the sender's send still completes normally. If the fetch is complete
 	// when Fetch returns, it returns done true with n; otherwise
 	// FetchDone(cookie, ...) comes later from Poll. Either way the sender
-	// is told, and r must not be used again.
+	// is told, and r must not be used again. A dst that cannot be
+	// written fails the fetch with ErrFault (and the sender's send with
+	// ErrPeerFault); a sender's buffer that cannot be read fails it with
+	// ErrPeerFault (and the send with ErrFault).
 	Fetch(r *Rndv, dst []byte, cookie uint64) (done bool, n int, err error)
 
 	// Discard drops rendezvous message r without reading it; the sender's
@@ -163,4 +172,13 @@ var (
 	ErrClosed = errors.New("transport: endpoint closed")
 	// ErrTooLong: the message is longer than the wire can carry.
 	ErrTooLong = errors.New("transport: message too long")
+	// ErrFault: the operation's own buffer could not be read (a send) or
+	// written (a fetch): the kernel refused the memory the caller gave
+	// (unmapped, PROT_NONE, read-only). If the operation had reached the
+	// peer, the peer's side fails with ErrPeerFault.
+	ErrFault = errors.New("transport: bad address: the operation's buffer is not accessible")
+	// ErrPeerFault: the operation failed because the peer's buffer for
+	// it could not be read or written (the peer's side fails with
+	// ErrFault).
+	ErrPeerFault = errors.New("transport: the peer's buffer for the operation is not accessible")
 )
