@@ -101,6 +101,7 @@ type Stats struct {
 	PeerDead    uint64 // operations failed because their peer died or closed
 	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
 	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (slots.go)
+	Faults      uint64 // sends failed because their payload could not be read (fault.go)
 }
 
 // Errors of the endpoint besides the transport's.
@@ -617,12 +618,17 @@ func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int)
 	}
 	putCommon(b, cellInline, fl, uint16(n), h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
-	g := gather{iov: iov}
-	g.read(b[start:CellPayload])
+	var parts [MaxPushCells][]byte
+	parts[0] = b[start:CellPayload]
 	for k := 1; k < cells; k++ {
 		c := b[k*CellPayload : (k+1)*CellPayload]
 		c[0] = cellCont
-		g.read(c[1:])
+		parts[k] = c[1:]
+	}
+	g := gather{iov: iov}
+	if !g.readAll(parts[:cells]...) {
+		e.stats.Faults++
+		return errSendFault
 	}
 	if err := p.ring.TryPushCells(b); err != nil {
 		return e.pushFailed(p, err)
@@ -640,7 +646,11 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n int) 
 		return e.refuse(p, false)
 	}
 	g := gather{iov: iov}
-	g.read(e.seg.Buffer(i)[:n])
+	if !g.readAll(e.seg.Buffer(i)[:n]) {
+		e.freeBuf(i)
+		e.stats.Faults++
+		return errSendFault
+	}
 	b := e.tx[:CellPayload]
 	putCommon(b, cellEager, cellHasData, uint16(i), h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
@@ -666,7 +676,10 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 	} else {
 		data = make([]byte, n)
 		g := gather{iov: iov}
-		g.read(data)
+		if !g.readAll(data) {
+			e.stats.Faults++
+			return false, errSendFault
+		}
 	}
 	slot := e.newSend()
 	op := &e.sends[slot]
