@@ -12,7 +12,7 @@ import "encoding/binary"
 // Every cell starts with the same 16 bytes:
 //
 //	0   u8   kind (cellInline ... cellData; 0 is never valid)
-//	1   u8   flags: cellHasData for messages, the status for cellFIN
+//	1   u8   flags: cellHasData for messages, a finStatus for cellFIN
 //	2   u16  inline length (cellInline) or bounce buffer index (cellEager, cellData)
 //	4   u32  the message header's Flags (messages only)
 //	8   u64  the sender's endpoint id
@@ -72,11 +72,21 @@ const (
 	contPayload    = CellPayload - 1
 )
 
-// finStatus says how a rendezvous ended at the receiver.
+// finStatus says how a rendezvous ended at the receiver. The values are part of segment
+// version 3: 0-2 were its first, 3-5 came later. A receiver that
+// predates them never sends them, and a sender that predates them fails
+// the send on any status but finOK and finTimeout, as it should. A status
+// above finMax (a later version's) still fails the send, as a copy
+// failure: a FIN is never dropped for it, or the send would wait for
+// ever.
 const (
-	finOK      = 0 // fetched (possibly truncated) or discarded
-	finTimeout = 1 // the receiver gave up waiting for the data
-	finFault   = 2 // the receiver could not read the sender's memory
+	finOK        = 0 // fetched (possibly truncated) or discarded
+	finTimeout   = 1 // the receiver gave up waiting for the data
+	finSrcFault  = 2 // the sender's buffer could not be read
+	finDstFault  = 3 // the receiver's buffer could not be written
+	finBothFault = 4 // neither buffer was accessible
+	finFailed    = 5 // the copy failed otherwise (ENOMEM, EINTR without end, ...)
+	finMax       = finFailed
 )
 
 // cell is the bytes of one cell's payload.

@@ -101,14 +101,11 @@ type Stats struct {
 	PeerDead    uint64 // operations failed because their peer died or closed
 	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
 	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (slots.go)
-	Faults      uint64 // sends failed because their payload could not be read (fault.go)
+	Faults      uint64 // transfers failed because a buffer was refused or a copy failed (fault.go)
 }
 
 // Errors of the endpoint besides the transport's.
 var (
-	// ErrBadAddress: the receiver of a rendezvous could not read the
-	// sender's memory (the sender's SendDone reports it).
-	ErrBadAddress = errors.New("shm: rendezvous data unreadable at the sender")
 	// ErrBadConn: a Conn or Rndv that this endpoint did not hand out.
 	ErrBadConn = errors.New("shm: invalid connection or rendezvous handle")
 	// ErrLength: the header's length is not the iov's total.
@@ -117,7 +114,6 @@ var (
 	errClosed        = fmt.Errorf("shm: %w", transport.ErrClosed)
 	errAgain         = transport.ErrAgain
 	errRemoteTimeout = fmt.Errorf("shm: the receiver gave up: %w", transport.ErrTimeout)
-	errRemoteFault   = fmt.Errorf("shm: fetch: %w", ErrBadAddress)
 )
 
 // Endpoint is one endpoint of the shared-memory wire: a segment under Dir
@@ -180,8 +176,9 @@ type Endpoint struct {
 	splitGen     [splitSlots]uint32
 	splitBusy    uint64
 	writeRefused bool
-	noLocal      bool // tests: use process_vm_readv even within the process
-	again        bool // the last Send returned ErrAgain
+	noLocal      bool   // tests: use process_vm_readv even within the process
+	splitHook    func() // tests: runs when a SPLIT cell is out, before we claim a chunk
+	again        bool   // the last Send returned ErrAgain
 
 	tx      [MaxPushCells * CellPayload]byte
 	rx      cell

@@ -683,6 +683,7 @@ func TestEndpointMalformed(t *testing.T) {
 		mk(cellData, 0, 0, a2b, 1<<32, 0, 100, 0),
 		mk(cellData, 0, 99, a2b, 1<<32, 0, 100, 0),
 		mk(cellData, 0, 0, 0xdead, 1<<32, 0, 100, 0),
+		mk(cellFIN, 200, 0, a2b, 12345), // a later status, unknown send
 	}
 	for _, c := range bad {
 		if err := r.TryPush(c); err != nil {
@@ -708,7 +709,7 @@ func TestEndpointMalformed(t *testing.T) {
 		d := recvOne(t, a, b)
 		want := transport.ErrPeerDead
 		if cma {
-			want = ErrBadAddress
+			want = transport.ErrPeerFault
 		}
 		if done, _, err := b.Fetch(&d.Rndv, make([]byte, 100), 1); !done || !errors.Is(err, want) {
 			t.Errorf("cma %v: Fetch of a forged RTS = %v, %v; want %v", cma, done, err, want)

@@ -199,14 +199,14 @@ func (e *Endpoint) onFIN(h transport.Handler) int {
 	if op == nil || e.peers[op.peer].epid != get64(b, offCellEPID) {
 		return e.drop()
 	}
-	var err error
-	switch b[offCellFlags] {
+	st := b[offCellFlags]
+	err := sendError(st)
+	switch st {
 	case finOK:
 	case finTimeout:
-		err = errRemoteTimeout
 		e.stats.Timeouts++
 	default:
-		err = errRemoteFault
+		e.stats.Faults++
 	}
 	_, slot := splitID(id)
 	if op.state == opStream {

@@ -44,8 +44,10 @@ func (e *Endpoint) rndvPeer(r *transport.Rndv) (*peer, error) {
 // valid until then.
 //
 // A sender known dead gives done true and an error wrapping
-// transport.ErrPeerDead. A sender whose memory cannot be read gives an
-// error wrapping ErrBadAddress (and the sender's SendDone reports it too).
+// transport.ErrPeerDead. A copy the kernel refuses fails at once, never
+// retried: a dst that cannot be written gives an error wrapping
+// transport.ErrFault, a sender's buffer that cannot be read one wrapping
+// transport.ErrPeerFault, and the FIN tells the sender which (fault.go).
 // Fetch never calls the handler.
 func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, int, error) {
 	if e.closed {
@@ -88,8 +90,8 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 		case err == errLocalGone:
 			return true, 0, err
 		case err != errNoDirect:
-			e.fin(p, id, finFault)
-			return true, 0, fmt.Errorf("shm: fetch from %#x: %w: %w", p.epid, ErrBadAddress, err)
+			f := err.(*copyFailure)
+			return true, 0, e.fetchFailed(p, id, f.status, f.errno)
 		}
 	}
 
@@ -110,6 +112,26 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	return false, 0, nil
 }
 
+// fetchFailed tells the sender of send id that its rendezvous failed
+// here with status st (cause: an errno, or nil) and returns the fetch's
+// error.
+func (e *Endpoint) fetchFailed(p *peer, id uint64, st byte, cause error) error {
+	e.fin(p, id, st)
+	e.stats.Faults++
+	return fmt.Errorf("shm: fetch from %#x: %w", p.epid, fetchError(st, cause))
+}
+
+// copyFailure is a rendezvous copy that failed: whose buffer (a
+// finStatus) and the errno, if the kernel gave one.
+type copyFailure struct {
+	status byte
+	errno  error
+}
+
+func (f *copyFailure) Error() string {
+	return fmt.Sprintf("shm: copy failed (status %d): %v", f.status, f.errno)
+}
+
 var (
 	// errNoDirect says a direct read is not possible: use the copy
 	// protocol.
@@ -120,7 +142,9 @@ var (
 
 // directRead reads the data of r from the sender's memory: from the
 // in-process registry or with process_vm_readv. It returns errNoDirect if
-// neither applies, or the errno of process_vm_readv.
+// neither applies, an errno of process_vm_readv that says it may not be
+// used (EPERM, ENOSYS) or that the sender is gone (ESRCH), or a
+// *copyFailure.
 func (e *Endpoint) directRead(p *peer, r *transport.Rndv, dst []byte) error {
 	if p.pid == e.pid && !e.noLocal {
 		src, ok := localGet(p.epid, r.W[3])
@@ -129,16 +153,23 @@ func (e *Endpoint) directRead(p *peer, r *transport.Rndv, dst []byte) error {
 			// ends: the sender gave up on it, or the cell is forged.
 			return errLocalGone
 		}
-		copy(dst, src)
+		st := localCopy(dst, src)
 		localDrop(p.epid, r.W[3])
+		if st != finOK {
+			return &copyFailure{status: st}
+		}
 		return nil
 	}
 	if e.cmaRefused {
 		return errNoDirect
 	}
-	err := cmaRead(p.pid, r.W[1], dst)
+	off, err := cmaRead(p.pid, r.W[1], dst)
 	runtime.KeepAlive(dst)
-	return err
+	switch err {
+	case nil, unix.EPERM, unix.ENOSYS, unix.ESRCH:
+		return err
+	}
+	return &copyFailure{status: cmaStatus(p.pid, r.W[1], dst, off, err), errno: err}
 }
 
 // Discard drops rendezvous message r unread; a FIN cell completes the

@@ -3,7 +3,6 @@
 package shm
 
 import (
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -113,8 +112,12 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 	put64(c, offCellW5, uint64(want))
 	put64(c, offCellW6, uint64(chunk))
 	e.control(p, c)
+	if e.splitHook != nil {
+		e.splitHook()
+	}
 
 	var ours error
+	oursAt := 0 // where in dst our first failed chunk stopped
 	for {
 		k := claim.Add(1) - 1 - base
 		if k >= uint64(chunks) {
@@ -122,8 +125,8 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		}
 		off := int(k) * chunk
 		end := min(off+chunk, want)
-		if err := cmaRead(p.pid, r.W[1]+uint64(off), dst[off:end]); err != nil && ours == nil {
-			ours = err
+		if n, err := cmaRead(p.pid, r.W[1]+uint64(off), dst[off:end]); err != nil && ours == nil {
+			ours, oursAt = err, off+n
 		}
 		fin.Add(1)
 	}
@@ -137,7 +140,9 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		return false, 0, nil
 	}
 	if ours == nil && fault.Load() == uint64(gen) {
-		ours = cmaRead(p.pid, r.W[1], dst) // the sender failed a chunk
+		// The sender failed a chunk: its buffer, ours, or its
+		// process_vm_writev. Read it all again, which tells.
+		oursAt, ours = cmaRead(p.pid, r.W[1], dst)
 		runtime.KeepAlive(dst)
 	}
 	switch {
@@ -150,8 +155,8 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		e.kill(p, transport.ErrPeerDead, "gone")
 		return true, 0, p.dead
 	default:
-		e.fin(p, r.W[3], finFault)
-		return true, 0, fmt.Errorf("shm: fetch from %#x: %w: %w", p.epid, ErrBadAddress, ours)
+		st := cmaStatus(p.pid, r.W[1], dst, oursAt, ours)
+		return true, 0, e.fetchFailed(p, r.W[3], st, ours)
 	}
 }
 
@@ -208,8 +213,10 @@ func (e *Endpoint) onSplit() {
 		}
 		off := (w - base) * chunk
 		end := min(off+chunk, want)
-		err := cmaWrite(p.pid, addr+off, op.data[off:end])
+		_, err := cmaWrite(p.pid, addr+off, op.data[off:end])
 		if err != nil {
+			// EFAULT: our buffer or the receiver's; the receiver
+			// reads the message again and finds out whose.
 			fault.Store(uint64(gen))
 			if err == unix.EPERM || err == unix.ENOSYS {
 				e.writeRefused = true

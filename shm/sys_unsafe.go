@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -46,45 +47,73 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Slice
 
 // cmaRead copies len(dst) bytes from address addr of process pid into dst
 // with process_vm_readv(2), looping over partial reads. It returns the
-// errno of the first failure; a read that makes no progress is EFAULT.
-func cmaRead(pid int, addr uint64, dst []byte) error {
+// bytes copied and, if it stopped short, the errno of the failure (a read
+// that makes no progress is EFAULT).
+func cmaRead(pid int, addr uint64, dst []byte) (int, error) {
 	return cmaCopy(unix.SYS_PROCESS_VM_READV, pid, addr, dst)
 }
 
 // cmaWrite copies src to address addr of process pid with
 // process_vm_writev(2), like cmaRead.
-func cmaWrite(pid int, addr uint64, src []byte) error {
+func cmaWrite(pid int, addr uint64, src []byte) (int, error) {
 	return cmaCopy(unix.SYS_PROCESS_VM_WRITEV, pid, addr, src)
 }
 
+// cmaRetries bounds the EINTR or EAGAIN answers in a row, without
+// progress, that cmaCopy retries before it gives up with that errno.
+const cmaRetries = 100
+
 // cmaCopy is process_vm_readv or process_vm_writev (trap) between buf here
-// and addr in process pid, looping over partial copies.
-func cmaCopy(trap uintptr, pid int, addr uint64, dst []byte) error {
+// and addr in process pid, looping over partial copies: every round
+// either moves at least a byte or ends the copy, so a buffer the kernel
+// refuses ends it at once (EFAULT) and is never retried.
+func cmaCopy(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 	var local [1]unix.Iovec
 	var remote [1]unix.RemoteIovec
-	for done := 0; done < len(dst); {
-		local[0].Base = &dst[done]
-		local[0].SetLen(len(dst) - done)
-		remote[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(done), Len: len(dst) - done}
+	retries := 0
+	for done := 0; done < len(buf); {
+		local[0].Base = &buf[done]
+		local[0].SetLen(len(buf) - done)
+		remote[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(done), Len: len(buf) - done}
 		// A raw system call: the copy takes tens of microseconds, long
 		// enough for the Go scheduler to hand this thread's P away
 		// during an ordinary one and make it wait to get one back.
 		r, _, e := unix.RawSyscall6(trap, uintptr(pid),
 			uintptr(unsafe.Pointer(&local[0])), 1, uintptr(unsafe.Pointer(&remote[0])), 1, 0)
 		n := int(r)
-		var err error
-		if e != 0 {
-			err = e
-		}
 		switch {
-		case err == unix.EINTR:
+		case (e == unix.EINTR || e == unix.EAGAIN) && retries < cmaRetries:
+			retries++
 			continue
-		case err != nil:
-			return err
+		case e != 0:
+			return done, e
 		case n <= 0:
-			return unix.EFAULT
+			return done, unix.EFAULT
 		}
 		done += n
+		retries = 0
 	}
-	return nil
+	return len(buf), nil
+}
+
+// Probes of one byte of memory, by the kernel, which answers EFAULT
+// where a load or store would fault. They find out whose buffer a failed
+// copy refused (fault.go).
+
+// readable reports whether the byte at addr of process pid can be read;
+// an answer other than EFAULT (the process is gone, CMA is refused) counts
+// as readable.
+func readable(pid int, addr uint64) bool {
+	var b [1]byte
+	_, err := cmaRead(pid, addr, b[:])
+	return err != unix.EFAULT
+}
+
+// writable reports whether b[0], in this process, can be written: the
+// kernel copies the byte onto itself (so it must be readable too, which
+// every writable page is on the machines we run on). An answer other
+// than EFAULT counts as writable.
+func writable(b []byte) bool {
+	_, err := cmaRead(os.Getpid(), addrOf(b), b[:1])
+	return err != unix.EFAULT
 }
