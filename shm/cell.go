@@ -13,6 +13,7 @@ import "encoding/binary"
 //
 //	0   u8   kind (cellInline ... cellData; 0 is never valid)
 //	1   u8   flags: cellHasData for messages, a finStatus for cellFIN
+//	         and cellData
 //	2   u16  inline length (cellInline) or bounce buffer index (cellEager, cellData)
 //	4   u32  the message header's Flags (messages only)
 //	8   u64  the sender's endpoint id
@@ -30,7 +31,12 @@ import "encoding/binary"
 //	cellFIN     16 send id; [1] is a finStatus
 //	cellCTS     16 send id, 24 fetch id, 32 bytes wanted
 //	cellData    16 fetch id, 24 offset, 32 length, 40 send id; the bytes are
-//	            in the sender's bounce buffer at index [2:4]
+//	            in the sender's bounce buffer at index [2:4]. With a
+//	            nonzero finStatus in [1] (finSrcFault or finFailed) it
+//	            carries nothing: the sender gave up streaming and the
+//	            fetch fails. Such a cell has index noBuffer, offset and
+//	            length 0, so a receiver that predates it drops it and
+//	            releases no buffer.
 //	cellSplit   16 send id, 24 split id (generation<<32 | slot of the
 //	            receiver's split slots), 32 the receiver's address of the
 //	            data, 40 bytes wanted, 48 chunk size (split.go)
@@ -72,7 +78,8 @@ const (
 	contPayload    = CellPayload - 1
 )
 
-// finStatus says how a rendezvous ended at the receiver. The values are part of segment
+// finStatus says how a rendezvous ended at the receiver (FIN), or why the
+// sender stopped streaming one (DATA). The values are part of segment
 // version 3: 0-2 were its first, 3-5 came later. A receiver that
 // predates them never sends them, and a sender that predates them fails
 // the send on any status but finOK and finTimeout, as it should. A status
@@ -87,6 +94,9 @@ const (
 	finBothFault = 4 // neither buffer was accessible
 	finFailed    = 5 // the copy failed otherwise (ENOMEM, EINTR without end, ...)
 	finMax       = finFailed
+
+	// noBuffer is the bounce-buffer index of a DATA cell without data.
+	noBuffer = 0xFFFF
 )
 
 // cell is the bytes of one cell's payload.

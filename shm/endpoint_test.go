@@ -683,7 +683,11 @@ func TestEndpointMalformed(t *testing.T) {
 		mk(cellData, 0, 0, a2b, 1<<32, 0, 100, 0),
 		mk(cellData, 0, 99, a2b, 1<<32, 0, 100, 0),
 		mk(cellData, 0, 0, 0xdead, 1<<32, 0, 100, 0),
-		mk(cellFIN, 200, 0, a2b, 12345), // a later status, unknown send
+		mk(cellFIN, 200, 0, a2b, 12345),                          // a later status, unknown send
+		mk(cellData, finSrcFault, noBuffer, a2b, 1<<32, 0, 0, 0), // an abort of no fetch
+		mk(cellData, finTimeout, noBuffer, a2b, 1<<32, 0, 0, 0),  // not a sender's status
+		mk(cellData, finSrcFault, 0, a2b, 1<<32, 0, 0, 0),        // an abort naming a buffer
+		mk(cellData, finFailed, noBuffer, a2b, 1<<32, 0, 100, 0), // an abort with a length
 	}
 	for _, c := range bad {
 		if err := r.TryPush(c); err != nil {

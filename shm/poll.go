@@ -3,6 +3,9 @@
 package shm
 
 import (
+	"fmt"
+
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -250,13 +253,17 @@ func (e *Endpoint) onCTS() {
 }
 
 // onData copies one chunk of a copy rendezvous into the fetch's
-// destination and releases the sender's bounce buffer.
+// destination and releases the sender's bounce buffer. A destination
+// that cannot be written fails the fetch, and a FIN tells the sender.
 func (e *Endpoint) onData(h transport.Handler) int {
 	b := e.rx[:]
 	epid := get64(b, offCellEPID)
 	p := e.lookup(epid)
 	if p == nil {
 		return e.drop()
+	}
+	if b[offCellFlags] != finOK {
+		return e.onAbort(h, p)
 	}
 	i := int(get16(b, offCellShort))
 	buf := p.seg.Buffer(i)
@@ -271,15 +278,47 @@ func (e *Endpoint) onData(h transport.Handler) int {
 		n > uint64(len(buf)) || off > uint64(len(op.dst)) || n > uint64(len(op.dst))-off {
 		return e.drop()
 	}
-	copy(op.dst[off:], buf[:n])
+	_, slot := splitID(id)
+	if _, bad, _ := umem.Copy(op.dst[off:], buf[:n]); bad != umem.None {
+		// Our destination, or (SIGBUS: a segment cut short) the
+		// sender's bounce buffer. Later DATA cells of the stream find
+		// no fetch and are dropped, releasing their buffers.
+		st := byte(finDstFault)
+		if bad == umem.Src {
+			st = finFailed
+		}
+		return e.finishFetch(h, slot, 0, e.fetchFailed(p, op.sendID, st, nil))
+	}
 	op.got += int(n)
 	op.last = e.now()
 	if op.got < len(op.dst) {
 		return 0
 	}
-	_, slot := splitID(id)
 	e.stats.RndvCopy++
 	return e.finishFetch(h, slot, len(op.dst), nil)
+}
+
+// onAbort fails the fetch a DATA cell without data names: its sender
+// could not read its own buffer (finSrcFault) or copy it (finFailed),
+// and has ended the send.
+func (e *Endpoint) onAbort(h transport.Handler, p *peer) int {
+	b := e.rx[:]
+	st := b[offCellFlags]
+	id := get64(b, offCellW2)
+	op := e.fetchByID(id)
+	if (st != finSrcFault && st != finFailed) || get16(b, offCellShort) != noBuffer ||
+		get64(b, offCellW3) != 0 || get64(b, offCellW4) != 0 ||
+		op == nil || e.peers[op.peer] != p || op.sendID != get64(b, offCellW5) {
+		return e.drop()
+	}
+	// Where our copy would have gone on: if our buffer is bad there too,
+	// that is what we report, as the other protocols would.
+	if st == finSrcFault && op.got < len(op.dst) && !writable(op.dst[op.got:]) {
+		st = finBothFault
+	}
+	_, slot := splitID(id)
+	e.stats.Faults++
+	return e.finishFetch(h, slot, 0, fmt.Errorf("shm: fetch from %#x: %w", p.epid, fetchError(st, nil)))
 }
 
 // finishFetch reports fetch slot done and frees it.
@@ -308,13 +347,23 @@ func (e *Endpoint) pump(h transport.Handler) int {
 			k++ // the liveness check fails it
 			continue
 		}
+		failed := false
 		for op.off < op.want {
 			i, ok := e.allocBuf(e.reserve)
 			if !ok {
 				return ev
 			}
 			n := min(op.want-op.off, e.seg.BufferSize())
-			copy(e.seg.Buffer(i), op.data[op.off:op.off+n])
+			if _, bad, _ := umem.Copy(e.seg.Buffer(i), op.data[op.off:op.off+n]); bad != umem.None {
+				e.freeBuf(i)
+				st := byte(finSrcFault)
+				if bad == umem.Dst {
+					st = finFailed // our own bounce buffer: not the application's doing
+				}
+				ev += e.abortStream(h, p, k, slot, st)
+				failed = true
+				break
+			}
 			c := e.tx[:CellPayload]
 			putCommon(c, cellData, 0, uint16(i), 0, e.epid)
 			put64(c, offCellW2, op.fetchID)
@@ -333,6 +382,9 @@ func (e *Endpoint) pump(h transport.Handler) int {
 			op.off += n
 			e.ring2(p)
 		}
+		if failed {
+			continue // abortStream took it out of e.streams
+		}
 		if op.off < op.want {
 			k++
 			continue
@@ -342,6 +394,29 @@ func (e *Endpoint) pump(h transport.Handler) int {
 		ev += e.finishSend(h, slot, nil)
 	}
 	return ev
+}
+
+// abortStream ends send slot, the k-th of e.streams, which could not copy
+// its data into a bounce buffer: a DATA cell without data fails the
+// receiver's fetch (status st: finSrcFault or finFailed), and the send
+// fails here. Chunks already streamed are dropped by the receiver.
+func (e *Endpoint) abortStream(h transport.Handler, p *peer, k, slot int, st byte) int {
+	op := &e.sends[slot]
+	c := e.tx[:CellPayload]
+	putCommon(c, cellData, st, noBuffer, 0, e.epid)
+	put64(c, offCellW2, op.fetchID)
+	put64(c, offCellW3, 0)
+	put64(c, offCellW4, 0)
+	put64(c, offCellW5, makeID(op.gen, slot))
+	put64(c, offCellW6, 0)
+	e.control(p, c)
+	e.streams = append(e.streams[:k], e.streams[k+1:]...)
+	e.stats.Faults++
+	err := errSendFault
+	if st != finSrcFault {
+		err = errCopyFailed
+	}
+	return e.finishSend(h, slot, err)
 }
 
 // unstream removes send slot from e.streams.
