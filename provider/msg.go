@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -598,7 +599,17 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	}
 	if !m.IsRndv {
 		if n > 0 {
-			copy(cbytes(dst, n), m.Payload[:n])
+			// A receive buffer the kernel refuses fails the receive
+			// (the sender's eager send is already complete). A source
+			// fault is the wire's memory (a peer's segment cut short).
+			switch _, bad, _ := umem.Copy(cbytes(dst, n), m.Payload[:n]); bad {
+			case umem.Dst:
+				ep.finishRecv(t, 0, fi.EFAULT)
+				return
+			case umem.Src:
+				ep.finishRecv(t, 0, fi.EIO)
+				return
+			}
 		}
 		ep.finishRecv(t, n, 0)
 		return
