@@ -5,7 +5,6 @@ package shm
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -87,24 +86,26 @@ func faultStatus(srcBad, dstBad bool) byte {
 // cmaStatus finds out whose buffer a process_vm_readv from addr in
 // process pid into dst refused, which failed with err at offset off of
 // dst: the kernel answers EFAULT for either side, so it probes both at
-// that offset. Any other errno is a plain failure.
+// that offset, the sender's with a one-byte process_vm_readv, ours with a
+// guarded load and store. Any other errno is a plain failure.
 func cmaStatus(pid int, addr uint64, dst []byte, off int, err error) byte {
 	if err != unix.EFAULT || off < 0 || off >= len(dst) {
 		return finFailed
 	}
-	return faultStatus(!readable(pid, addr+uint64(off)), !writable(dst[off:]))
+	return faultStatus(!readable(pid, addr+uint64(off)), !umem.Writable(dst[off:]))
 }
 
 // localCopy is a rendezvous copy within this process: from the sender's
 // src into dst, both the applications'. It returns finOK or the status of
-// the fault.
+// the fault: the buffer that faulted, and the other one too if it is bad
+// at the same offset.
 func localCopy(dst, src []byte) byte {
 	_, bad, off := umem.Copy(dst, src)
 	switch bad {
 	case umem.Dst:
-		return faultStatus(!readable(os.Getpid(), addrOf(src[off:])), true)
+		return faultStatus(!umem.Readable(src[off:]), true)
 	case umem.Src:
-		return faultStatus(true, !writable(dst[off:]))
+		return faultStatus(true, !umem.Writable(dst[off:]))
 	}
 	return finOK
 }

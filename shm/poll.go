@@ -313,7 +313,7 @@ func (e *Endpoint) onAbort(h transport.Handler, p *peer) int {
 	}
 	// Where our copy would have gone on: if our buffer is bad there too,
 	// that is what we report, as the other protocols would.
-	if st == finSrcFault && op.got < len(op.dst) && !writable(op.dst[op.got:]) {
+	if st == finSrcFault && op.got < len(op.dst) && !umem.Writable(op.dst[op.got:]) {
 		st = finBothFault
 	}
 	_, slot := splitID(id)

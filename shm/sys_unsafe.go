@@ -3,7 +3,6 @@
 package shm
 
 import (
-	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -96,24 +95,11 @@ func cmaCopy(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 	return len(buf), nil
 }
 
-// Probes of one byte of memory, by the kernel, which answers EFAULT
-// where a load or store would fault. They find out whose buffer a failed
-// copy refused (fault.go).
-
-// readable reports whether the byte at addr of process pid can be read;
-// an answer other than EFAULT (the process is gone, CMA is refused) counts
-// as readable.
+// readable reports whether the byte at addr of process pid can be read,
+// asking the kernel (fault.go); an answer other than EFAULT (the process
+// is gone, CMA is refused) counts as readable.
 func readable(pid int, addr uint64) bool {
 	var b [1]byte
 	_, err := cmaRead(pid, addr, b[:])
-	return err != unix.EFAULT
-}
-
-// writable reports whether b[0], in this process, can be written: the
-// kernel copies the byte onto itself (so it must be readable too, which
-// every writable page is on the machines we run on). An answer other
-// than EFAULT counts as writable.
-func writable(b []byte) bool {
-	_, err := cmaRead(os.Getpid(), addrOf(b), b[:1])
 	return err != unix.EFAULT
 }

@@ -101,6 +101,26 @@ func Copy(dst, src []byte) (n int, bad Side, off int) {
 	panic(foreignFault(a))
 }
 
+// Readable reports whether b[0] can be read. b must not be empty.
+func Readable(b []byte) bool {
+	var t [1]byte
+	_, bad, _ := Copy(t[:], b[:1])
+	return bad == None
+}
+
+// Writable reports whether b[0] can be written: it reads the byte and
+// stores it back, so it must be readable too (every writable page is, on
+// the machines this runs on), and the byte is unchanged unless someone
+// else writes it meanwhile. b must not be empty.
+func Writable(b []byte) bool {
+	var t [1]byte
+	if _, bad, _ := Copy(t[:], b[:1]); bad != None {
+		return false
+	}
+	_, bad, _ := Copy(b[:1], t[:])
+	return bad == None
+}
+
 func guardedCopy(dst, src []byte, a *uintptr) {
 	defer Catch(Guard(), a)
 	copy(dst, src)

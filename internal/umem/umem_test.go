@@ -61,6 +61,28 @@ func TestCopy(t *testing.T) {
 	}
 }
 
+func TestProbes(t *testing.T) {
+	rw := unix.PROT_READ | unix.PROT_WRITE
+	for _, tc := range []struct {
+		name      string
+		b         []byte
+		r, w      bool
+		wantAfter byte
+	}{
+		{"heap", []byte{42}, true, true, 42},
+		{"read-write", mapped(t, 4096, rw, false), true, true, 0},
+		{"read-only", mapped(t, 4096, unix.PROT_READ, false), true, false, 0},
+		{"PROT_NONE", mapped(t, 4096, unix.PROT_NONE, false), false, false, 0},
+	} {
+		if r, w := Readable(tc.b), Writable(tc.b); r != tc.r || w != tc.w {
+			t.Errorf("%s: readable %v, writable %v; want %v, %v", tc.name, r, w, tc.r, tc.w)
+		}
+		if tc.r && tc.b[0] != tc.wantAfter {
+			t.Errorf("%s: the probe changed the byte to %d", tc.name, tc.b[0])
+		}
+	}
+}
+
 // Catch recovers only memory faults: other panics go on.
 func TestCatchOtherPanics(t *testing.T) {
 	for _, p := range []any{"a string", fault(0)} {
