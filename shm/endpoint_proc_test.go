@@ -488,7 +488,21 @@ func TestEndpointDeadProducer(t *testing.T) {
 	<-kid.done
 	kid.done <- nil
 	start := time.Now()
-	pollUntil(t, 2*time.Second, func() bool { return len(parent.rec.got) == 3 }, parent)
+	// Poll the way the provider does: only when Idle says there is work,
+	// and a second Idle after each pass (its refresh of the words the C
+	// side reads). Idle looks at the producer counter only now and then;
+	// whichever of the two calls sees the reservation, Poll must follow.
+	for len(parent.rec.got) < 3 {
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("not repaired within 2 s through Idle: %d delivered, stats %+v",
+				len(parent.rec.got), parent.Stats())
+		}
+		if !parent.Idle() {
+			parent.poll()
+		}
+		parent.Idle()
+		time.Sleep(100 * time.Microsecond)
+	}
 	t.Logf("repaired %v after the kill", time.Since(start))
 	for i, d := range parent.rec.got {
 		if d.Hdr.Tag != uint64(100+i) || d.SrcEPID != 0x31 || !bytes.Equal(d.Payload, pattern(40, byte(i))) {
