@@ -166,7 +166,7 @@ type Endpoint struct {
 	// The stall watch (stall.go): the position the ring was last seen
 	// stalled at, since when, and when the slots may be read next.
 	stallPos    uint64
-	idleProbe   uint32 // Idle answers given (the producer counter is read every idleProbeEvery)
+	idleRun     uint32 // Idle answers since Poll last popped a cell (the producer counter is read every idleProbeEvery)
 	probeHit    bool   // Idle's probe saw a reservation; Poll clears it
 	stallSince  int64
 	stallNext   int64
@@ -923,19 +923,19 @@ func (e *Endpoint) Idle() bool {
 	// A ring whose next cell is reserved but not published is not idle:
 	// Poll must look at it (watchStall), or a producer that died in the
 	// middle of a push would wedge it unseen. But the producer counter's
-	// line belongs to the producers: reading it on every idle poll pulls
+	// line belongs to the producers: reading it while messages flow pulls
 	// it away from the next push's CAS, which cost a 1 KiB ping-pong a
-	// third of its speed. So only every idleProbeEvery-th idle answer
-	// reads it; a dead producer is still seen within a few dozen polls,
-	// and a stalled ring is repaired within a second even when the only
-	// polls are the C side's 10 ms safety net. A probe that finds the
-	// ring reserved keeps Idle false until Poll has looked (whichever
-	// caller asked Idle, the next Poll must not be skipped).
+	// third of its speed. So it is read only after idleProbeEvery idle
+	// answers in a row with nothing popped (Poll resets the run): never
+	// while traffic flows, and within a second on a stalled ring even
+	// when the only polls are the C side's 10 ms safety net. A probe that
+	// finds the ring reserved keeps Idle false until Poll has looked
+	// (whichever caller asked Idle, the next Poll must not be skipped).
 	if e.probeHit {
 		return false
 	}
-	e.idleProbe++
-	if e.idleProbe%idleProbeEvery == 0 && e.ring.reserved() {
+	e.idleRun++
+	if e.idleRun%idleProbeEvery == 0 && e.ring.reserved() {
 		e.probeHit = true
 		return false
 	}
@@ -943,9 +943,9 @@ func (e *Endpoint) Idle() bool {
 		!e.doomed && ((e.pending == 0 && !e.starved && !e.blocked) || e.now() < e.nextCheck)
 }
 
-// idleProbeEvery: how many idle answers share one look at the producer
-// counter (Idle).
-const idleProbeEvery = 16
+// idleProbeEvery: how many idle answers in a row share one look at the
+// producer counter (Idle).
+const idleProbeEvery = 64
 
 // Wait blocks until a cell may have arrived in the ring, Wake is called,
 // or timeout passes (forever if negative). While the endpoint has work of

@@ -35,6 +35,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 			}
 			break
 		}
+		e.idleRun = 0
 		ev += e.handle(h)
 	}
 	if len(e.streams) > 0 {
