@@ -33,87 +33,22 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
 #define BIG (1 << 20)		/* split between two processes */
 #define MID (256 << 10)		/* one process_vm_readv */
 #define EAGER 8192		/* through a bounce buffer */
 
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	char name[64];
-	size_t namelen;
-};
-
 enum bad { NONE, SENDER, RECEIVER };
 static const char *bad_name[] = { "no bad buffer", "bad send buffer", "bad receive buffer" };
-
-static int under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload");
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* The longest any completion may take. */
 static double limit(void)
 {
-	return under_valgrind() ? 60 : 10;
+	return ct_under_valgrind() ? 60 : 10;
 }
 
-static int open_node(struct node *n)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	int ret;
-
-	memset(n, 0, sizeof(*n));
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	n->namelen = sizeof(n->name);
-	if ((ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)) ||
-	    (ret = fi_domain(n->fabric, n->info, &n->domain, NULL)) ||
-	    (ret = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
-	    (ret = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
-	    (ret = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
-	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
-	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(n->ep)) ||
-	    (ret = fi_getname(&n->ep->fid, n->name, &n->namelen)))
-		return ret;
-	return 0;
-}
-
-static void close_node(struct node *n)
-{
-	fi_close(&n->ep->fid);
-	fi_close(&n->cq->fid);
-	fi_close(&n->av->fid);
-	fi_close(&n->domain->fid);
-	fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
-}
-
-static fi_addr_t insert(struct node *n, const void *name)
+static fi_addr_t insert(struct ct_node *n, const void *name)
 {
 	fi_addr_t a = FI_ADDR_NOTAVAIL;
 	int ret = fi_av_insert(n->av, name, 1, &a, 0, NULL);
@@ -131,7 +66,7 @@ struct done {
 };
 
 /* poll_one takes at most one entry from n's CQ: 1 and *d if one came. */
-static int poll_one(struct node *n, struct done *d)
+static int poll_one(struct ct_node *n, struct done *d)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
@@ -153,11 +88,11 @@ static int poll_one(struct node *n, struct done *d)
 
 /* wait_for polls n until the completion of ctx comes; 0 if none came
  * within limit() seconds. Any other completion is a failure. */
-static int wait_for(struct node *n, void *ctx, struct done *d)
+static int wait_for(struct ct_node *n, void *ctx, struct done *d)
 {
-	double end = now() + limit();
+	double end = ct_now() + limit();
 
-	while (now() < end) {
+	while (ct_now() < end) {
 		if (poll_one(n, d)) {
 			CHECK(d->ctx == ctx, "a completion of another operation (%d)", d->err);
 			return 1;
@@ -198,19 +133,19 @@ static int want_recv(enum bad bad)
 
 /* send_side sends len bytes to dest (from none if bad == SENDER) and
  * checks the send's completion. */
-static void send_side(struct node *n, fi_addr_t dest, size_t len, enum bad bad, uint64_t tag,
+static void send_side(struct ct_node *n, fi_addr_t dest, size_t len, enum bad bad, uint64_t tag,
 		      const char *what)
 {
 	struct fi_context ctx;
 	struct done d;
 	unsigned char *buf = bad == SENDER ? none : sbuf;
-	double t0 = now();
+	double t0 = ct_now();
 	ssize_t r;
 
 	if (bad != SENDER)
 		fill(sbuf, len, tag);
 	while ((r = fi_tsend(n->ep, buf, len, NULL, dest, tag, &ctx)) == -FI_EAGAIN &&
-	       now() < t0 + limit())
+	       ct_now() < t0 + limit())
 		;
 	CHECK(r == 0, "%s: %zu bytes, %s: fi_tsend = %zd", what, len, bad_name[bad], r);
 	if (r)
@@ -226,7 +161,7 @@ static void send_side(struct node *n, fi_addr_t dest, size_t len, enum bad bad, 
 
 /* recv_side posts a receive of len bytes (into none if bad == RECEIVER)
  * and checks its completion and, if all is well, the data. */
-static void recv_side(struct node *n, size_t len, enum bad bad, uint64_t tag, const char *what)
+static void recv_side(struct ct_node *n, size_t len, enum bad bad, uint64_t tag, const char *what)
 {
 	struct fi_context ctx;
 	struct done d;
@@ -254,13 +189,13 @@ static void recv_side(struct node *n, size_t len, enum bad bad, uint64_t tag, co
 /* both waits for the completion of sctx on a (error wantS) and of rctx
  * on b (error wantR, and with no error the len bytes of tag in rbuf);
  * a NULL context is not waited for. */
-static void both(struct node *a, struct node *b, void *sctx, int wantS, void *rctx, int wantR,
+static void both(struct ct_node *a, struct ct_node *b, void *sctx, int wantS, void *rctx, int wantR,
 		 size_t len, uint64_t tag, const char *what)
 {
-	double end = now() + limit();
+	double end = ct_now() + limit();
 	struct done d;
 
-	while ((sctx || rctx) && now() < end) {
+	while ((sctx || rctx) && ct_now() < end) {
 		if (sctx && poll_one(a, &d)) {
 			CHECK(d.ctx == sctx && d.err == wantS, "%s: send completed with %d (%s), want %d",
 			      what, d.err, fi_strerror(d.err), wantS);
@@ -282,13 +217,13 @@ static void both(struct node *a, struct node *b, void *sctx, int wantS, void *rc
 
 /* One message from a to b, both in this process: the receive is posted
  * first, or (odd tags) the message arrives unexpected. */
-static void local_exchange(struct node *a, struct node *b, fi_addr_t ab, size_t len,
+static void local_exchange(struct ct_node *a, struct ct_node *b, fi_addr_t ab, size_t len,
 			   enum bad bad, uint64_t tag)
 {
 	struct fi_context sctx, rctx;
 	unsigned char *s = bad == SENDER ? none : sbuf, *rb = bad == RECEIVER ? none : rbuf;
 	int eager = len <= EAGER;
-	double end = now() + limit();
+	double end = ct_now() + limit();
 	char what[80];
 	ssize_t r;
 
@@ -299,7 +234,7 @@ static void local_exchange(struct node *a, struct node *b, fi_addr_t ab, size_t 
 	memset(rbuf, 0, len);
 	if (!(tag & 1))
 		CHECK(fi_trecv(b->ep, rb, len, NULL, FI_ADDR_UNSPEC, tag, 0, &rctx) == 0, "trecv");
-	while ((r = fi_tsend(a->ep, s, len, NULL, ab, tag, &sctx)) == -FI_EAGAIN && now() < end)
+	while ((r = fi_tsend(a->ep, s, len, NULL, ab, tag, &sctx)) == -FI_EAGAIN && ct_now() < end)
 		fi_cq_read(b->cq, NULL, 0);
 	CHECK(r == 0, "%s: fi_tsend = %zd", what, r);
 	if (tag & 1)
@@ -324,7 +259,7 @@ static void local_exchange(struct node *a, struct node *b, fi_addr_t ab, size_t 
 	 * receive takes the next message with the tag. */
 	both(a, b, &sctx, FI_EFAULT, NULL, 0, len, tag, what);
 	fill(sbuf, len, tag);
-	while ((r = fi_tsend(a->ep, sbuf, len, NULL, ab, tag, &sctx)) == -FI_EAGAIN && now() < end)
+	while ((r = fi_tsend(a->ep, sbuf, len, NULL, ab, tag, &sctx)) == -FI_EAGAIN && ct_now() < end)
 		fi_cq_read(b->cq, NULL, 0);
 	CHECK(r == 0, "%s: fi_tsend = %zd", what, r);
 	both(a, b, &sctx, 0, &rctx, 0, len, tag, "the good eager message after a bad one");
@@ -335,7 +270,7 @@ static void local_exchange(struct node *a, struct node *b, fi_addr_t ab, size_t 
  * read when an endpoint opens). */
 static void in_process(int copy)
 {
-	struct node a, b;
+	struct ct_node a, b;
 	fi_addr_t ab;
 	uint64_t tag = 100;
 	int ret;
@@ -343,7 +278,7 @@ static void in_process(int copy)
 	copy_mode = copy;
 	if (copy)
 		setenv("FI_SHM_DISABLE_CMA", "1", 1);
-	ret = open_node(&a) || open_node(&b);
+	ret = ct_open_node(&a) || ct_open_node(&b);
 	unsetenv("FI_SHM_DISABLE_CMA");
 	CHECK(ret == 0, "open: %d", ret);
 	if (ret)
@@ -360,8 +295,8 @@ static void in_process(int copy)
 			local_exchange(&a, &b, ab, len, NONE, tag++);
 		}
 	}
-	close_node(&b);
-	close_node(&a);
+	ct_close_node(&b);
+	ct_close_node(&a);
 }
 
 /* The steps of the two-process test: the child sends, the parent
@@ -378,7 +313,7 @@ static const struct step {
 /* put_name and get_name pass an endpoint name through a pipe: its
  * length, then exactly that many bytes (a longer read would eat the next
  * step's go-ahead). */
-static int put_name(int fd, const struct node *n)
+static int put_name(int fd, const struct ct_node *n)
 {
 	return write(fd, &n->namelen, sizeof(n->namelen)) != sizeof(n->namelen) ||
 	       write(fd, n->name, n->namelen) != (ssize_t) n->namelen;
@@ -396,13 +331,13 @@ static int get_name(int fd, char name[64])
  * status says whether any failed. */
 static int child(int rfd, int wfd)
 {
-	struct node n;
+	struct ct_node n;
 	char peer[64];
 	fi_addr_t dest;
 	char go;
 
-	alarm(under_valgrind() ? 600 : 120);
-	if (open_node(&n))
+	alarm(ct_under_valgrind() ? 600 : 120);
+	if (ct_open_node(&n))
 		return 2;
 	if (put_name(wfd, &n) || get_name(rfd, peer))
 		return 3;
@@ -416,17 +351,17 @@ static int child(int rfd, int wfd)
 	}
 	if (read(rfd, &go, 1) != 1)	/* the parent is done with us */
 		return 5;
-	close_node(&n);
+	ct_close_node(&n);
 	return ct_failed ? 1 : 0;
 }
 
 static void two_processes(pid_t pid, int rfd, int wfd)
 {
-	struct node n;
+	struct ct_node n;
 	char peer[64];
 	int st, ret;
 
-	ret = open_node(&n);
+	ret = ct_open_node(&n);
 	CHECK(ret == 0, "open: %d", ret);
 	if (ret) {
 		kill(pid, SIGKILL);
@@ -444,7 +379,7 @@ static void two_processes(pid_t pid, int rfd, int wfd)
 	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed: %s %d",
 	      WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	close_node(&n);
+	ct_close_node(&n);
 }
 
 int main(void)
@@ -472,7 +407,7 @@ int main(void)
 	}
 	close(down[0]);
 	close(up[1]);
-	alarm(under_valgrind() ? 900 : 180);
+	alarm(ct_under_valgrind() ? 900 : 180);
 	two_processes(pid, up[0], down[1]);
 	in_process(0);
 	in_process(1);

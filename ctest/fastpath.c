@@ -22,6 +22,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
 struct node {
 	struct fid_domain *domain;
@@ -74,25 +75,10 @@ static fi_addr_t insert(struct node *n, struct node *m)
 /* Fewer under valgrind, which runs one thread at a time, slowly. */
 static int MT_N = 20000;
 
-static int under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload");
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* reap: read one entry from n's CQ (5 s at most); 1 if one came. */
 static int reap(struct node *n, struct fi_cq_tagged_entry *e)
 {
-	double end = now() + (under_valgrind() ? 60 : 5);
+	double end = ct_now() + (ct_under_valgrind() ? 60 : 5);
 	ssize_t r;
 
 	do {
@@ -107,7 +93,7 @@ static int reap(struct node *n, struct fi_cq_tagged_entry *e)
 			ct_failed++;
 			return 0;
 		}
-	} while (r == -FI_EAGAIN && now() < end);
+	} while (r == -FI_EAGAIN && ct_now() < end);
 	printf("FAIL: no completion (%zd)\n", r);
 	ct_failed++;
 	return 0;
@@ -398,7 +384,7 @@ static void test_trunc(struct node *a, struct node *b, fi_addr_t ab)
 	struct fi_cq_err_entry err = { 0 };
 	struct fi_cq_tagged_entry e;
 	struct fi_context ctx;
-	double end = now() + 5;
+	double end = ct_now() + 5;
 	ssize_t r;
 
 	fill(out, sizeof(out), 3);
@@ -407,7 +393,7 @@ static void test_trunc(struct node *a, struct node *b, fi_addr_t ab)
 	CHECK(fi_tinject(a->ep, out, 40, ab, 0x55) == 0, "tinject");
 	do
 		r = fi_cq_read(b->cq, &e, 1);
-	while (r == -FI_EAGAIN && now() < end);
+	while (r == -FI_EAGAIN && ct_now() < end);
 	CHECK(r == -FI_EAVAIL, "truncated receive read = %zd", r);
 	CHECK(fi_cq_readerr(b->cq, &err, 0) == 1 && err.err == FI_ETRUNC && err.olen == 36 &&
 	      err.len == 4 && err.op_context == &ctx, "readerr: err %d olen %zu len %zu",
@@ -524,7 +510,7 @@ int main(void)
 	ad = insert(&a, &d);
 	da = insert(&d, &a);
 	cd = insert(&c, &d);
-	if (under_valgrind())
+	if (ct_under_valgrind())
 		MT_N = 100;
 
 	/* b shares its domain with c: receives go through Go. */

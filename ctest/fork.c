@@ -24,16 +24,10 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	fi_addr_t self;
-};
+/* The open node's own address in its AV (open_node). */
+static fi_addr_t self;
 
 static int threads(void)
 {
@@ -50,51 +44,20 @@ static int threads(void)
 	return n;
 }
 
-static int open_node(struct node *p)
+/* open_node opens p and inserts its own name into its AV, as self. */
+static int open_node(struct ct_node *p)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	char name[64];
-	size_t len = sizeof(name);
-	int ret;
+	int ret = ct_open_node(p);
 
-	memset(p, 0, sizeof(*p));
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &p->info);
-	fi_freeinfo(hints);
 	if (ret)
 		return ret;
-	if ((ret = fi_fabric(p->info->fabric_attr, &p->fabric, NULL)) ||
-	    (ret = fi_domain(p->fabric, p->info, &p->domain, NULL)) ||
-	    (ret = fi_av_open(p->domain, &av_attr, &p->av, NULL)) ||
-	    (ret = fi_cq_open(p->domain, &cq_attr, &p->cq, NULL)) ||
-	    (ret = fi_endpoint(p->domain, p->info, &p->ep, NULL)) ||
-	    (ret = fi_ep_bind(p->ep, &p->av->fid, 0)) ||
-	    (ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(p->ep)) ||
-	    (ret = fi_getname(&p->ep->fid, name, &len)))
-		return ret;
-	if (fi_av_insert(p->av, name, 1, &p->self, 0, NULL) != 1)
+	if (fi_av_insert(p->av, p->name, 1, &self, 0, NULL) != 1)
 		return -FI_EOTHER;
 	return 0;
 }
 
-static void close_node(struct node *p)
-{
-	fi_close(&p->ep->fid);
-	fi_close(&p->av->fid);
-	fi_close(&p->cq->fid);
-	fi_close(&p->domain->fid);
-	fi_close(&p->fabric->fid);
-	fi_freeinfo(p->info);
-}
-
 /* One tagged message to ourselves: 0 when it arrives intact. */
-static int self_message(struct node *p, uint64_t tag)
+static int self_message(struct ct_node *p, uint64_t tag)
 {
 	struct fi_context ctx[2];
 	char out[32] = { 0 }, in[32] = { 0 };
@@ -103,8 +66,8 @@ static int self_message(struct node *p, uint64_t tag)
 	ssize_t n;
 
 	snprintf(out, sizeof(out), "hello %llu", (unsigned long long) tag);
-	if (fi_trecv(p->ep, in, sizeof(in), NULL, p->self, tag, 0, &ctx[0]) ||
-	    fi_tsend(p->ep, out, sizeof(out), NULL, p->self, tag, &ctx[1]))
+	if (fi_trecv(p->ep, in, sizeof(in), NULL, self, tag, 0, &ctx[0]) ||
+	    fi_tsend(p->ep, out, sizeof(out), NULL, self, tag, &ctx[1]))
 		return -1;
 	while (got < 2 && spins++ < 10000000) {
 		n = fi_cq_read(p->cq, e, 2 - got);
@@ -131,7 +94,7 @@ static int reap(pid_t pid)
 
 int main(void)
 {
-	struct node n;
+	struct ct_node n;
 	struct fi_info *info = NULL;
 	char line[64] = "";
 	pid_t pid;
@@ -148,7 +111,7 @@ int main(void)
 		if (open_node(&n))
 			_exit(2);
 		r = self_message(&n, 7);
-		close_node(&n);
+		ct_close_node(&n);
 		_exit(r ? 3 : 0);
 	}
 	r = reap(pid);
@@ -186,9 +149,9 @@ int main(void)
 			bad |= 1;
 		if (fi_cq_read(n.cq, &e, 1) != -FI_EOPNOTSUPP)
 			bad |= 2;
-		if (fi_tinject(n.ep, buf, 1, n.self, 9) != -FI_EOPNOTSUPP)
+		if (fi_tinject(n.ep, buf, 1, self, 9) != -FI_EOPNOTSUPP)
 			bad |= 4;
-		if (fi_tsend(n.ep, buf, 1, NULL, n.self, 9, &ctx) != -FI_EOPNOTSUPP)
+		if (fi_tsend(n.ep, buf, 1, NULL, self, 9, &ctx) != -FI_EOPNOTSUPP)
 			bad |= 8;
 		if (fi_close(&n.ep->fid) != -FI_EOPNOTSUPP)
 			bad |= 16;
@@ -202,7 +165,7 @@ int main(void)
 
 	/* The parent is untouched by its child. */
 	CHECK(self_message(&n, 2) == 0, "message to self after the child");
-	close_node(&n);
+	ct_close_node(&n);
 
 	/* A child forked after close is still a child of a used library. */
 	pid = fork();

@@ -39,6 +39,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
 #define KILLS 200
 #define TAG_STEADY 1
@@ -48,71 +49,12 @@
 #define BIG (3 << 20)
 #define CONN_TIMEOUT 2
 
-struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_ep *ep;
-};
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void on_alarm(int sig)
 {
 	(void) sig;
 	printf("FAIL: killsend hung (alarm)\n");
 	fflush(stdout);
 	_exit(3);
-}
-
-static int open_node(struct node *n)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	int r;
-
-	memset(n, 0, sizeof(*n));
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info);
-	fi_freeinfo(hints);
-	if (r)
-		return r;
-	if ((r = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)) ||
-	    (r = fi_domain(n->fabric, n->info, &n->domain, NULL)) ||
-	    (r = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
-	    (r = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
-	    (r = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
-	    (r = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (r = fi_ep_bind(n->ep, &n->av->fid, 0)) || (r = fi_enable(n->ep)))
-		return r;
-	return 0;
-}
-
-static void close_node(struct node *n)
-{
-	if (n->ep)
-		fi_close(&n->ep->fid);
-	if (n->av)
-		fi_close(&n->av->fid);
-	if (n->cq)
-		fi_close(&n->cq->fid);
-	if (n->domain)
-		fi_close(&n->domain->fid);
-	if (n->fabric)
-		fi_close(&n->fabric->fid);
-	fi_freeinfo(n->info);
 }
 
 /* ---- the senders ---------------------------------------------------------- */
@@ -127,7 +69,7 @@ static int hexval(char c)
  * is killed. It writes one byte to stdout once its first message went. */
 static int sender(const char *role, const char *hex)
 {
-	struct node n;
+	struct ct_node n;
 	unsigned char name[256];
 	size_t len = strlen(hex) / 2;
 	fi_addr_t dest;
@@ -136,7 +78,7 @@ static int sender(const char *role, const char *hex)
 	char *buf = calloc(1, BIG);
 	int steady = !strcmp(role, "steady"), announced = 0;
 
-	if (len > sizeof(name) || !buf || open_node(&n))
+	if (len > sizeof(name) || !buf || ct_open_node(&n))
 		return 2;
 	for (size_t i = 0; i < len; i++)
 		name[i] = hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]);
@@ -192,7 +134,7 @@ static pid_t spawn(const char *role, const char *hex, int *rd)
 
 /* ---- the receiver --------------------------------------------------------- */
 
-static struct node rx;
+static struct ct_node rx;
 static uint64_t steady_buf[NSTEADY];
 static struct fi_context steady_ctx[NSTEADY], victim_ctx[NVICTIM];
 static char *victim_buf[NVICTIM];
@@ -261,9 +203,9 @@ static void pump_once(void)
 
 static void pump_for(double secs)
 {
-	double end = now() + secs;
+	double end = ct_now() + secs;
 
-	while (now() < end)
+	while (ct_now() < end)
 		pump_once();
 }
 
@@ -283,7 +225,7 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	alarm(300);
 
-	r = open_node(&rx);
+	r = ct_open_node(&rx);
 	CHECK(r == 0, "opening the receiver: %d (%s)", r, fi_strerror(-r));
 	if (r)
 		return finish("killsend");
@@ -300,10 +242,10 @@ int main(int argc, char **argv)
 	steady = spawn("steady", hex, &steady_rd);
 	{
 		char c;
-		double end = now() + 20;
+		double end = ct_now() + 20;
 
 		/* The steady sender is up once its first message went. */
-		while (steady_next == 0 && now() < end)
+		while (steady_next == 0 && ct_now() < end)
 			pump_once();
 		CHECK(steady_next > 0 && read(steady_rd, &c, 1) == 1, "the steady sender started");
 	}
@@ -313,12 +255,12 @@ int main(int argc, char **argv)
 		int rd;
 		char c;
 		pid_t v = spawn("victim", hex, &rd);
-		double t0 = now(), end = t0 + 20, t;
+		double t0 = ct_now(), end = t0 + 20, t;
 		uint64_t before;
 		int ready = 0;
 
 		/* Wait until the victim has sent something, pumping. */
-		while (!ready && now() < end) {
+		while (!ready && ct_now() < end) {
 			struct timeval tv = { 0, 0 };
 			fd_set fds;
 
@@ -336,10 +278,10 @@ int main(int argc, char **argv)
 
 		/* The steady stream goes on: 5 more messages within 5 s. */
 		before = steady_next;
-		t0 = now();
-		while (steady_next < before + 5 && now() - t0 < 5)
+		t0 = ct_now();
+		while (steady_next < before + 5 && ct_now() - t0 < 5)
 			pump_once();
-		t = now() - t0;
+		t = ct_now() - t0;
 		if (t > worst)
 			worst = t;
 		if (steady_next < before + 5 && stalls++ < 3)
@@ -355,9 +297,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < NVICTIM; k++)
 		fi_cancel(&rx.ep->fid, &victim_ctx[k]);
 	{
-		double end = now() + 2;
+		double end = ct_now() + 2;
 
-		while (cancelled < NVICTIM && now() < end)
+		while (cancelled < NVICTIM && ct_now() < end)
 			pump_once();
 	}
 	CHECK(cancelled == NVICTIM, "%d of %d victim receives cancelled after the timeout (the rest are stuck)",
@@ -370,7 +312,7 @@ int main(int argc, char **argv)
 
 	kill(steady, SIGKILL);
 	waitpid(steady, NULL, 0);
-	close_node(&rx);
+	ct_close_node(&rx);
 	for (int k = 0; k < NVICTIM; k++)
 		free(victim_buf[k]);
 	alarm(0);

@@ -20,6 +20,7 @@
 #include <rdma/fi_collective.h>
 #include <rdma/fi_ext_psm2.h>
 #include "check.h"
+#include "node.h"
 
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -33,14 +34,6 @@ static struct fid_cq *wcq;		/* a CQ on the wait set */
 static struct fid_poll *pollset;
 static struct fid_ep *ep;
 static fi_addr_t self = FI_ADDR_NOTAVAIL;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int fd_readable(int fd)
 {
@@ -306,8 +299,8 @@ static void self_tagged(void)
 	CHECK(ret == 0, "fi_tsend: %zd", ret);
 
 	/* The poll set reports the CQ once a completion is there. */
-	end = now() + 5;
-	while (now() < end) {
+	end = ct_now() + 5;
+	while (ct_now() < end) {
 		int n = fi_poll(pollset, ctx, 2);
 		if (n > 0) {
 			polled = n == 1 && ctx[0] == &cq;
@@ -316,8 +309,8 @@ static void self_tagged(void)
 	}
 	CHECK(polled, "fi_poll returned the CQ's context");
 
-	end = now() + 5;
-	while (got < 2 && now() < end) {
+	end = ct_now() + 5;
+	while (got < 2 && ct_now() < end) {
 		ret = fi_cq_read(cq, e, 4);
 		if (ret == -FI_EAGAIN)
 			continue;

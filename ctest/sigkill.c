@@ -23,66 +23,10 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
 #define BIG (1 << 20)
 #define TIMEOUT_S 2
-
-struct peer {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	char name[16];
-};
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int open_peer(struct peer *p)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	size_t len = sizeof(p->name);
-	int ret;
-
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &p->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	if ((ret = fi_fabric(p->info->fabric_attr, &p->fabric, NULL)) ||
-	    (ret = fi_domain(p->fabric, p->info, &p->domain, NULL)) ||
-	    (ret = fi_av_open(p->domain, &av_attr, &p->av, NULL)) ||
-	    (ret = fi_cq_open(p->domain, &cq_attr, &p->cq, NULL)) ||
-	    (ret = fi_endpoint(p->domain, p->info, &p->ep, NULL)) ||
-	    (ret = fi_ep_bind(p->ep, &p->av->fid, 0)) ||
-	    (ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(p->ep)) ||
-	    (ret = fi_getname(&p->ep->fid, p->name, &len)))
-		return ret;
-	return 0;
-}
-
-static void close_peer(struct peer *p)
-{
-	fi_close(&p->ep->fid);
-	fi_close(&p->av->fid);
-	fi_close(&p->cq->fid);
-	fi_close(&p->domain->fid);
-	fi_close(&p->fabric->fid);
-	fi_freeinfo(p->info);
-}
 
 /* segments_of counts the segments of pid's endpoints in our private
  * directory, /dev/shm/psm2go-<euid> (docs/shm.md): the endpoint id
@@ -111,14 +55,14 @@ static int segments_of(pid_t pid)
 
 static void child(int rd, int wr)
 {
-	struct peer p;
+	struct ct_node p;
 	struct fi_cq_tagged_entry e;
 	char buf[64];
 	fi_addr_t parent;
 	char pname[16];
 	int got = 0;
 
-	if (open_peer(&p)) {
+	if (ct_open_node(&p)) {
 		_exit(2);
 	}
 	if (write(wr, p.name, 16) != 16 || read(rd, pname, 16) != 16)
@@ -144,7 +88,7 @@ static void child(int rd, int wr)
 int main(int argc, char **argv)
 {
 	int down[2], up[2];
-	struct peer p;
+	struct ct_node p;
 	fi_addr_t kid;
 	char kname[16], c;
 	char *big = malloc(BIG);
@@ -180,7 +124,7 @@ int main(int argc, char **argv)
 		execl(argv[0], argv[0], "child", a, b, (char *) NULL);
 		_exit(127);
 	}
-	CHECK(open_peer(&p) == 0, "parent endpoint");
+	CHECK(ct_open_node(&p) == 0, "parent endpoint");
 	CHECK(read(up[0], kname, 16) == 16, "child name");
 	CHECK(write(down[1], p.name, 16) == 16, "name to child");
 	CHECK(fi_av_insert(p.av, kname, 1, &kid, 0, NULL) == 1, "insert child");
@@ -209,18 +153,18 @@ int main(int argc, char **argv)
 
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
-	start = now();
+	start = ct_now();
 	for (;;) {
 		ret = fi_cq_read(p.cq, &e, 1);
 		if (ret == -FI_EAVAIL) {
-			took = now() - start;
+			took = ct_now() - start;
 			break;
 		}
 		if (ret == 1) {
 			CHECK(0, "the large send completed successfully after the receiver died");
 			break;
 		}
-		if (now() - start > 3 * TIMEOUT_S)
+		if (ct_now() - start > 3 * TIMEOUT_S)
 			break;
 	}
 	CHECK(took >= 0 && took <= TIMEOUT_S + 1.0, "error completion within the timeout (took %.2f s)", took);
@@ -233,10 +177,10 @@ int main(int argc, char **argv)
 	/* A send to the dead peer now fails at once or through the CQ. */
 	ret = fi_tsend(p.ep, small, sizeof(small), NULL, kid, 1, (void *) 0x6);
 	if (ret == 0) {
-		start = now();
+		start = ct_now();
 		do
 			ret = fi_cq_read(p.cq, &e, 1);
-		while (ret == -FI_EAGAIN && now() - start < 2 * TIMEOUT_S);
+		while (ret == -FI_EAGAIN && ct_now() - start < 2 * TIMEOUT_S);
 		CHECK(ret == -FI_EAVAIL, "send to a dead peer reports an error: %d", ret);
 		fi_cq_readerr(p.cq, &err, 0);
 	} else {
@@ -246,12 +190,12 @@ int main(int argc, char **argv)
 	/* The dead child's segment is left over until a new endpoint looks. */
 	CHECK(segments_of(pid) == 1, "SIGKILL leaves the segment: %d", segments_of(pid));
 	{
-		struct peer q;
-		CHECK(open_peer(&q) == 0, "a new endpoint");
+		struct ct_node q;
+		CHECK(ct_open_node(&q) == 0, "a new endpoint");
 		CHECK(segments_of(pid) == 0, "the dead peer's segment is reclaimed: %d", segments_of(pid));
-		close_peer(&q);
+		ct_close_node(&q);
 	}
-	close_peer(&p);
+	ct_close_node(&p);
 	free(big);
 	return finish("sigkill");
 }

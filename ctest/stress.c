@@ -30,6 +30,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include "check.h"
+#include "node.h"
 
 #define TAG_MAIN 0x10
 #define TAG_CHURN 0x20
@@ -56,14 +57,6 @@ static struct slot slots[NRECV];
 static atomic_ulong sent, received, bad, errors, churned, churn_msgs, churn_done, post_fail;
 static atomic_int done;
 static atomic_uchar seen[1 << 22];	/* which sequence numbers arrived */
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void on_alarm(int sig)
 {
@@ -201,11 +194,11 @@ static void *sender(void *arg)
 	unsigned char b[MSG];
 
 	(void) arg;
-	for (uint64_t seq = 0; now() < stop_at && seq < sizeof(seen); seq++) {
+	for (uint64_t seq = 0; ct_now() < stop_at && seq < sizeof(seen); seq++) {
 		ssize_t r;
 
 		/* Keep the unexpected queue short: at most 2 * NRECV in flight. */
-		while (atomic_load(&sent) - atomic_load(&received) > 2 * NRECV && now() < stop_at + 5)
+		while (atomic_load(&sent) - atomic_load(&received) > 2 * NRECV && ct_now() < stop_at + 5)
 			sched_yield();
 		fill(b, seq);
 		while ((r = fi_tinject(tx_ep, b, MSG, rx_addr, TAG_MAIN)) == -FI_EAGAIN)
@@ -226,7 +219,7 @@ static void *sender(void *arg)
 static void *churner(void *arg)
 {
 	(void) arg;
-	for (unsigned i = 0; now() < stop_at; i++) {
+	for (unsigned i = 0; ct_now() < stop_at; i++) {
 		struct fid_ep *ep = NULL;
 		fi_addr_t self;
 		uint64_t v = i, got = 0;
@@ -247,8 +240,8 @@ static void *churner(void *arg)
 				atomic_fetch_add(&churn_msgs, 1);
 				while (fi_tinject(ep, &v, 8, self, TAG_CHURN) == -FI_EAGAIN)
 					;
-				end = now() + 10;
-				while (atomic_load(&churn_done) == before && now() < end)
+				end = ct_now() + 10;
+				while (atomic_load(&churn_done) == before && ct_now() < end)
 					sched_yield();
 				if (atomic_load(&churn_done) == before &&
 				    atomic_fetch_add(&errors, 1) < 3)
@@ -301,7 +294,7 @@ int main(void)
 	rx_addr = insert(rx_ep);
 	CHECK(rx_addr != FI_ADDR_NOTAVAIL, "inserting the receiver");
 
-	stop_at = now() + secs;
+	stop_at = ct_now() + secs;
 	pthread_create(&t[0], NULL, poller, NULL);
 	pthread_create(&t[1], NULL, poller, NULL);
 	pthread_create(&t[2], NULL, poster, NULL);
@@ -311,9 +304,9 @@ int main(void)
 	pthread_join(t[4], NULL);
 	/* Let the last messages arrive. */
 	{
-		double end = now() + 10;
+		double end = ct_now() + 10;
 
-		while (atomic_load(&received) < atomic_load(&sent) && now() < end)
+		while (atomic_load(&received) < atomic_load(&sent) && ct_now() < end)
 			usleep(1000);
 	}
 	atomic_store(&done, 1);

@@ -1,0 +1,91 @@
+/* node.h: what several C tests share: a clock, the valgrind check, and a
+ * "node": one psm2 RDM endpoint for tagged messages with its own fabric,
+ * domain, AV and CQ (the shape a separate MPI process would have). */
+#ifndef CTEST_NODE_H
+#define CTEST_NODE_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+static inline double ct_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline int ct_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
+struct ct_node {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char name[64];		/* the endpoint's name (fi_getname) */
+	size_t namelen;
+};
+
+/* ct_open_node opens n (zeroed first): 0 or the failing call's -FI_E*. */
+static inline int ct_open_node(struct ct_node *n)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	hints->caps = FI_TAGGED;
+	hints->mode = FI_CONTEXT;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("psm2");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	n->namelen = sizeof(n->name);
+	if ((ret = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)) ||
+	    (ret = fi_domain(n->fabric, n->info, &n->domain, NULL)) ||
+	    (ret = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
+	    (ret = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
+	    (ret = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
+	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
+	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(n->ep)) ||
+	    (ret = fi_getname(&n->ep->fid, n->name, &n->namelen)))
+		return ret;
+	return 0;
+}
+
+/* ct_close_node closes whatever of n is open. */
+static inline void ct_close_node(struct ct_node *n)
+{
+	if (n->ep)
+		fi_close(&n->ep->fid);
+	if (n->av)
+		fi_close(&n->av->fid);
+	if (n->cq)
+		fi_close(&n->cq->fid);
+	if (n->domain)
+		fi_close(&n->domain->fid);
+	if (n->fabric)
+		fi_close(&n->fabric->fid);
+	fi_freeinfo(n->info);
+	memset(n, 0, sizeof(*n));
+}
+
+#endif
