@@ -47,9 +47,10 @@ type Domain struct {
 	disconnect atomic.Uint32
 	closed     bool
 
-	mrs  mrTable
-	prog *progressThread
-	fast []byte // the idle fast path's domain block (fastpath.go)
+	mrs   mrTable
+	prog  *progressThread
+	fast  []byte // the idle fast path's domain block (fastpath.go)
+	blind bool   // an enabled endpoint has a receive queue C cannot probe (fastpath.go)
 }
 
 // OpenDomain opens a domain of the fabric for info (from fi_getinfo).

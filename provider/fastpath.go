@@ -28,7 +28,7 @@ import (
 //	                 liveness check)
 //	             +8  number of rings (0..maxFastRings)
 //	             +16 the receive rings of the domain's enabled endpoints,
-//	                 as transport.RingProbe words (base | log2 cells),
+//	                 as transport.Endpoint.Probes words (base | log2 cells),
 //	                 0 past the count
 //	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
@@ -146,7 +146,7 @@ func (d *Domain) refreshFast() {
 		return
 	}
 	busy := uint64(0)
-	if len(d.eps) > maxFastRings {
+	if d.blind {
 		busy = 1
 	}
 	for _, ep := range d.eps {
@@ -167,17 +167,18 @@ func (d *Domain) publishRings() {
 		return
 	}
 	atomic.StoreUint64(fastWord(d.fast, 0), 1) // busy while the list changes
-	n := 0
+	n, blind := 0, false
+	var words [maxFastRings]uint64
 	for _, ep := range d.eps {
-		if n == maxFastRings {
-			break
+		ws := ep.tp.Probes(words[:0])
+		if len(ws) == 0 || n+len(ws) > maxFastRings {
+			blind = true // a queue C cannot see: never call the domain idle
+			continue
 		}
-		r := ep.tp.RingProbe()
-		if r == 0 {
-			continue // a wire without a ring: C can never call it idle
+		for _, w := range ws {
+			atomic.StoreUint64(fastWord(d.fast, 16+8*n), w)
+			n++
 		}
-		atomic.StoreUint64(fastWord(d.fast, 16+8*n), r)
-		n++
 	}
 	atomic.StoreUint64(fastWord(d.fast, 8), uint64(n))
 	for i := n; i < maxFastRings; i++ {
@@ -190,10 +191,6 @@ func (d *Domain) publishRings() {
 		sole = uintptr(unsafe.Pointer(&d.eps[0].fast.page[0]))
 	}
 	atomic.StoreUint64(fastWord(d.fast, domSoleEP), uint64(sole))
+	d.blind = blind
 	d.refreshFast()
-	for _, ep := range d.eps {
-		if ep.tp.RingProbe() == 0 {
-			atomic.StoreUint64(fastWord(d.fast, 0), 1)
-		}
-	}
 }

@@ -152,4 +152,6 @@ func (w *loopWire) Wait(d time.Duration) {
 }
 func (w *loopWire) Wake()             {}
 func (w *loopWire) RingProbe() uint64 { return 0 }
-func (w *loopWire) Close() error      { w.closed = true; return nil }
+
+func (w *loopWire) Probes(dst []uint64) []uint64 { return dst }
+func (w *loopWire) Close() error                 { w.closed = true; return nil }

@@ -392,6 +392,14 @@ func (e *Endpoint) RingProbe() uint64 {
 	return base | uint64(bits.TrailingZeros64(e.ring.n))
 }
 
+// Probes appends the receive ring's probe word (transport.Endpoint).
+func (e *Endpoint) Probes(dst []uint64) []uint64 {
+	if w := e.RingProbe(); w != 0 {
+		dst = append(dst, w)
+	}
+	return dst
+}
+
 // Connect returns the Conn of endpoint epid of this job, mapping its
 // segment the first time. It fails with an error wrapping
 // transport.ErrUnreachable if there is no such segment (another job's

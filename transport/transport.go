@@ -129,13 +129,26 @@ type Endpoint interface {
 	// any goroutine.
 	Wake()
 
-	// RingProbe describes the endpoint's receive ring (a shm.Ring), so
-	// code outside Go can test whether anything arrived without a call
-	// into Go: the ring's base address, which is 64-byte aligned, with
-	// log2 of its cell count in the low 6 bits; 0 if the wire has no
-	// such ring. One word, so a reader racing with a change never pairs
-	// one ring's base with another's size.
+	// RingProbe describes the endpoint's shared-memory receive ring (a
+	// shm.Ring whose cells are shm messages), so the C side can deliver
+	// from it without a call into Go: the ring's base address, which is
+	// 64-byte aligned, with log2 of its cell count in the low 6 bits; 0
+	// if the wire has no such ring. One word, so a reader racing with a
+	// change never pairs one ring's base with another's size.
 	RingProbe() uint64
+
+	// Probes appends to dst the arrival words of every receive queue of
+	// the endpoint, whatever its wire, so code outside Go can tell that
+	// Poll has something to do without a call into Go. Each word has
+	// RingProbe's form and names a ring with shm.Ring's cell protocol
+	// (cell i at +384+64*i, its sequence word at +0; consumer counter at
+	// +256; a cell has arrived iff the sequence word of cell cons&(N-1)
+	// equals cons+1); what the cells hold is the wire's business. A wire
+	// that receives into such a ring (shm's own ring, hfi's arrival ring
+	// filled by its receive thread) is idle-checkable from C; one that
+	// appends nothing is always called. Work that no ring shows (timers,
+	// queued control traffic) is reported by Idle.
+	Probes(dst []uint64) []uint64
 
 	// Close stops the endpoint: sends and fetches still pending fail with
 	// ErrClosed (through the handler, if Poll is called again) and
