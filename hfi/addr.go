@@ -1,0 +1,155 @@
+package hfi
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// An endpoint id (the first word of the psm2 endpoint name) carries what
+// a peer needs to reach the endpoint:
+//
+//	bits 63..32  IPv4 address (network byte order read as a big-endian number)
+//	bits 31..16  UDP port of the endpoint's receive socket
+//	bits 15..8   context (the endpoint's number in its process)
+//	bit  3       shm only: the endpoint has no network wire
+//	bits 2..0    version, 2
+//
+// Two endpoints are on the same host exactly when their addresses are
+// equal (each host's endpoints bind the host's address; an address is
+// never shared by two hosts of one job). The port is unique per host and
+// address, so the id is unique in the job.
+const (
+	epidVersion  = 2
+	epidShmOnly  = 1 << 3
+	epidVerMask  = 7
+	epidCtxShift = 8
+)
+
+// MakeEPID builds an endpoint id.
+func MakeEPID(ip [4]byte, port uint16, ctx uint8, shmOnly bool) uint64 {
+	v := uint64(binary.BigEndian.Uint32(ip[:]))<<32 | uint64(port)<<16 | uint64(ctx)<<epidCtxShift | epidVersion
+	if shmOnly {
+		v |= epidShmOnly
+	}
+	return v
+}
+
+// EPIDAddr returns the network address inside endpoint id epid, and
+// whether the endpoint can be reached over the network at all.
+func EPIDAddr(epid uint64) (ip [4]byte, port uint16, ok bool) {
+	binary.BigEndian.PutUint32(ip[:], uint32(epid>>32))
+	port = uint16(epid >> 16)
+	ok = epid&epidVerMask == epidVersion && epid&epidShmOnly == 0 && port != 0 && ip != [4]byte{}
+	return ip, port, ok
+}
+
+// SameHost reports whether endpoint ids a and b name endpoints of one
+// host: their addresses are equal.
+func SameHost(a, b uint64) bool { return a>>32 == b>>32 }
+
+// FormatEPID prints an endpoint id as address:port/context.
+func FormatEPID(epid uint64) string {
+	ip, port, _ := EPIDAddr(epid)
+	return fmt.Sprintf("%s:%d/%d", netip.AddrFrom4(ip), port, uint8(epid>>epidCtxShift))
+}
+
+// ChooseAddr picks the IPv4 address endpoints bind, from iface
+// (FI_PSM2_IFACE): an interface name ("eth0"), an address ("10.0.0.5") or a
+// network ("10.0.0.0/24": the first local address in it). Empty iface
+// means the address of the default route's interface, or 127.0.0.1 if
+// there is no default route.
+func ChooseAddr(iface string) ([4]byte, error) {
+	iface = strings.TrimSpace(iface)
+	if iface == "" {
+		if name := defaultRouteIface(); name != "" {
+			if ip, err := ifaceAddr(name); err == nil {
+				return ip, nil
+			}
+		}
+		return [4]byte{127, 0, 0, 1}, nil
+	}
+	if a, err := netip.ParseAddr(iface); err == nil {
+		if !a.Is4() {
+			return [4]byte{}, fmt.Errorf("FI_PSM2_IFACE=%s: only IPv4 addresses are supported", iface)
+		}
+		return a.As4(), nil
+	}
+	if p, err := netip.ParsePrefix(iface); err == nil {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return [4]byte{}, err
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok && p.Contains(ip) {
+					return ip.As4(), nil
+				}
+			}
+		}
+		return [4]byte{}, fmt.Errorf("FI_PSM2_IFACE=%s: no local IPv4 address in that network", iface)
+	}
+	return ifaceAddr(iface)
+}
+
+// ifaceAddr is the first IPv4 address of interface name.
+func ifaceAddr(name string) ([4]byte, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return [4]byte{}, fmt.Errorf("FI_PSM2_IFACE=%s: %w", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return [4]byte{}, err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip4 := n.IP.To4(); ip4 != nil {
+				return [4]byte(ip4), nil
+			}
+		}
+	}
+	return [4]byte{}, fmt.Errorf("FI_PSM2_IFACE=%s: interface has no IPv4 address", name)
+}
+
+// defaultRouteIface is the interface of the IPv4 default route
+// (/proc/net/route), "" if none.
+func defaultRouteIface() string {
+	f, err := os.Open("/proc/net/route")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 8 && fs[1] == "00000000" && fs[7] == "00000000" {
+			return fs[0]
+		}
+	}
+	return ""
+}
+
+// ParsePortRange parses FI_PSM2_PORT_RANGE, "first-last" (or one port);
+// empty means any port the kernel gives.
+func ParsePortRange(s string) (first, last uint16, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	x, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 16)
+	y, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 16)
+	if err1 != nil || err2 != nil || x == 0 || y < x {
+		return 0, 0, fmt.Errorf("FI_PSM2_PORT_RANGE=%q: want first-last, 1..65535", s)
+	}
+	return uint16(x), uint16(y), nil
+}

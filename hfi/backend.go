@@ -1,0 +1,44 @@
+package hfi
+
+import "golang.org/x/sys/unix"
+
+// Backend is the network under the wire: an unreliable datagram service
+// between endpoints named by IPv4 address and port. It may drop, reorder
+// or duplicate packets; the wire above makes delivery reliable. The UDP
+// backend (udp.go) is the one this package has; a hardware backend (an
+// HFI's send and receive contexts) would implement the same methods.
+type Backend interface {
+	// Addr is the address and port that packets to this endpoint are
+	// sent to.
+	Addr() (ip [4]byte, port uint16)
+	// Paths is how many distinct paths Send can use (distinct source
+	// ports for UDP, so that ECMP spreads them).
+	Paths() int
+	// Send sends packet b on path (0 <= path < Paths()) to d. It does
+	// not block; a packet the backend cannot take now is dropped and
+	// reported with unix.EAGAIN (the flow retransmits it).
+	Send(path int, d *Dest, b []byte) error
+	// Recv fills bufs with arrived packets, setting lens[i] to the
+	// length of the packet in bufs[i] (-1 for one longer than its buffer,
+	// which is to be dropped), and returns how many buffers it used. With wait it blocks until at least
+	// one packet arrived or Interrupt is called; without, it returns 0 at
+	// once if none is there. Only the receive thread calls it.
+	Recv(bufs [][]byte, lens []int, wait bool) (int, error)
+	// Interrupt makes a Recv waiting now, or the next one, return.
+	Interrupt()
+	// Close releases the backend; Recv then fails.
+	Close() error
+}
+
+// Dest is where a peer's packets go: its address, and what the backend
+// derived from it once (so Send does no conversion per packet).
+type Dest struct {
+	IP   [4]byte
+	Port uint16
+	sa   unix.SockaddrInet4
+}
+
+// NewDest makes the Dest of ip:port.
+func NewDest(ip [4]byte, port uint16) *Dest {
+	return &Dest{IP: ip, Port: port, sa: unix.SockaddrInet4{Addr: ip, Port: int(port)}}
+}

@@ -1,0 +1,391 @@
+package hfi
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// Path selection (PSM2_PATH_SELECTION).
+const (
+	PathAdaptive   = iota // small messages on one path, windows of large ones over all
+	PathStaticSrc         // one path: own context % paths
+	PathStaticDest        // one path: the peer's context % paths
+	PathStaticBase        // one path: path 0
+)
+
+// Config is what an endpoint of the wire needs.
+type Config struct {
+	// Job is the job key (psm2 UUID or auth_key): connect packets carry
+	// it and a connection is made only between endpoints with equal keys.
+	Job [16]byte
+	// Ctx is the endpoint's context number, part of its id.
+	Ctx uint8
+	// Backend is the network; nil opens UDP on Addr, Ports and Paths.
+	Backend   Backend
+	Addr      [4]byte
+	PortFirst uint16 // FI_PSM2_PORT_RANGE; 0: any port
+	PortLast  uint16
+	Paths     int // dispersive routing: paths per peer pair (1..8)
+	PathSel   int // PathAdaptive...
+	// ConnTimeout (FI_PSM2_CONN_TIMEOUT) bounds connection set-up and how
+	// long a peer may leave our packets unacknowledged before it is
+	// declared dead and its operations fail.
+	ConnTimeout time.Duration
+	// RndvThreshold (PSM2_MQ_RNDV_HFI_THRESH, default 64000): longer
+	// messages go by rendezvous. RndvWindow (PSM2_MQ_RNDV_HFI_WINDOW,
+	// default 131072) is the size of one grant of a rendezvous.
+	RndvThreshold int
+	RndvWindow    int
+	// Credits (PSM2_FLOW_CREDITS, default 64): packets in flight per peer.
+	Credits int
+	// Errchk (PSM2_ERRCHK_TIMEOUT, default 160ms:640ms:2): the
+	// retransmission timeout, its cap and its backoff factor.
+	ErrchkMin, ErrchkMax time.Duration
+	ErrchkFactor         int
+	// AckDelay: how long an ACK may wait for a packet to ride on.
+	AckDelay time.Duration
+	// MTU is the IP MTU of the path (default 1500).
+	MTU int
+	// Spin: how long the receive thread keeps polling the network after
+	// the last packet before it sleeps in the kernel (0: always sleep).
+	Spin time.Duration
+	// ConnBase is or'ed into every Conn this endpoint returns, so a
+	// router can tell its wires' connections apart.
+	ConnBase transport.Conn
+	// Notify is called by the receive thread after it published packets
+	// (to wake a waiter of another wire); Wait and Wake work without it.
+	Notify func()
+	// Clock for every timer; nil is SystemClock.
+	Clock Clock
+}
+
+func (c *Config) defaults() {
+	if c.ConnTimeout <= 0 {
+		c.ConnTimeout = 5 * time.Second
+	}
+	if c.RndvThreshold <= 0 {
+		c.RndvThreshold = 64000
+	}
+	if c.RndvWindow <= 0 {
+		c.RndvWindow = 131072
+	}
+	if c.Credits <= 0 {
+		c.Credits = 64
+	}
+	if c.ErrchkMin <= 0 {
+		c.ErrchkMin = 160 * time.Millisecond
+	}
+	if c.ErrchkMax < c.ErrchkMin {
+		c.ErrchkMax = max(640*time.Millisecond, c.ErrchkMin)
+	}
+	if c.ErrchkFactor < 1 {
+		c.ErrchkFactor = 2
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = 200 * time.Microsecond
+	}
+	if c.MTU <= 0 {
+		c.MTU = 1500
+	}
+	c.MTU = min(max(c.MTU, 576), 65535)
+	if c.Paths < 1 {
+		c.Paths = 1
+	}
+	c.Paths = min(c.Paths, 8)
+	if c.Clock == nil {
+		c.Clock = SystemClock
+	}
+}
+
+// Stats counts what the wire did; read with Endpoint.Stats.
+type Stats struct {
+	Sent, Received     uint64 // packets
+	Retransmits        uint64 // packets sent again
+	Naks, NaksSent     uint64
+	Dups               uint64 // duplicate sequenced packets dropped
+	OutOfOrder         uint64 // packets after a gap, dropped
+	Malformed          uint64 // undecodable packets
+	WrongJob           uint64 // connect packets with another job key or not for us
+	Stale              uint64 // packets of no live connection
+	SendErrors         uint64 // backend send failures (packet dropped)
+	PeersDead          uint64
+	RxDropped, Wakeups uint64
+}
+
+// Endpoint is one endpoint of the wire. It implements transport.Endpoint;
+// like every wire endpoint its methods (except Wake) are called under the
+// provider's serialization.
+type Endpoint struct {
+	cfg      Config
+	be       Backend
+	rx       *rxQueue
+	clock    Clock
+	epid     uint64
+	instance uint64
+	token    uint64 // marks Rndv values of this endpoint (W[5])
+
+	peers  []*peer
+	byEPID map[uint64]*peer
+	busy   []*peer // peers with timers or queued work (peer.inBusy)
+
+	sends     []sendOp
+	sendFree  []uint32
+	fetches   []fetchOp
+	fetchFree []uint32
+
+	txFree  [][]byte // packet buffers
+	bufSize int
+	ctl     []byte // scratch for control packets
+
+	h      transport.Handler // set during Poll
+	closed bool
+	failed []failure // operations to fail at the next Poll (after Close)
+	stats  Stats
+
+	wake    chan struct{}
+	woken   atomic.Bool
+	closeMu sync.Mutex
+}
+
+// failure is an operation that fails at the next Poll.
+type failure struct {
+	cookie uint64
+	fetch  bool
+	err    error
+}
+
+// Open opens an endpoint of the wire.
+func Open(cfg Config) (*Endpoint, error) {
+	cfg.defaults()
+	be := cfg.Backend
+	if be == nil {
+		var err error
+		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ip, port := be.Addr()
+	e := &Endpoint{cfg: cfg, be: be, clock: cfg.Clock, byEPID: make(map[uint64]*peer),
+		wake: make(chan struct{}, 1)}
+	e.epid = MakeEPID(ip, port, cfg.Ctx, false)
+	var r [16]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		be.Close()
+		return nil, err
+	}
+	e.instance = binary.LittleEndian.Uint64(r[:]) | 1
+	e.token = binary.LittleEndian.Uint64(r[8:]) | 1<<63
+	e.bufSize = cfg.MTU - 28 // IPv4 and UDP headers
+	e.ctl = make([]byte, 128)
+	rx, err := newRxQueue(be, max(e.bufSize, 2048), cfg.Spin, cfg.Clock, e.arrived)
+	if err != nil {
+		be.Close()
+		return nil, fmt.Errorf("hfi: receive ring: %w", err)
+	}
+	e.rx = rx
+	rx.start()
+	return e, nil
+}
+
+// arrived runs on the receive thread after it published packets.
+func (e *Endpoint) arrived() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	if e.cfg.Notify != nil {
+		e.cfg.Notify()
+	}
+}
+
+// EPID is the endpoint's id (addr.go).
+func (e *Endpoint) EPID() uint64 { return e.epid }
+
+// Token marks the transport.Rndv values of this endpoint: their W[5].
+func (e *Endpoint) Token() uint64 { return e.token }
+
+// OwnsConn reports whether c is a Conn of this endpoint.
+func (e *Endpoint) OwnsConn(c transport.Conn) bool {
+	return e.cfg.ConnBase != 0 && c&e.cfg.ConnBase == e.cfg.ConnBase
+}
+
+// Stats returns the endpoint's counters.
+func (e *Endpoint) Stats() Stats {
+	s := e.stats
+	s.RxDropped = e.rx.dropped.Load()
+	s.Wakeups = e.rx.wakeups.Load()
+	return s
+}
+
+// RingProbe: the wire has no ring of shm messages.
+func (e *Endpoint) RingProbe() uint64 { return 0 }
+
+// Probes appends the arrival ring's word.
+func (e *Endpoint) Probes(dst []uint64) []uint64 {
+	if e.closed {
+		return dst
+	}
+	return append(dst, e.rx.probe())
+}
+
+// Idle reports that Poll has nothing to do: no packet arrived, no timer
+// or queued work.
+func (e *Endpoint) Idle() bool {
+	if e.closed {
+		return len(e.failed) == 0
+	}
+	return len(e.busy) == 0 && e.rx.ring.Empty()
+}
+
+// Wait blocks until a packet arrived, Wake was called, a timer is due or
+// timeout passed (negative: no limit).
+func (e *Endpoint) Wait(timeout time.Duration) {
+	if e.woken.Swap(false) || !e.rx.ring.Empty() {
+		return
+	}
+	if d, ok := e.nextDue(); ok && (timeout < 0 || d < timeout) {
+		timeout = d
+	}
+	if timeout == 0 {
+		return
+	}
+	if timeout < 0 {
+		<-e.wake
+		return
+	}
+	t := time.NewTimer(timeout)
+	select {
+	case <-e.wake:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+// NextDue is how long until the earliest timer (ok false: none), so a
+// router waiting on another wire's futex bounds its sleep by it.
+func (e *Endpoint) nextDue() (time.Duration, bool) {
+	if len(e.busy) == 0 {
+		return 0, false
+	}
+	now := e.clock.Now()
+	due := int64(-1)
+	for _, p := range e.busy {
+		if t := p.due(e); t >= 0 && (due < 0 || t < due) {
+			due = t
+		}
+	}
+	if due < 0 {
+		return 0, false
+	}
+	return time.Duration(max(due-now, 0)), true
+}
+
+// NextDue is nextDue for a router (under the same serialization).
+func (e *Endpoint) NextDue() (time.Duration, bool) { return e.nextDue() }
+
+// Wake makes a Wait return. Safe from any goroutine.
+func (e *Endpoint) Wake() {
+	e.woken.Store(true)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close tells connected peers this endpoint is gone, stops the receive
+// thread and fails what is pending (at the next Poll).
+func (e *Endpoint) Close() error {
+	if e.closed {
+		return nil
+	}
+	for _, p := range e.peers {
+		if p.state == stUp {
+			e.sendDisc(p)
+		}
+		e.failPeer(p, transport.ErrClosed, true)
+	}
+	e.closed = true
+	e.rx.close()
+	e.be.Close()
+	e.Wake()
+	return nil
+}
+
+// Poll processes up to budget arrived packets, then runs due timers and
+// sends owed ACKs.
+func (e *Endpoint) Poll(h transport.Handler, budget int) int {
+	e.h = h
+	n := 0
+	if e.closed {
+		for _, f := range e.failed {
+			if f.fetch {
+				h.FetchDone(f.cookie, 0, f.err)
+			} else {
+				h.SendDone(f.cookie, f.err)
+			}
+			n++
+		}
+		e.failed = e.failed[:0]
+		return n
+	}
+	if len(e.failed) > 0 {
+		n += e.flushFailed()
+	}
+	if budget <= 0 {
+		budget = 1 << 30
+	}
+	for got := 0; got < budget; got++ {
+		i, b, ok := e.rx.pop()
+		if !ok {
+			break
+		}
+		n += e.input(b)
+		e.rx.release(i)
+	}
+	if len(e.busy) > 0 {
+		n += e.service()
+	}
+	if len(e.failed) > 0 {
+		n += e.flushFailed()
+	}
+	return n
+}
+
+func (e *Endpoint) flushFailed() int {
+	n := 0
+	for i := 0; i < len(e.failed); i++ {
+		f := e.failed[i]
+		if f.fetch {
+			e.h.FetchDone(f.cookie, 0, f.err)
+		} else {
+			e.h.SendDone(f.cookie, f.err)
+		}
+		n++
+	}
+	e.failed = e.failed[:0]
+	return n
+}
+
+// ErrBadConn: a Conn that is not one of this endpoint's.
+var ErrBadConn = errors.New("hfi: not a connection of this endpoint")
+
+// conn maps a Conn to its peer.
+func (e *Endpoint) conn(c transport.Conn) *peer {
+	i := uint64(c&^e.cfg.ConnBase) - 1
+	if i >= uint64(len(e.peers)) {
+		return nil
+	}
+	return e.peers[i]
+}
+
+func (e *Endpoint) connOf(p *peer) transport.Conn {
+	return transport.Conn(p.idx+1) | e.cfg.ConnBase
+}

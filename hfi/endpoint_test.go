@@ -1,0 +1,471 @@
+package hfi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// recorder is a transport.Handler that keeps what arrives, fetching
+// every rendezvous message at once.
+type recorder struct {
+	t       testing.TB
+	ep      *Endpoint
+	msgs    []transport.Header
+	data    [][]byte
+	sends   map[uint64]error
+	fetched map[uint64]int
+	pending map[uint64]int // fetch cookie -> index in data
+	next    uint64
+	discard bool
+}
+
+func newRecorder(t testing.TB) *recorder {
+	return &recorder{t: t, sends: map[uint64]error{}, fetched: map[uint64]int{}, pending: map[uint64]int{}, next: 1 << 40}
+}
+
+func (r *recorder) Deliver(h *transport.Header, m *transport.Incoming) {
+	r.msgs = append(r.msgs, *h)
+	if !m.IsRndv {
+		r.data = append(r.data, append([]byte(nil), m.Payload...))
+		return
+	}
+	if r.discard {
+		r.data = append(r.data, nil)
+		if err := r.ep.Discard(&m.Rndv); err != nil {
+			r.t.Errorf("discard: %v", err)
+		}
+		return
+	}
+	buf := make([]byte, h.Len)
+	r.data = append(r.data, buf)
+	r.next++
+	r.pending[r.next] = len(r.data) - 1
+	done, n, err := r.ep.Fetch(&m.Rndv, buf, r.next)
+	if err != nil {
+		r.t.Errorf("fetch: %v", err)
+	}
+	if done {
+		r.fetched[r.next] = n
+	}
+}
+
+func (r *recorder) SendDone(c uint64, err error) { r.sends[c] = err }
+func (r *recorder) FetchDone(c uint64, n int, err error) {
+	if err != nil {
+		r.fetched[c] = -1
+		return
+	}
+	r.fetched[c] = n
+}
+
+type fakeClock struct{ t atomic.Int64 }
+
+func (c *fakeClock) Now() int64          { return c.t.Load() }
+func (c *fakeClock) add(d time.Duration) { c.t.Add(int64(d)) }
+
+func pattern(seq, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seq*7 + i*13 + i>>8)
+	}
+	return b
+}
+
+func openPair(t testing.TB, net *memNet, cfg Config) (*Endpoint, *Endpoint) {
+	t.Helper()
+	ca, cb := cfg, cfg
+	ca.Backend, cb.Backend = net.open(), net.open()
+	a, err := Open(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestMessagesExactlyOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		loss, reorder, dup float64
+		count, maxSize     int
+	}{
+		{"clean", 0, 0, 0, 3000, 300000},
+		{"lossy", 0.05, 0.05, 0.01, 3000, 300000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := newMemNet()
+			net.loss, net.reorder, net.dup = tc.loss, tc.reorder, tc.dup
+			cfg := Config{Job: [16]byte{1}, ErrchkMin: 2 * time.Millisecond, ErrchkMax: 20 * time.Millisecond,
+				ConnTimeout: 20 * time.Second, AckDelay: 50 * time.Microsecond, RndvWindow: 65536}
+			a, b := openPair(t, net, cfg)
+			ra, rb := newRecorder(t), newRecorder(t)
+			ra.ep, rb.ep = a, b
+			c, err := a.Connect(b.EPID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			sizes := make([]int, tc.count)
+			for i := range sizes {
+				switch rng.IntN(4) {
+				case 0:
+					sizes[i] = rng.IntN(9)
+				case 1:
+					sizes[i] = rng.IntN(1500)
+				case 2:
+					sizes[i] = rng.IntN(64001)
+				default:
+					sizes[i] = rng.IntN(tc.maxSize)
+				}
+			}
+			sent, inflight := 0, 0
+			done := map[uint64]bool{}
+			deadline := time.Now().Add(60 * time.Second)
+			for len(rb.msgs) < tc.count || len(done) < tc.count || len(rb.pending) > len(rb.fetched) {
+				if time.Now().After(deadline) {
+					t.Fatalf("stuck: sent %d, delivered %d, sends done %d, fetches %d/%d; a %+v b %+v",
+						sent, len(rb.msgs), len(done), len(rb.fetched), len(rb.pending), a.Stats(), b.Stats())
+				}
+				for sent < tc.count && inflight < 64 {
+					h := transport.Header{Tag: uint64(sent), Len: uint64(sizes[sent]), Data: uint64(sent) * 3}
+					ok, err := a.Send(c, &h, [][]byte{pattern(sent, sizes[sent])}, uint64(sent), 0)
+					if errors.Is(err, transport.ErrAgain) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ok {
+						done[uint64(sent)] = true
+					} else {
+						inflight++
+					}
+					sent++
+				}
+				a.Poll(ra, 64)
+				b.Poll(rb, 64)
+				for ck, err := range ra.sends {
+					if err != nil {
+						t.Fatalf("send %d: %v", ck, err)
+					}
+					if !done[ck] {
+						done[ck] = true
+						inflight--
+					}
+				}
+				clear(ra.sends)
+				if net.reorder > 0 && rng.IntN(50) == 0 {
+					net.flush()
+				}
+			}
+			for i, h := range rb.msgs {
+				if h.Tag != uint64(i) || h.Data != uint64(i)*3 || h.Len != uint64(sizes[i]) {
+					t.Fatalf("message %d: header %+v", i, h)
+				}
+				if !bytes.Equal(rb.data[i], pattern(i, sizes[i])) {
+					t.Fatalf("message %d (%d bytes): contents differ", i, sizes[i])
+				}
+			}
+			for ck, n := range rb.fetched {
+				if n < 0 {
+					t.Fatalf("fetch %d failed", ck)
+				}
+			}
+			sa, sb := a.Stats(), b.Stats()
+			t.Logf("a: %+v", sa)
+			t.Logf("b: %+v", sb)
+			if tc.loss > 0 && sa.Retransmits == 0 {
+				t.Errorf("no retransmissions under loss")
+			}
+		})
+	}
+}
+
+// drive polls a and b with recorders until cond or the deadline.
+func drive(t *testing.T, a, b *Endpoint, ra, rb *recorder, d time.Duration, cond func() bool) bool {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		a.Poll(ra, 64)
+		b.Poll(rb, 64)
+		if cond() {
+			return true
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return false
+}
+
+func TestWrongJobDelivers(t *testing.T) {
+	net := newMemNet()
+	a, err := Open(Config{Job: [16]byte{1}, Backend: net.open(), ConnTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(Config{Job: [16]byte{2}, Backend: net.open(), ConnTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	c, err := a.Connect(b.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := transport.Header{Len: 5}
+	if done, err := a.Send(c, &h, [][]byte{[]byte("hello")}, 7, 0); done || err != nil {
+		t.Fatalf("send to a connecting peer: done %v err %v", done, err)
+	}
+	if !drive(t, a, b, ra, rb, 3*time.Second, func() bool { _, ok := ra.sends[7]; return ok }) {
+		t.Fatal("the send never completed")
+	}
+	if !errors.Is(ra.sends[7], transport.ErrTimeout) {
+		t.Errorf("send: %v, want ErrTimeout", ra.sends[7])
+	}
+	if len(rb.msgs) != 0 || b.Stats().WrongJob == 0 {
+		t.Errorf("b got %d messages, WrongJob %d", len(rb.msgs), b.Stats().WrongJob)
+	}
+}
+
+func TestPeerDiesMidRendezvous(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}, ConnTimeout: 400 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
+	a, b := openPair(t, net, cfg)
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	c, _ := a.Connect(b.EPID())
+	h := transport.Header{Len: 1 << 20}
+	if _, err := a.Send(c, &h, [][]byte{make([]byte, 1<<20)}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// b fetches, then vanishes without a word (killed): its packets stop.
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
+		t.Fatal("no RTS")
+	}
+	net.filter = func(p []byte) bool { return false }
+	start := time.Now()
+	if !drive(t, a, b, ra, rb, 3*time.Second, func() bool { _, ok := ra.sends[1]; return ok && len(rb.fetched) == 1 }) {
+		t.Fatalf("no error completions: sends %v fetched %v", ra.sends, rb.fetched)
+	}
+	if !errors.Is(ra.sends[1], transport.ErrTimeout) {
+		t.Errorf("send: %v", ra.sends[1])
+	}
+	for _, n := range rb.fetched {
+		if n != -1 {
+			t.Errorf("fetch completed with %d bytes", n)
+		}
+	}
+	if el := time.Since(start); el > 2*cfg.ConnTimeout {
+		t.Errorf("took %v, ConnTimeout %v", el, cfg.ConnTimeout)
+	}
+}
+
+func TestDisconnectFailsPending(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}}
+	a, b := openPair(t, net, cfg)
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	rb.discard = true
+	c, _ := a.Connect(b.EPID())
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
+		t.Fatal("no message")
+	}
+	// a rendezvous b never answers, then b closes: a hears the notice.
+	rb.discard = false
+	b.Close()
+	h = transport.Header{Len: 100000}
+	a.Send(c, &h, [][]byte{make([]byte, 100000)}, 2, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { _, ok := ra.sends[2]; return ok }) {
+		t.Fatal("no completion after the peer closed")
+	}
+	if !errors.Is(ra.sends[2], transport.ErrPeerDead) && !errors.Is(ra.sends[2], transport.ErrTimeout) {
+		t.Errorf("send: %v", ra.sends[2])
+	}
+}
+
+func TestRestartedPeerReusesAddress(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}}
+	a, b := openPair(t, net, cfg)
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	c, _ := a.Connect(b.EPID())
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	drive(t, a, b, ra, rb, time.Second, func() bool { return len(rb.msgs) == 1 })
+	// b is killed (no disconnect) and a new endpoint takes its port.
+	port := b.be.(*memBackend).port
+	b.rx.close()
+	b.be.Close()
+	nb := &memBackend{net: net, port: port}
+	nb.cond = newCond(nb)
+	net.mu.Lock()
+	net.ports[port] = nb
+	net.mu.Unlock()
+	b2, err := Open(Config{Job: [16]byte{1}, Backend: nb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	r2 := newRecorder(t)
+	r2.ep = b2
+	// The new b connects to a (it sends first, as a restarted rank would).
+	c2, _ := b2.Connect(a.EPID())
+	b2.Send(c2, &h, [][]byte{{2}}, 9, 0)
+	if !drive(t, a, b2, ra, r2, 2*time.Second, func() bool { return len(ra.msgs) == 1 }) {
+		t.Fatalf("a never heard the restarted peer: a %+v", a.Stats())
+	}
+	// a's old connection is replaced: a message to the same id reaches the new b.
+	c, _ = a.Connect(b.EPID())
+	a.Send(c, &h, [][]byte{{3}}, 3, 0)
+	if !drive(t, a, b2, ra, r2, 2*time.Second, func() bool { return len(r2.msgs) == 1 }) {
+		t.Fatalf("the restarted peer got nothing: a %+v b2 %+v", a.Stats(), b2.Stats())
+	}
+	if r2.data[0][0] != 3 {
+		t.Errorf("got %v", r2.data[0])
+	}
+}
+
+// TestTimersUseTheClock: with a clock that does not move, a lost connect
+// request is not sent again; moving it past the retry sends it.
+func TestTimersUseTheClock(t *testing.T) {
+	net := newMemNet()
+	clk := &fakeClock{}
+	cfg := Config{Job: [16]byte{1}, Clock: clk}
+	a, b := openPair(t, net, cfg)
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	net.filter = func(p []byte) bool { return false } // the first request is lost
+	c, _ := a.Connect(b.EPID())
+	net.filter = nil
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	if drive(t, a, b, ra, rb, 200*time.Millisecond, func() bool { return len(rb.msgs) == 1 }) {
+		t.Fatal("delivered without a retry")
+	}
+	clk.add(time.Second)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
+		t.Fatal("not delivered after the clock moved")
+	}
+	// And a peer silent for ConnTimeout (by the clock) fails the send.
+	net.filter = func(p []byte) bool { return false }
+	hb := transport.Header{Len: 100000}
+	a.Send(c, &hb, [][]byte{make([]byte, 100000)}, 2, 0)
+	drive(t, a, b, ra, rb, 50*time.Millisecond, func() bool { return false })
+	if _, ok := ra.sends[2]; ok {
+		t.Fatal("failed before the clock moved")
+	}
+	for i := 0; i < 20; i++ {
+		clk.add(time.Second)
+		a.Poll(ra, 64)
+	}
+	if !errors.Is(ra.sends[2], transport.ErrTimeout) {
+		t.Fatalf("send: %v", ra.sends[2])
+	}
+}
+
+// TestCraftedPackets: packets of another job, of no connection, with bad
+// lengths or PSNs are dropped and counted, never delivered.
+func TestCraftedPackets(t *testing.T) {
+	net := newMemNet()
+	a, b := openPair(t, net, Config{Job: [16]byte{1}})
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	c, _ := a.Connect(b.EPID())
+	h := transport.Header{Len: 3}
+	a.Send(c, &h, [][]byte{{1, 2, 3}}, 1, 0)
+	drive(t, a, b, ra, rb, time.Second, func() bool { return len(rb.msgs) == 1 })
+	pa := a.peers[0]
+	good := func(t uint8, psn uint32) []byte {
+		p := make([]byte, typeHdrLen[t]+4)
+		putHdr(p, t, 0, 0, psn, 0, pa.remote, pa.connID(), a.epid)
+		if t == tEager {
+			put64(p, 56, 4)
+		}
+		return p
+	}
+	inject := func(p []byte) {
+		bb := b.be.(*memBackend)
+		bb.mu.Lock()
+		bb.q = append(bb.q, p)
+		bb.cond.Broadcast()
+		bb.mu.Unlock()
+	}
+	before := b.Stats()
+	cases := []struct {
+		name string
+		pkt  []byte
+		stat func(Stats) uint64
+	}{
+		{"truncated header", good(tEager, pa.nextPSN)[:20], func(s Stats) uint64 { return s.Malformed }},
+		{"bad magic", func() []byte { p := good(tEager, pa.nextPSN); p[0] ^= 1; return p }(), func(s Stats) uint64 { return s.Malformed }},
+		{"payload longer than message", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1); return p }(), func(s Stats) uint64 { return s.Malformed }},
+		{"unknown type", func() []byte { p := good(tEager, pa.nextPSN); p[3] = 99; return p }(), func(s Stats) uint64 { return s.Malformed }},
+		{"stale connection", func() []byte { p := good(tEager, pa.nextPSN); put32(p, 16, pa.remote+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
+		{"forged source", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 24, a.epid+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
+		{"far-future PSN", good(tEager, (pa.nextPSN+1000)&psnMask), func(s Stats) uint64 { return s.OutOfOrder }},
+		{"old PSN", good(tEager, (pa.nextPSN-1)&psnMask), func(s Stats) uint64 { return s.Dups }},
+		{"another job's connect", func() []byte {
+			p := make([]byte, typeHdrLen[tConnReq])
+			putHdr(p, tConnReq, 0, 0, 0, 0, 0, 5, a.epid)
+			p[32] = 2
+			put64(p, 48, b.epid)
+			return p
+		}(), func(s Stats) uint64 { return s.WrongJob }},
+	}
+	for _, tc := range cases {
+		prev := tc.stat(b.Stats())
+		inject(tc.pkt)
+		if !drive(t, a, b, ra, rb, time.Second, func() bool { return tc.stat(b.Stats()) > prev }) {
+			t.Errorf("%s: not counted (%+v)", tc.name, b.Stats())
+		}
+	}
+	if len(rb.msgs) != 1 {
+		t.Errorf("crafted packets delivered: %d messages", len(rb.msgs))
+	}
+	// The connection still works.
+	a.Send(c, &h, [][]byte{{4, 5, 6}}, 2, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 }) {
+		t.Fatal("connection broken by crafted packets")
+	}
+	_ = before
+}
+
+func FuzzDecode(f *testing.F) {
+	for t := uint8(1); t < tMax; t++ {
+		p := make([]byte, typeHdrLen[t]+8)
+		putHdr(p, t, 0, 0, 1, 2, 3, 4, 5)
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h hdr
+		if !decode(b, &h) {
+			return
+		}
+		if len(b) < typeHdrLen[h.typ] || h.psn > psnMask {
+			t.Fatalf("accepted %x", b)
+		}
+		if h.payload != nil && len(h.payload) > len(b) {
+			t.Fatal("payload past the packet")
+		}
+		_ = binary.LittleEndian
+		_ = fmt.Sprint
+	})
+}

@@ -1,0 +1,550 @@
+package hfi
+
+import (
+	"errors"
+
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// The message protocols, after PSM2's: a message of up to RndvThreshold
+// bytes goes eagerly, its first packet (tEager) carrying the header and
+// the rest in tCont packets; a longer one sends a request (tRTS), the
+// receiver grants windows of it (tCTS: offset, length, total wanted) as
+// the provider fetches it, and the sender answers each grant with tData
+// packets. Everything travels in the connection's reliable flow, so the
+// receiver sees one sender's messages in order.
+
+// sendOp is a send waiting for its completion: a rendezvous (until its
+// last granted byte is acknowledged) or an eager send queued while the
+// connection was being set up.
+type sendOp struct {
+	live     bool
+	gen      uint32
+	p        *peer
+	cookie   uint64
+	iov      [][]byte
+	iovArr   [4][]byte
+	total    uint64 // message length
+	want     uint64 // bytes the receiver takes (from the first grant)
+	sent     uint64 // bytes built into packets
+	grantEnd uint64 // bytes granted so far
+	granted  bool
+	owned    []byte // the data, for a SendCopy rendezvous
+	fid      uint64 // the receiver's fetch id
+}
+
+// fetchOp is a rendezvous receive in progress.
+type fetchOp struct {
+	live    bool
+	gen     uint32
+	p       *peer
+	cookie  uint64
+	sendID  uint64
+	dst     []byte
+	want    uint64
+	got     uint64
+	granted uint64
+	failed  error
+}
+
+func opID(i uint32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(i) }
+
+func (e *Endpoint) newSend() uint32 {
+	if n := len(e.sendFree); n > 0 {
+		i := e.sendFree[n-1]
+		e.sendFree = e.sendFree[:n-1]
+		return i
+	}
+	e.sends = append(e.sends, sendOp{})
+	return uint32(len(e.sends) - 1)
+}
+
+func (e *Endpoint) freeSend(i uint32) {
+	op := &e.sends[i]
+	gen := op.gen + 1
+	*op = sendOp{gen: gen}
+	e.sendFree = append(e.sendFree, i)
+}
+
+func (e *Endpoint) newFetch() uint32 {
+	if n := len(e.fetchFree); n > 0 {
+		i := e.fetchFree[n-1]
+		e.fetchFree = e.fetchFree[:n-1]
+		return i
+	}
+	e.fetches = append(e.fetches, fetchOp{})
+	return uint32(len(e.fetches) - 1)
+}
+
+func (e *Endpoint) freeFetch(i uint32) {
+	op := &e.fetches[i]
+	gen := op.gen + 1
+	*op = fetchOp{gen: gen}
+	e.fetchFree = append(e.fetchFree, i)
+}
+
+// completeSend reports send i done.
+func (e *Endpoint) completeSend(i uint32) {
+	op := &e.sends[i]
+	if !op.live {
+		return
+	}
+	cookie := op.cookie
+	e.freeSend(i)
+	e.h.SendDone(cookie, nil)
+}
+
+// failSend fails send i with err at the next Poll's end.
+func (e *Endpoint) failSend(i uint32, err error) {
+	op := &e.sends[i]
+	e.failed = append(e.failed, failure{cookie: op.cookie, err: err})
+	e.dropRsend(op.p, i)
+	e.freeSend(i)
+}
+
+func (e *Endpoint) failFetch(i uint32, err error) {
+	op := &e.fetches[i]
+	e.failed = append(e.failed, failure{cookie: op.cookie, fetch: true, err: err})
+	if op.p.fetching > 0 {
+		op.p.fetching--
+	}
+	e.freeFetch(i)
+}
+
+func (e *Endpoint) dropRsend(p *peer, i uint32) {
+	for k, v := range p.rsend {
+		if v == i {
+			p.rsend = append(p.rsend[:k], p.rsend[k+1:]...)
+			return
+		}
+	}
+}
+
+// maxQueued bounds the packets waiting for the window, per peer: past it
+// Send says ErrAgain.
+func (e *Endpoint) maxQueued() int { return 4*e.cfg.Credits + 64 }
+
+// Errors of this wire.
+var (
+	ErrLength = errors.New("hfi: header length differs from the payload's")
+)
+
+// Send sends a message (transport.Endpoint).
+func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
+	if e.closed {
+		return false, transport.ErrClosed
+	}
+	p := e.conn(c)
+	if p == nil {
+		return false, ErrBadConn
+	}
+	if p.state == stDead {
+		return false, p.deadErr()
+	}
+	n := uint64(0)
+	for _, b := range iov {
+		n += uint64(len(b))
+	}
+	if n != h.Len {
+		return false, ErrLength
+	}
+	if p.queued.len() >= e.maxQueued() {
+		return false, transport.ErrAgain
+	}
+	if n > uint64(e.cfg.RndvThreshold) {
+		return e.sendRndv(p, h, iov, cookie, flags)
+	}
+	return e.sendEager(p, h, iov, n, cookie)
+}
+
+// sendEager copies the message into packets and queues them. It is done
+// at once on a connection that is up; on one being set up it completes
+// when its last packet is acknowledged.
+func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cookie uint64) (bool, error) {
+	mark := p.queued.len()
+	psn := p.nextPSN
+	off := uint64(0)
+	first := true
+	for first || off < n {
+		var b []byte
+		var at int
+		if first {
+			b = e.newPkt(p, tEager)
+			put64(b, 32, h.Tag)
+			put64(b, 40, h.Data)
+			put32(b, 48, h.Flags)
+			put32(b, 52, 0)
+			put64(b, 56, n)
+			at = 64
+		} else {
+			b = e.newPkt(p, tCont)
+			put64(b, 32, off)
+			at = 40
+		}
+		k := min(uint64(len(b)-at), n-off)
+		if err := gather(b[at:at+int(k)], iov, off); err != nil {
+			e.putBuf(b)
+			for p.queued.len() > mark {
+				e.putBuf(p.queued.popBack().b)
+			}
+			p.nextPSN = psn
+			return false, err
+		}
+		p.queued.push(txPkt{b: b[:at+int(k)]})
+		off += k
+		first = false
+	}
+	if p.state == stUp {
+		e.pump(p)
+		return true, nil
+	}
+	i := e.newSend()
+	op := &e.sends[i]
+	op.live, op.p, op.cookie = true, p, cookie
+	p.queued.at(p.queued.len() - 1).op = i + 1
+	return false, nil
+}
+
+// sendRndv queues the request to send; the data follows the grants.
+func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
+	i := e.newSend()
+	op := &e.sends[i]
+	op.live, op.p, op.cookie, op.total = true, p, cookie, h.Len
+	if flags&transport.SendCopy != 0 {
+		op.owned = make([]byte, h.Len)
+		if err := gather(op.owned, iov, 0); err != nil {
+			e.freeSend(i)
+			return false, err
+		}
+		op.iovArr[0] = op.owned
+		op.iov = op.iovArr[:1]
+	} else if len(iov) <= len(op.iovArr) {
+		op.iov = op.iovArr[:copy(op.iovArr[:], iov)]
+	} else {
+		op.iov = append([][]byte(nil), iov...)
+	}
+	b := e.newPkt(p, tRTS)
+	put64(b, 32, h.Tag)
+	put64(b, 40, h.Data)
+	put32(b, 48, h.Flags)
+	put32(b, 52, 0)
+	put64(b, 56, h.Len)
+	put64(b, 64, opID(i, op.gen))
+	p.queued.push(txPkt{b: b[:typeHdrLen[tRTS]]})
+	e.pump(p)
+	return false, nil
+}
+
+// buildData builds the next packet of the first rendezvous send of p
+// with granted bytes left; false if there is none.
+func (e *Endpoint) buildData(p *peer) bool {
+	for len(p.rsend) > 0 {
+		i := p.rsend[0]
+		op := &e.sends[i]
+		if !op.live || op.sent >= op.grantEnd {
+			p.rsend = p.rsend[1:]
+			continue
+		}
+		b := e.newPkt(p, tData)
+		put64(b, 32, op.fetchID())
+		put64(b, 40, op.sent)
+		k := min(uint64(len(b)-48), op.grantEnd-op.sent)
+		if e.be.Paths() > 1 && e.cfg.PathSel == PathAdaptive {
+			// Dispersive routing: each window of a large message on the
+			// next path.
+			setPath(b, uint8((op.sent/uint64(e.cfg.RndvWindow)+uint64(p.path))%uint64(e.be.Paths())))
+		}
+		if err := gather(b[48:48+k], op.iov, op.sent); err != nil {
+			// The sender's buffer is bad: tell the receiver, fail ours.
+			setFlags(b, fFault)
+			p.queued.push(txPkt{b: b[:48]})
+			op.sent = op.want
+			e.failSend(i, err)
+			return true
+		}
+		op.sent += k
+		x := txPkt{b: b[:48+k]}
+		if op.sent >= op.grantEnd {
+			p.rsend = p.rsend[1:]
+			if op.sent >= op.want {
+				x.op = i + 1
+			}
+		}
+		p.queued.push(x)
+		return true
+	}
+	return false
+}
+
+// fetchID of a send is the receiver's id, kept in the send after the
+// first grant.
+func (op *sendOp) fetchID() uint64 { return op.fid }
+
+// gather copies bytes of iov from offset off into dst, guarded: a buffer
+// the kernel refuses gives transport.ErrFault.
+func gather(dst []byte, iov [][]byte, off uint64) error {
+	for _, b := range iov {
+		if len(dst) == 0 {
+			return nil
+		}
+		if off >= uint64(len(b)) {
+			off -= uint64(len(b))
+			continue
+		}
+		n, bad, _ := umem.Copy(dst, b[off:])
+		if bad != umem.None {
+			return transport.ErrFault
+		}
+		dst = dst[n:]
+		off = 0
+	}
+	return nil
+}
+
+// Rndv values of this wire: W[0] peer index, W[1] connection id, W[2]
+// message length, W[3] the sender's send id, W[5] the endpoint's token.
+
+func (e *Endpoint) rndvPeer(r *transport.Rndv) *peer {
+	if r.W[5] != e.token || r.W[0] >= uint64(len(e.peers)) {
+		return nil
+	}
+	p := e.peers[r.W[0]]
+	if uint64(p.connID()) != r.W[1] {
+		return nil
+	}
+	return p
+}
+
+// Fetch starts taking the data of rendezvous message r into dst.
+func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, int, error) {
+	if e.closed {
+		return false, 0, transport.ErrClosed
+	}
+	p := e.rndvPeer(r)
+	if p == nil {
+		return false, 0, ErrBadConn
+	}
+	if p.state != stUp {
+		return false, 0, p.deadErr()
+	}
+	want := min(uint64(len(dst)), r.W[2])
+	if want == 0 {
+		e.grant(p, r.W[3], 0, 0, 0, 0)
+		return true, 0, nil
+	}
+	i := e.newFetch()
+	op := &e.fetches[i]
+	op.live, op.p, op.cookie, op.sendID, op.dst, op.want = true, p, cookie, r.W[3], dst[:want], want
+	op.granted = min(want, 2*uint64(e.cfg.RndvWindow))
+	p.fetching++
+	p.heard = e.clock.Now()
+	e.grant(p, op.sendID, opID(i, op.gen), 0, op.granted, want)
+	return false, 0, nil
+}
+
+// Discard drops rendezvous message r: the sender completes.
+func (e *Endpoint) Discard(r *transport.Rndv) error {
+	if e.closed {
+		return transport.ErrClosed
+	}
+	p := e.rndvPeer(r)
+	if p == nil {
+		return ErrBadConn
+	}
+	if p.state == stUp {
+		e.grant(p, r.W[3], 0, 0, 0, 0)
+	}
+	return nil
+}
+
+// grant queues a CTS.
+func (e *Endpoint) grant(p *peer, sendID, fetchID, off, n, total uint64) {
+	b := e.newPkt(p, tCTS)
+	put64(b, 32, sendID)
+	put64(b, 40, fetchID)
+	put64(b, 48, off)
+	put64(b, 56, n)
+	put64(b, 64, total)
+	p.queued.push(txPkt{b: b[:typeHdrLen[tCTS]]})
+	e.pump(p)
+}
+
+// input processes one arrived packet; it returns the events delivered.
+func (e *Endpoint) input(b []byte) int {
+	var h hdr
+	if !decode(b, &h) {
+		e.stats.Malformed++
+		return 0
+	}
+	e.stats.Received++
+	switch h.typ {
+	case tConnReq, tConnRep:
+		if h.job != e.cfg.Job || h.dstEPID != e.epid {
+			e.stats.WrongJob++
+			return 0
+		}
+		if h.typ == tConnReq {
+			e.onConnReq(&h)
+		} else {
+			e.onConnRep(&h)
+		}
+		return 0
+	}
+	idx := h.dstConn & 0xffff
+	if idx >= uint32(len(e.peers)) {
+		e.stats.Stale++
+		return 0
+	}
+	p := e.peers[idx]
+	if p.state != stUp || p.connID() != h.dstConn || p.epid != h.srcEPID || p.remote != h.srcConn {
+		e.stats.Stale++
+		return 0
+	}
+	p.heard = e.clock.Now()
+	e.onAck(p, h.ack)
+	switch h.typ {
+	case tAck:
+		return 0
+	case tNak:
+		e.onNak(p, h.ack)
+		return 0
+	case tDisc:
+		e.onDisc(p, &h)
+		return 0
+	}
+	if !e.onSeq(p, &h) {
+		return 0
+	}
+	n := 0
+	urgent := true
+	switch h.typ {
+	case tEager:
+		if uint64(len(h.payload)) == h.msgLen {
+			n = e.deliver(p, &h, h.payload)
+			urgent = false // the answer to it may carry the ACK
+		} else {
+			p.asmHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
+			if uint64(cap(p.asm)) < h.msgLen {
+				p.asm = make([]byte, h.msgLen)
+			}
+			p.asm = p.asm[:h.msgLen]
+			p.asmGot = uint64(copy(p.asm, h.payload))
+			p.asmOn = true
+		}
+	case tCont:
+		if !p.asmOn || h.off != p.asmGot || uint64(len(h.payload)) > p.asmHdr.Len-p.asmGot {
+			e.stats.Malformed++
+			p.asmOn = false
+			break
+		}
+		p.asmGot += uint64(copy(p.asm[p.asmGot:], h.payload))
+		if p.asmGot == p.asmHdr.Len {
+			p.asmOn = false
+			hd := p.asmHdr
+			n = e.deliverHdr(p, &hd, p.asm)
+		}
+	case tRTS:
+		hd := transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
+		in := transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, IsRndv: true}
+		in.Rndv.W = [6]uint64{uint64(p.idx), uint64(p.connID()), h.msgLen, h.sendID, 0, e.token}
+		e.h.Deliver(&hd, &in)
+		n = 1
+		urgent = false
+	case tCTS:
+		n = e.onGrant(p, &h)
+	case tData:
+		n = e.onData(p, &h)
+	case tPing:
+	}
+	if h.flags&fAckReq != 0 {
+		e.owe(p, urgent)
+	}
+	return n
+}
+
+func (e *Endpoint) srcOf(p *peer) transport.Conn {
+	if p.wanted {
+		return e.connOf(p)
+	}
+	return 0
+}
+
+func (e *Endpoint) deliver(p *peer, h *hdr, payload []byte) int {
+	hd := transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
+	return e.deliverHdr(p, &hd, payload)
+}
+
+func (e *Endpoint) deliverHdr(p *peer, hd *transport.Header, payload []byte) int {
+	in := transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, Payload: payload}
+	e.h.Deliver(hd, &in)
+	return 1
+}
+
+// onGrant: the receiver wants [off, off+n) of send h.sendID (of total
+// bytes in all).
+func (e *Endpoint) onGrant(p *peer, h *hdr) int {
+	i := uint32(h.sendID)
+	if uint64(i) >= uint64(len(e.sends)) {
+		e.stats.Stale++
+		return 0
+	}
+	op := &e.sends[i]
+	if !op.live || op.gen != uint32(h.sendID>>32) || op.p != p || h.total > op.total {
+		e.stats.Stale++
+		return 0
+	}
+	if !op.granted {
+		op.granted, op.want, op.fid = true, h.total, h.fetchID
+	}
+	if op.want == 0 {
+		e.completeSend(i)
+		return 1
+	}
+	if end := h.off + h.n; end > op.grantEnd {
+		op.grantEnd = end
+		e.dropRsend(p, i)
+		p.rsend = append(p.rsend, i)
+		e.pump(p)
+	}
+	return 0
+}
+
+// onData takes rendezvous data for fetch h.fetchID.
+func (e *Endpoint) onData(p *peer, h *hdr) int {
+	i := uint32(h.fetchID)
+	if uint64(i) >= uint64(len(e.fetches)) {
+		return 0
+	}
+	op := &e.fetches[i]
+	if !op.live || op.gen != uint32(h.fetchID>>32) || op.p != p {
+		return 0 // a fetch that failed already
+	}
+	if h.flags&fFault != 0 {
+		e.failFetch(i, transport.ErrPeerFault)
+		return 0
+	}
+	if h.off != op.got || uint64(len(h.payload)) > op.want-op.got {
+		e.stats.Malformed++
+		return 0
+	}
+	if _, bad, _ := umem.Copy(op.dst[op.got:], h.payload); bad != umem.None && len(h.payload) > 0 {
+		e.failFetch(i, transport.ErrFault)
+		return 0
+	}
+	op.got += uint64(len(h.payload))
+	if op.got == op.want {
+		cookie, n := op.cookie, int(op.want)
+		p.fetching--
+		e.freeFetch(i)
+		e.owe(p, true)
+		e.h.FetchDone(cookie, n, nil)
+		return 1
+	}
+	if op.granted < op.want && op.got+uint64(e.cfg.RndvWindow) >= op.granted {
+		k := min(uint64(e.cfg.RndvWindow), op.want-op.granted)
+		e.grant(p, op.sendID, opID(i, op.gen), op.granted, k, op.want)
+		op.granted += k
+	}
+	return 0
+}

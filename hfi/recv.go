@@ -1,0 +1,201 @@
+package hfi
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/shm"
+)
+
+// rxQueue is the receive side between the network and Poll. A goroutine
+// locked to its OS thread (run) takes packets from the backend in batches
+// into buffers of a fixed pool and publishes each buffer's index and
+// length in the arrival ring, a shm.Ring in memory outside the Go heap,
+// so the C side's idle check sees arrivals (transport.Endpoint.Probes).
+// Poll pops the ring and gives buffers back through the free ring. No
+// allocation per packet; the ring has as many cells as there are
+// buffers, so a push never finds it full.
+type rxQueue struct {
+	be      Backend
+	bufs    [][]byte
+	mem     []byte // the arrival ring's mapping
+	ring    *shm.Ring
+	free    spsc
+	stop    atomic.Bool
+	done    chan struct{}
+	notify  func()
+	spin    int64 // ns to keep polling the socket after the last packet
+	clock   Clock
+	dropped atomic.Uint64 // packets too long for a buffer
+	raceSeq atomic.Uint64 // race builds only: orders pushes before pops for the detector
+	wakeups atomic.Uint64 // times the thread slept in the kernel and woke
+}
+
+const (
+	rxBuffers = 1024
+	rxBatch   = 32
+)
+
+func newRxQueue(be Backend, bufSize int, spin time.Duration, clock Clock, notify func()) (*rxQueue, error) {
+	size := shm.RingSize(rxBuffers)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	ring, err := shm.InitRing(mem, rxBuffers)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, err
+	}
+	q := &rxQueue{be: be, mem: mem, ring: ring, done: make(chan struct{}), notify: notify,
+		spin: int64(spin), clock: clock}
+	slab := make([]byte, rxBuffers*bufSize)
+	q.bufs = make([][]byte, rxBuffers)
+	q.free.init(rxBuffers)
+	for i := range q.bufs {
+		q.bufs[i] = slab[i*bufSize : (i+1)*bufSize : (i+1)*bufSize]
+		q.free.push(uint32(i))
+	}
+	return q, nil
+}
+
+// start runs the receive thread.
+func (q *rxQueue) start() { go q.run() }
+
+// close stops the receive thread and waits for it; the ring's memory is
+// not unmapped (C may hold its probe word; see shm.Endpoint.RingProbe).
+func (q *rxQueue) close() {
+	q.stop.Store(true)
+	q.be.Interrupt()
+	<-q.done
+}
+
+// probe is the arrival ring's probe word.
+func (q *rxQueue) probe() uint64 {
+	return uint64(uintptr(unsafePointer(q.mem))) | uint64(log2(rxBuffers))
+}
+
+// pop takes the next arrived packet: its buffer index and bytes.
+func (q *rxQueue) pop() (uint32, []byte, bool) {
+	var c [16]byte
+	if _, ok := q.ring.TryPop(c[:]); !ok {
+		return 0, nil, false
+	}
+	if raceEnabled {
+		q.raceSeq.Load()
+	}
+	i, n := binary.LittleEndian.Uint32(c[:]), binary.LittleEndian.Uint32(c[4:])
+	if i >= rxBuffers || int(n) > len(q.bufs[0]) {
+		return 0, nil, false // cannot happen: only run pushes
+	}
+	return i, q.bufs[i][:n], true
+}
+
+// release gives buffer i back to the receive thread.
+func (q *rxQueue) release(i uint32) { q.free.push(i) }
+
+func (q *rxQueue) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(q.done)
+	var (
+		idx  = make([]uint32, 0, rxBatch)
+		bufs = make([][]byte, 0, rxBatch)
+		lens = make([]int, rxBatch)
+		cell [8]byte
+		hot  int64 // when the last packet came
+	)
+	for !q.stop.Load() {
+		for len(idx) < rxBatch {
+			i, ok := q.free.pop()
+			if !ok {
+				break
+			}
+			idx, bufs = append(idx, i), append(bufs, q.bufs[i])
+		}
+		if len(idx) == 0 {
+			// Poll has every buffer: the application is not consuming.
+			// Packets wait in the socket (or drop and are resent).
+			time.Sleep(50 * time.Microsecond)
+			continue
+		}
+		wait := q.spin <= 0 || q.clock.Now()-hot > q.spin
+		n, err := q.be.Recv(bufs, lens[:len(bufs)], wait)
+		if err != nil {
+			if q.stop.Load() {
+				return
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if wait && n == 0 {
+			q.wakeups.Add(1)
+		}
+		kept := 0
+		for k := 0; k < n; k++ {
+			if lens[k] < 0 {
+				q.dropped.Add(1)
+				idx[kept], bufs[kept] = idx[k], bufs[k]
+				kept++
+				continue
+			}
+			binary.LittleEndian.PutUint32(cell[:], idx[k])
+			binary.LittleEndian.PutUint32(cell[4:], uint32(lens[k]))
+			if raceEnabled {
+				q.raceSeq.Add(1)
+			}
+			for q.ring.TryPush(cell[:]) != nil {
+				runtime.Gosched() // cannot happen: as many cells as buffers
+			}
+		}
+		if n > 0 {
+			copy(idx[kept:], idx[n:])
+			copy(bufs[kept:], bufs[n:])
+			idx, bufs = idx[:kept+len(idx)-n], bufs[:kept+len(bufs)-n]
+			if kept < n {
+				hot = q.clock.Now()
+				q.notify()
+			}
+		}
+	}
+}
+
+// spsc is a single-producer single-consumer ring of buffer indexes.
+type spsc struct {
+	head atomic.Uint64 // next to pop
+	_    [56]byte
+	tail atomic.Uint64 // next to push
+	_    [56]byte
+	v    []uint32
+	mask uint64
+}
+
+func (s *spsc) init(n int) { s.v, s.mask = make([]uint32, n), uint64(n-1) }
+
+func (s *spsc) push(i uint32) {
+	t := s.tail.Load()
+	s.v[t&s.mask] = i
+	s.tail.Store(t + 1)
+}
+
+func (s *spsc) pop() (uint32, bool) {
+	h := s.head.Load()
+	if h == s.tail.Load() {
+		return 0, false
+	}
+	i := s.v[h&s.mask]
+	s.head.Store(h + 1)
+	return i, true
+}
+
+func log2(n int) int {
+	l := 0
+	for 1<<l < n {
+		l++
+	}
+	return l
+}
