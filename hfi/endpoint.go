@@ -389,3 +389,6 @@ func (e *Endpoint) conn(c transport.Conn) *peer {
 func (e *Endpoint) connOf(p *peer) transport.Conn {
 	return transport.Conn(p.idx+1) | e.cfg.ConnBase
 }
+
+// Arrived reports that a packet waits in the arrival ring.
+func (e *Endpoint) Arrived() bool { return !e.closed && !e.rx.ring.Empty() }

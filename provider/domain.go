@@ -2,10 +2,7 @@ package provider
 
 import (
 	"fmt"
-	"hash/fnv"
-	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -222,24 +219,3 @@ func (p *Provider) lockTagLayout(info *fi.Info) TagLayout {
 	return p.layout
 }
 
-// nodeID is a 16-bit id of this host, part of every endpoint id so a
-// peer can tell which node an endpoint lives on.
-var nodeID = sync.OnceValue(func() uint16 {
-	h := fnv.New32a()
-	host, _ := os.Hostname()
-	h.Write([]byte(host))
-	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-		h.Write(b)
-	}
-	v := h.Sum32()
-	return uint16(v ^ v>>16)
-})
-
-// makeEPID builds the endpoint id of context ctx of this process:
-// pid<<32 | node<<16 | ctx<<8 | 1<<3 (shm-capable) | 2 (version).
-func makeEPID(pid int, node uint16, ctx int) uint64 {
-	return uint64(uint32(pid))<<32 | uint64(node)<<16 | uint64(uint8(ctx))<<8 | 1<<3 | 2
-}
-
-// epidNode returns the node id inside an endpoint id.
-func epidNode(epid uint64) uint16 { return uint16(epid >> 16) }

@@ -109,19 +109,26 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if info.EP != nil && info.EP.MaxMsgSize != 0 && info.EP.MaxMsgSize < ep.maxMsgSize {
 		ep.maxMsgSize = info.EP.MaxMsgSize
 	}
-	ep.epid = makeEPID(pid(), nodeID(), ctxNum)
+	nc, err := d.prov.netConfig()
+	if err != nil {
+		d.prov.freeContext(ctxNum)
+		d.log.Warnf(fi.LOG_EP_CTRL, "choosing the network address: %v", err)
+		return nil, fi.EADDRNOTAVAIL
+	}
 	tp, err := d.prov.wire(wireConfig{
 		job:         uuid,
-		epid:        ep.epid,
+		ctx:         ctxNum,
 		connTimeout: time.Duration(d.params.ConnTimeout) * time.Second,
 		rndvThresh:  d.prov.rndvThreshold(),
 		disableCMA:  d.prov.disableCMA(),
+		net:         nc,
 	})
 	if err != nil {
 		d.prov.freeContext(ctxNum)
-		d.log.Warnf(fi.LOG_EP_CTRL, "opening shared-memory endpoint: %v", err)
+		d.log.Warnf(fi.LOG_EP_CTRL, "opening the endpoint's wires: %v", err)
 		return nil, wireErrno(err)
 	}
+	ep.epid = tp.EPID()
 	ep.tp = tp
 	ep.engine.init(ep)
 	ep.service = uint32(pid()&0x7FFF)<<16 + uint32(ctxNum)

@@ -23,8 +23,9 @@ func newLoopNet(thresh int) *loopNet { return &loopNet{eps: map[uint64]*loopWire
 func (n *loopNet) open(c wireConfig) (transport.Endpoint, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	w := &loopWire{net: n, epid: c.epid}
-	n.eps[c.epid] = w
+	epid := makeEPID(pid(), 1, c.ctx)
+	w := &loopWire{net: n, epid: epid}
+	n.eps[epid] = w
 	return w, nil
 }
 
@@ -155,3 +156,9 @@ func (w *loopWire) RingProbe() uint64 { return 0 }
 
 func (w *loopWire) Probes(dst []uint64) []uint64 { return dst }
 func (w *loopWire) Close() error                 { w.closed = true; return nil }
+
+// makeEPID builds a PSM2-style id for tests: pid<<32 | node<<16 |
+// ctx<<8 | 1<<3 | 2.
+func makeEPID(pid int, node uint16, ctx int) uint64 {
+	return uint64(uint32(pid))<<32 | uint64(node)<<16 | uint64(uint8(ctx))<<8 | 1<<3 | 2
+}

@@ -92,6 +92,7 @@ type nameServer struct {
 	iface   string
 	log     logger
 	timeout time.Duration // per connection (nsTimeout; tests shorten it)
+	isOpen  func(UUID, uint64) bool // whether a registered endpoint is still open (Provider.wireOpen)
 
 	mu   sync.Mutex
 	lns  []net.Listener             // nil: another process serves this node
@@ -117,6 +118,7 @@ func (p *Provider) names() *nameServer {
 	}
 	p.nsOnce.Do(func() {
 		ns := newNameServer(p.params.UUID, p.params.Iface, p.log)
+		ns.isOpen = p.wireOpen
 		if !ns.tryServe() {
 			go ns.keepRegistered()
 		}
@@ -395,7 +397,7 @@ func (ns *nameServer) resolve(host string, service uint32) (EPName, error) {
 			// an endpoint of this node that is gone is asked for again.
 			var n EPName
 			n, err = UnmarshalEPName(rec[:])
-			if err == nil && (wireOpen(ns.job, n.EPID) || time.Now().After(deadline)) {
+			if err == nil && (ns.endpointOpen(n.EPID) || time.Now().After(deadline)) {
 				return n, nil
 			}
 			if err == nil {
@@ -525,4 +527,10 @@ func (p *Provider) resolveNode(node, service string) (*EPName, error) {
 	}
 	p.log.Infof(fi.LOG_CORE, "name server: %q service %d is %v", node, svc, n)
 	return &n, nil
+}
+
+// endpointOpen asks the provider whether endpoint epid is open (nil
+// isOpen, in tests: yes).
+func (ns *nameServer) endpointOpen(epid uint64) bool {
+	return ns.isOpen == nil || ns.isOpen(ns.job, epid)
 }

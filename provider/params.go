@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -27,7 +28,12 @@ type Params struct {
 	LazyConn     bool
 	Disconnect   bool
 	TagLayout    TagLayout
-	Iface        string // FI_PSM2_IFACE: the network interface to serve names on (and, later, the wire)
+	Iface        string // FI_PSM2_IFACE: the interface (name, address or network) of the hfi wire and the name server
+	PortFirst    uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
+	PortLast     uint16
+	Paths        int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
+	MTU          int // FI_PSM2_MTU: IP MTU of the network
+	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
 }
 
 // TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
@@ -71,7 +77,11 @@ var paramDefs = []paramDef{
 	{"lazy_conn", ParamBool, "Always connect to a peer on first use instead of at address insertion (default: no)"},
 	{"disconnect", ParamBool, "Tell connected peers when an endpoint closes so a restarted process can reuse its address (default: no)"},
 	{"tag_layout", ParamString, "Split of the 96-bit wire tag: tag60 (32-bit CQ data), tag64 (64-bit tags, no CQ data) or auto (default: auto)"},
-	{"iface", ParamString, "Network interface whose IPv4 addresses the name server also listens on, besides 127.0.0.1 (default: none, loopback only)"},
+	{"iface", ParamString, "Network of the inter-node (hfi) wire: an interface name, an IPv4 address or a network (a.b.c.d/n); the name server also listens there (default: the default route's interface, or 127.0.0.1)"},
+	{"port_range", ParamString, "UDP ports the hfi wire's endpoints bind, first-last (default: any port)"},
+	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
+	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},
+	{"hfi_spin", ParamInt, "Microseconds the hfi receive thread keeps polling the network after a packet before it sleeps (default: 0)"},
 }
 
 // defineParams registers every parameter with the host.
@@ -96,6 +106,8 @@ func loadParams(h Host, log logger) Params {
 		ProgInterval: -1,
 		InjectSize:   64,
 		LockLevel:    2,
+		Paths:        1,
+		MTU:          1500,
 	}
 	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
 		if _, ok := h.Getenv(launcher); ok {
@@ -138,6 +150,16 @@ func loadParams(h Host, log logger) Params {
 	if s, ok := r.str("iface"); ok {
 		p.Iface = s
 	}
+	if s, ok := r.str("port_range"); ok {
+		if a, b, err := hfi.ParsePortRange(s); err == nil {
+			p.PortFirst, p.PortLast = a, b
+		} else {
+			r.bad("port_range", s, err)
+		}
+	}
+	r.integer("paths", &p.Paths, 1, 8)
+	r.integer("mtu", &p.MTU, 576, 65535)
+	r.integer("hfi_spin", &p.HFISpin, 0, 10_000_000)
 	r.boolean("lazy_conn", &p.LazyConn)
 	r.boolean("disconnect", &p.Disconnect)
 	if s, ok := r.str("tag_layout"); ok {

@@ -22,6 +22,8 @@ func defaultParams() Params {
 		ConnTimeout:  5,
 		ProgInterval: 1000,
 		InjectSize:   64,
+		Paths:        1,
+		MTU:          1500,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
 	}
@@ -62,6 +64,10 @@ func TestParamDefinitions(t *testing.T) {
 		{"disconnect", ParamBool},
 		{"tag_layout", ParamString},
 		{"iface", ParamString},
+		{"port_range", ParamString},
+		{"paths", ParamInt},
+		{"mtu", ParamInt},
+		{"hfi_spin", ParamInt},
 	}
 	var got []def
 	for _, d := range h.defined {

@@ -35,6 +35,10 @@ type Provider struct {
 
 	ctxMu   sync.Mutex
 	ctxUsed [MaxContexts]bool // context numbers in use by open endpoints
+
+	addrOnce sync.Once // the hfi wire's address (wire.go)
+	addr     [4]byte
+	addrErr  error
 }
 
 // allocContext reserves a context number (part of an endpoint id) for a

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -9,30 +10,153 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/shm"
 	"github.com/gopsm2/libfabric-psm2/transport"
+	"github.com/gopsm2/libfabric-psm2/transport/route"
 )
 
 // wireConfig is what an endpoint asks of its wire.
 type wireConfig struct {
 	job         UUID
-	epid        uint64
+	ctx         int
 	connTimeout time.Duration
 	rndvThresh  int
 	disableCMA  bool
+	net         netConfig
 }
 
-// newWire opens the wire endpoint under a provider endpoint: the
-// shared-memory one (the HFI path joins it for peers on other nodes).
+// netConfig is the inter-node part: which devices, and the hfi wire's
+// settings (PSM2_* and FI_PSM2_* variables, read once per endpoint).
+type netConfig struct {
+	devices route.Devices
+	hfi     hfi.Config
+}
+
+// newWire opens the wires under a provider endpoint: shm for this host,
+// hfi for the others (route decides per peer). The endpoint id comes
+// from the wire: the hfi socket's address and port.
 func newWire(c wireConfig) (transport.Endpoint, error) {
-	return shm.NewEndpoint(shm.Config{
-		Job:           c.job,
-		EPID:          c.epid,
-		ConnTimeout:   c.connTimeout,
-		RndvThreshold: shmThreshold(c.rndvThresh),
-		DisableCMA:    c.disableCMA,
+	hc := c.net.hfi
+	hc.Job = c.job
+	hc.ConnTimeout = c.connTimeout
+	return route.Open(route.Config{
+		Devices: c.net.devices,
+		Ctx:     uint8(c.ctx),
+		PID:     pid(),
+		Hfi:     hc,
+		Shm: shm.Config{
+			Job:           c.job,
+			ConnTimeout:   c.connTimeout,
+			RndvThreshold: shmThreshold(c.rndvThresh),
+			DisableCMA:    c.disableCMA,
+		},
 	})
+}
+
+// netConfig reads the inter-node settings from the environment.
+func (p *Provider) netConfig() (netConfig, error) {
+	nc := netConfig{devices: route.AllDevices}
+	if s, ok := p.host.Getenv("PSM2_DEVICES"); ok {
+		d, err := route.ParseDevices(s)
+		if err != nil {
+			p.log.Warnf(fi.LOG_CORE, "%v; using self,shm,hfi", err)
+		} else {
+			nc.devices = d
+		}
+	}
+	if nc.devices&route.Hfi == 0 {
+		return nc, nil
+	}
+	addr, err := p.wireAddr()
+	if err != nil {
+		return nc, err
+	}
+	h := &nc.hfi
+	h.Addr = addr
+	h.PortFirst, h.PortLast = p.params.PortFirst, p.params.PortLast
+	h.Paths = p.params.Paths
+	h.MTU = p.params.MTU
+	h.Spin = time.Duration(p.params.HFISpin) * time.Microsecond
+	h.RndvThreshold = p.envInt("PSM2_MQ_RNDV_HFI_THRESH", 64000, 0, 1<<30)
+	if h.RndvThreshold == 0 {
+		h.RndvThreshold = 1 // 0 means every message by rendezvous
+	}
+	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 131072, 4096, 4<<20)
+	h.Credits = p.envInt("PSM2_FLOW_CREDITS", 64, 1, 4096)
+	h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = 160*time.Millisecond, 640*time.Millisecond, 2
+	if s, ok := p.host.Getenv("PSM2_ERRCHK_TIMEOUT"); ok {
+		if lo, hi, f, err := parseErrchk(s); err == nil {
+			h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = lo, hi, f
+		} else {
+			p.log.Warnf(fi.LOG_CORE, "PSM2_ERRCHK_TIMEOUT=%q: %v; using 160:640:2", s, err)
+		}
+	}
+	if s, ok := p.host.Getenv("PSM2_PATH_SELECTION"); ok {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "adaptive":
+			h.PathSel = hfi.PathAdaptive
+		case "static_src":
+			h.PathSel = hfi.PathStaticSrc
+		case "static_dest":
+			h.PathSel = hfi.PathStaticDest
+		case "static_base":
+			h.PathSel = hfi.PathStaticBase
+		default:
+			p.log.Warnf(fi.LOG_CORE, "PSM2_PATH_SELECTION=%q: want adaptive, static_src, static_dest or static_base", s)
+		}
+	}
+	return nc, nil
+}
+
+// wireAddr is the IPv4 address endpoints bind (FI_PSM2_IFACE; hfi.ChooseAddr).
+func (p *Provider) wireAddr() ([4]byte, error) {
+	p.addrOnce.Do(func() {
+		p.addr, p.addrErr = hfi.ChooseAddr(p.params.Iface)
+		if p.addrErr == nil {
+			p.log.Infof(fi.LOG_CORE, "hfi wire on %d.%d.%d.%d", p.addr[0], p.addr[1], p.addr[2], p.addr[3])
+		}
+	})
+	return p.addr, p.addrErr
+}
+
+// envInt reads integer variable name in [lo, hi], def if unset or bad.
+func (p *Provider) envInt(name string, def, lo, hi int) int {
+	s, ok := p.host.Getenv(name)
+	if !ok {
+		return def
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+	if err != nil || v < int64(lo) || v > int64(hi) {
+		p.log.Warnf(fi.LOG_CORE, "%s=%q is not an integer in %d..%d; using %d", name, s, lo, hi, def)
+		return def
+	}
+	return int(v)
+}
+
+// parseErrchk parses PSM2_ERRCHK_TIMEOUT, "min[:max[:factor]]" in
+// milliseconds.
+func parseErrchk(s string) (lo, hi time.Duration, f int, err error) {
+	fs := strings.Split(strings.TrimSpace(s), ":")
+	if len(fs) > 3 {
+		return 0, 0, 0, fmt.Errorf("want min[:max[:factor]] in ms")
+	}
+	v := []int{160, 640, 2}
+	for i, x := range fs {
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || n < 1 {
+			return 0, 0, 0, fmt.Errorf("want min[:max[:factor]], positive integers (ms)")
+		}
+		v[i] = n
+	}
+	if len(fs) == 1 {
+		v[1] = max(v[1], v[0])
+	}
+	if v[1] < v[0] {
+		return 0, 0, 0, fmt.Errorf("max is below min")
+	}
+	return time.Duration(v[0]) * time.Millisecond, time.Duration(v[1]) * time.Millisecond, v[2], nil
 }
 
 // shmThreshold maps a byte threshold to shm.Config's, where 0 means the
@@ -69,12 +193,17 @@ func (p *Provider) disableCMA() bool {
 	return strings.EqualFold(s, "none")
 }
 
-// wireOpen reports whether endpoint epid of job is open on this node: its
-// segment exists, is not marked closed, and its owner lives. Endpoints of
-// other nodes are taken to be open (the wire finds out when it connects).
-func wireOpen(job UUID, epid uint64) bool {
-	if epidNode(epid) != nodeID() {
-		return true
+// wireOpen reports whether endpoint epid of job is open, as far as this
+// host can tell: an endpoint of this host (an id without a network
+// address, or with ours) must have a segment that is not marked closed
+// and whose owner lives; one of another host is taken to be open (its
+// wire finds out when it connects).
+func (p *Provider) wireOpen(job UUID, epid uint64) bool {
+	if _, _, net := hfi.EPIDAddr(epid); net {
+		ours, err := p.wireAddr()
+		if ip, _, _ := hfi.EPIDAddr(epid); err != nil || ip != ours {
+			return true
+		}
 	}
 	seg, err := shm.Open(shm.SegmentName(job, epid))
 	if err != nil {

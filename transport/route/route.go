@@ -1,0 +1,293 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/hfi"
+	"github.com/gopsm2/libfabric-psm2/shm"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// Devices is a set of wires (PSM2_DEVICES).
+type Devices uint8
+
+// The devices.
+const (
+	Self Devices = 1 << iota // endpoints of this process
+	Shm                      // endpoints of this host
+	Hfi                      // endpoints anywhere, over the network
+)
+
+// AllDevices is PSM2's default, "self,shm,hfi".
+const AllDevices = Self | Shm | Hfi
+
+// ParseDevices parses PSM2_DEVICES: a comma-separated list of self, shm
+// (or amsh) and hfi (or ips).
+func ParseDevices(s string) (Devices, error) {
+	var d Devices
+	for _, f := range strings.Split(s, ",") {
+		switch strings.ToLower(strings.TrimSpace(f)) {
+		case "self":
+			d |= Self
+		case "shm", "amsh":
+			d |= Shm
+		case "hfi", "ips":
+			d |= Hfi
+		case "":
+		default:
+			return 0, fmt.Errorf("PSM2_DEVICES=%q: unknown device %q (want self, shm, hfi)", s, f)
+		}
+	}
+	if d == 0 {
+		return 0, fmt.Errorf("PSM2_DEVICES=%q names no device", s)
+	}
+	return d, nil
+}
+
+func (d Devices) String() string {
+	var s []string
+	for _, x := range []struct {
+		d Devices
+		n string
+	}{{Self, "self"}, {Shm, "shm"}, {Hfi, "hfi"}} {
+		if d&x.d != 0 {
+			s = append(s, x.n)
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// hfiBase marks the Conns of the hfi wire (shm's are small indexes).
+const hfiBase transport.Conn = 1 << 62
+
+// Config opens a routed endpoint.
+type Config struct {
+	Devices Devices
+	Ctx     uint8
+	// Shm is the shm wire's configuration without EPID (set here).
+	Shm shm.Config
+	// Hfi is the hfi wire's, without Ctx, ConnBase and Notify.
+	Hfi hfi.Config
+	// PID makes the id of an endpoint without a network wire:
+	// pid<<32 | ctx<<8 | shm-only | version, as PSM2's shm-only ids.
+	PID int
+}
+
+// Endpoint routes each peer to self/shm or hfi.
+type Endpoint struct {
+	shm  *shm.Endpoint
+	hfi  *hfi.Endpoint
+	epid uint64
+	devs Devices
+}
+
+// Open opens the wires of cfg.Devices. The hfi wire is opened first: its
+// address and port make the endpoint id, which names the shm segment.
+func Open(cfg Config) (*Endpoint, error) {
+	e := &Endpoint{devs: cfg.Devices}
+	if cfg.Devices&Hfi != 0 {
+		hc := cfg.Hfi
+		hc.Ctx, hc.ConnBase = cfg.Ctx, hfiBase
+		hc.Notify = e.notify
+		h, err := hfi.Open(hc)
+		if err != nil {
+			return nil, err
+		}
+		e.hfi = h
+		e.epid = h.EPID()
+	} else {
+		e.epid = uint64(uint32(cfg.PID))<<32 | uint64(cfg.Ctx)<<8 | 1<<3 | 2
+	}
+	if cfg.Devices&(Self|Shm) != 0 {
+		sc := cfg.Shm
+		sc.EPID = e.epid
+		s, err := shm.NewEndpoint(sc)
+		if err != nil {
+			if e.hfi != nil {
+				e.hfi.Close()
+			}
+			return nil, err
+		}
+		e.shm = s
+	}
+	return e, nil
+}
+
+// notify runs on hfi's receive thread: wake a waiter sleeping in shm's
+// Wait.
+func (e *Endpoint) notify() {
+	if s := e.shm; s != nil {
+		s.Wake()
+	}
+}
+
+// Hfi and Shm give the wires (nil if not open), for statistics.
+func (e *Endpoint) Hfi() *hfi.Endpoint { return e.hfi }
+
+// Shm is the shared-memory wire.
+func (e *Endpoint) Shm() *shm.Endpoint { return e.shm }
+
+// EPID is the endpoint's id.
+func (e *Endpoint) EPID() uint64 { return e.epid }
+
+// local reports whether epid is to be reached through shm: this process
+// (self), or this host (shm): the same network address, or an id of an
+// endpoint without a network wire (which can only be on this host).
+func (e *Endpoint) local(epid uint64) bool {
+	if epid == e.epid {
+		return e.devs&(Self|Shm) != 0
+	}
+	if e.devs&Shm == 0 {
+		return false
+	}
+	_, _, net := hfi.EPIDAddr(epid)
+	_, _, ours := hfi.EPIDAddr(e.epid)
+	return !net || !ours || hfi.SameHost(epid, e.epid)
+}
+
+// Connect hands epid to the first wire that reaches it.
+func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
+	if e.shm != nil && e.local(epid) {
+		c, err := e.shm.Connect(epid)
+		if err == nil || e.hfi == nil || epid == e.epid {
+			return c, err
+		}
+		// Same address but no segment here: another host that shares
+		// the address (containers); the network decides.
+	}
+	if e.hfi != nil {
+		return e.hfi.Connect(epid)
+	}
+	return 0, fmt.Errorf("route: %#x is not on this host and the hfi device is off (PSM2_DEVICES=%s): %w",
+		epid, e.devs, transport.ErrUnreachable)
+}
+
+func (e *Endpoint) isHfi(c transport.Conn) bool { return c&hfiBase != 0 }
+
+// Send sends on c's wire.
+func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
+	if e.isHfi(c) {
+		if e.hfi == nil {
+			return false, errBadConn
+		}
+		return e.hfi.Send(c, h, iov, cookie, flags)
+	}
+	if e.shm == nil {
+		return false, errBadConn
+	}
+	return e.shm.Send(c, h, iov, cookie, flags)
+}
+
+var errBadConn = errors.New("route: not a connection of this endpoint")
+
+func (e *Endpoint) rndvHfi(r *transport.Rndv) bool { return e.hfi != nil && r.W[5] == e.hfi.Token() }
+
+// Fetch fetches on the wire r came from.
+func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, int, error) {
+	if e.rndvHfi(r) {
+		return e.hfi.Fetch(r, dst, cookie)
+	}
+	if e.shm == nil {
+		return false, 0, errBadConn
+	}
+	return e.shm.Fetch(r, dst, cookie)
+}
+
+// Discard discards on the wire r came from.
+func (e *Endpoint) Discard(r *transport.Rndv) error {
+	if e.rndvHfi(r) {
+		return e.hfi.Discard(r)
+	}
+	if e.shm == nil {
+		return errBadConn
+	}
+	return e.shm.Discard(r)
+}
+
+// Poll polls every wire.
+func (e *Endpoint) Poll(h transport.Handler, budget int) int {
+	n := 0
+	if e.shm != nil {
+		n += e.shm.Poll(h, budget)
+	}
+	if e.hfi != nil {
+		n += e.hfi.Poll(h, budget)
+	}
+	return n
+}
+
+// Idle: every wire is.
+func (e *Endpoint) Idle() bool {
+	return (e.shm == nil || e.shm.Idle()) && (e.hfi == nil || e.hfi.Idle())
+}
+
+// Wait sleeps in shm's Wait (hfi's receive thread wakes it), bounded by
+// hfi's next timer; without shm, in hfi's.
+func (e *Endpoint) Wait(timeout time.Duration) {
+	if e.shm == nil {
+		e.hfi.Wait(timeout)
+		return
+	}
+	if e.hfi != nil {
+		if d, ok := e.hfi.NextDue(); ok && (timeout < 0 || d < timeout) {
+			timeout = d
+		}
+		if e.hfi.Arrived() {
+			return
+		}
+	}
+	e.shm.Wait(timeout)
+}
+
+// Wake wakes a Wait.
+func (e *Endpoint) Wake() {
+	if e.shm != nil {
+		e.shm.Wake()
+	}
+	if e.hfi != nil {
+		e.hfi.Wake()
+	}
+}
+
+// RingProbe is shm's ring (the C side delivers from it).
+func (e *Endpoint) RingProbe() uint64 {
+	if e.shm == nil {
+		return 0
+	}
+	return e.shm.RingProbe()
+}
+
+// Probes gives every wire's arrival words.
+func (e *Endpoint) Probes(dst []uint64) []uint64 {
+	if e.shm != nil {
+		dst = e.shm.Probes(dst)
+	}
+	if e.hfi != nil {
+		dst = e.hfi.Probes(dst)
+	}
+	return dst
+}
+
+// FastPeer: only shm connections have C-side sends.
+func (e *Endpoint) FastPeer(c transport.Conn) unsafe.Pointer {
+	if e.isHfi(c) || e.shm == nil {
+		return nil
+	}
+	return e.shm.FastPeer(c)
+}
+
+// Close closes every wire.
+func (e *Endpoint) Close() error {
+	var err error
+	if e.hfi != nil {
+		err = e.hfi.Close()
+	}
+	if e.shm != nil {
+		err = errors.Join(err, e.shm.Close())
+	}
+	return err
+}
