@@ -1,6 +1,10 @@
 package hfi
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // Backend is the network under the wire: an unreliable datagram service
 // between endpoints named by IPv4 address and port. It may drop, reorder
@@ -20,11 +24,17 @@ type Backend interface {
 	Send(path int, d *Dest, b []byte) error
 	// Recv fills bufs with arrived packets, setting lens[i] to the
 	// length of the packet in bufs[i] (-1 for one longer than its buffer,
-	// which is to be dropped), and returns how many buffers it used. With wait it blocks until at least
-	// one packet arrived or Interrupt is called; without, it returns 0 at
-	// once if none is there. Only the receive thread calls it.
+	// which is to be dropped), and returns how many buffers it used.
+	// With wait it blocks until at least one packet arrived or Interrupt
+	// is called; without, it returns 0 at once if none is there. One
+	// thread at a time calls it (the receive thread, or the polling
+	// application thread while the receive thread is parked).
 	Recv(bufs [][]byte, lens []int, wait bool) (int, error)
-	// Interrupt makes a Recv waiting now, or the next one, return.
+	// Park blocks until Interrupt is called (or was, since the last
+	// Park or waiting Recv returned), without taking packets.
+	Park()
+	// Interrupt makes a Recv waiting now, or a Park, or the next of
+	// either, return.
 	Interrupt()
 	// Close releases the backend; Recv then fails.
 	Close() error
@@ -35,10 +45,15 @@ type Backend interface {
 type Dest struct {
 	IP   [4]byte
 	Port uint16
-	sa   unix.SockaddrInet4
+	raw  unix.RawSockaddrInet4
 }
 
 // NewDest makes the Dest of ip:port.
 func NewDest(ip [4]byte, port uint16) *Dest {
-	return &Dest{IP: ip, Port: port, sa: unix.SockaddrInet4{Addr: ip, Port: int(port)}}
+	d := &Dest{IP: ip, Port: port}
+	d.raw.Family = unix.AF_INET
+	d.raw.Addr = ip
+	p := (*[2]byte)(unsafe.Pointer(&d.raw.Port))
+	p[0], p[1] = byte(port>>8), byte(port)
+	return d
 }

@@ -144,7 +144,15 @@ type Endpoint struct {
 	bufSize int
 	ctl     []byte // scratch for control packets
 
+	// Direct reading (hot mode: recv.go): buffers of the polling thread.
+	dbufs  [][]byte
+	dlens  []int
+	lastRx int64 // when the polling thread last got a packet
+	wasHot bool
+
 	h      transport.Handler // set during Poll
+	inHdr  transport.Header  // what Deliver borrows (no allocation per message)
+	inMsg  transport.Incoming
 	closed bool
 	failed []failure // operations to fail at the next Poll (after Close)
 	stats  Stats
@@ -185,12 +193,17 @@ func Open(cfg Config) (*Endpoint, error) {
 	e.token = binary.LittleEndian.Uint64(r[8:]) | 1<<63
 	e.bufSize = cfg.MTU - 28 // IPv4 and UDP headers
 	e.ctl = make([]byte, 128)
-	rx, err := newRxQueue(be, max(e.bufSize, 2048), cfg.Spin, cfg.Clock, e.arrived)
+	rx, err := newRxQueue(be, max(e.bufSize, 2048), cfg.Spin > 0, cfg.Clock, e.arrived)
 	if err != nil {
 		be.Close()
 		return nil, fmt.Errorf("hfi: receive ring: %w", err)
 	}
 	e.rx = rx
+	e.dbufs = make([][]byte, rxBatch)
+	e.dlens = make([]int, rxBatch)
+	for i := range e.dbufs {
+		e.dbufs[i] = make([]byte, max(e.bufSize, 2048))
+	}
 	rx.start()
 	return e, nil
 }
@@ -237,12 +250,51 @@ func (e *Endpoint) Probes(dst []uint64) []uint64 {
 }
 
 // Idle reports that Poll has nothing to do: no packet arrived, no timer
-// or queued work.
+// or queued work, and the network is not being read by the polls (hot).
 func (e *Endpoint) Idle() bool {
 	if e.closed {
 		return len(e.failed) == 0
 	}
-	return len(e.busy) == 0 && e.rx.ring.Empty()
+	return len(e.busy) == 0 && !e.rx.hot.Load() && e.rx.ring.Empty()
+}
+
+// pollDirect reads the network from the polling thread (hot mode): the
+// receive thread handed it over after packets came, so a busy exchange
+// pays no thread wake-up per packet. After Spin without a packet it
+// hands the network back (cool). fresh: packets just came from the ring.
+func (e *Endpoint) pollDirect(budget int, fresh bool) int {
+	now := e.clock.Now()
+	if fresh || !e.wasHot {
+		e.lastRx, e.wasHot = now, true
+	}
+	n := 0
+	for budget > 0 {
+		k, err := e.be.Recv(e.dbufs[:min(budget, len(e.dbufs))], e.dlens, false)
+		if err != nil || k == 0 {
+			break
+		}
+		e.lastRx = now
+		for i := 0; i < k; i++ {
+			if e.dlens[i] >= 0 {
+				n += e.input(e.dbufs[i][:e.dlens[i]])
+			}
+		}
+		budget -= k
+	}
+	if now-e.lastRx > int64(e.cfg.Spin) {
+		e.Cool()
+	}
+	return n
+}
+
+// Cool hands the network back to the receive thread, which sleeps in the
+// kernel until a packet comes: before the caller blocks (Wait), and when
+// the network has been quiet for Spin.
+func (e *Endpoint) Cool() {
+	if e.wasHot {
+		e.wasHot = false
+		e.rx.cool()
+	}
 }
 
 // Wait blocks until a packet arrived, Wake was called, a timer is due or
@@ -251,6 +303,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 	if e.woken.Swap(false) || !e.rx.ring.Empty() {
 		return
 	}
+	e.Cool()
 	if d, ok := e.nextDue(); ok && (timeout < 0 || d < timeout) {
 		timeout = d
 	}
@@ -313,6 +366,7 @@ func (e *Endpoint) Close() error {
 		e.failPeer(p, transport.ErrClosed, true)
 	}
 	e.closed = true
+	e.rx.hot.Store(false)
 	e.rx.close()
 	e.be.Close()
 	e.Wake()
@@ -342,13 +396,17 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	if budget <= 0 {
 		budget = 1 << 30
 	}
-	for got := 0; got < budget; got++ {
+	got := 0
+	for ; got < budget; got++ {
 		i, b, ok := e.rx.pop()
 		if !ok {
 			break
 		}
 		n += e.input(b)
 		e.rx.release(i)
+	}
+	if e.rx.hot.Load() {
+		n += e.pollDirect(budget-got, got > 0)
 	}
 	if len(e.busy) > 0 {
 		n += e.service()

@@ -94,6 +94,15 @@ func (b *memBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 	return k, nil
 }
 
+func (b *memBackend) Park() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !b.intr && !b.close {
+		b.cond.Wait()
+	}
+	b.intr = false
+}
+
 func (b *memBackend) Interrupt() {
 	b.mu.Lock()
 	b.intr = true

@@ -441,14 +441,14 @@ func (e *Endpoint) input(b []byte) int {
 		p.asmGot += uint64(copy(p.asm[p.asmGot:], h.payload))
 		if p.asmGot == p.asmHdr.Len {
 			p.asmOn = false
-			hd := p.asmHdr
-			n = e.deliverHdr(p, &hd, p.asm)
+			e.inHdr = p.asmHdr
+			n = e.deliverIn(p, p.asm)
 		}
 	case tRTS:
-		hd := transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
-		in := transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, IsRndv: true}
-		in.Rndv.W = [6]uint64{uint64(p.idx), uint64(p.connID()), h.msgLen, h.sendID, 0, e.token}
-		e.h.Deliver(&hd, &in)
+		e.inHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
+		e.inMsg = transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, IsRndv: true}
+		e.inMsg.Rndv.W = [6]uint64{uint64(p.idx), uint64(p.connID()), h.msgLen, h.sendID, 0, e.token}
+		e.h.Deliver(&e.inHdr, &e.inMsg)
 		n = 1
 		urgent = false
 	case tCTS:
@@ -471,13 +471,14 @@ func (e *Endpoint) srcOf(p *peer) transport.Conn {
 }
 
 func (e *Endpoint) deliver(p *peer, h *hdr, payload []byte) int {
-	hd := transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
-	return e.deliverHdr(p, &hd, payload)
+	e.inHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
+	return e.deliverIn(p, payload)
 }
 
-func (e *Endpoint) deliverHdr(p *peer, hd *transport.Header, payload []byte) int {
-	in := transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, Payload: payload}
-	e.h.Deliver(hd, &in)
+// deliverIn hands e.inHdr and payload to the handler.
+func (e *Endpoint) deliverIn(p *peer, payload []byte) int {
+	e.inMsg = transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, Payload: payload}
+	e.h.Deliver(&e.inHdr, &e.inMsg)
 	return 1
 }
 

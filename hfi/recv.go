@@ -28,11 +28,12 @@ type rxQueue struct {
 	stop    atomic.Bool
 	done    chan struct{}
 	notify  func()
-	spin    int64 // ns to keep polling the socket after the last packet
+	handoff bool        // hand the network to the polling thread after packets (hot mode)
+	hot     atomic.Bool // the application's polls read the network; the thread is parked
 	clock   Clock
 	dropped atomic.Uint64 // packets too long for a buffer
 	raceSeq atomic.Uint64 // race builds only: orders pushes before pops for the detector
-	wakeups atomic.Uint64 // times the thread slept in the kernel and woke
+	wakeups atomic.Uint64 // batches the thread took from the network
 }
 
 const (
@@ -40,7 +41,7 @@ const (
 	rxBatch   = 32
 )
 
-func newRxQueue(be Backend, bufSize int, spin time.Duration, clock Clock, notify func()) (*rxQueue, error) {
+func newRxQueue(be Backend, bufSize int, handoff bool, clock Clock, notify func()) (*rxQueue, error) {
 	size := shm.RingSize(rxBuffers)
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -52,7 +53,7 @@ func newRxQueue(be Backend, bufSize int, spin time.Duration, clock Clock, notify
 		return nil, err
 	}
 	q := &rxQueue{be: be, mem: mem, ring: ring, done: make(chan struct{}), notify: notify,
-		spin: int64(spin), clock: clock}
+		handoff: handoff, clock: clock}
 	slab := make([]byte, rxBuffers*bufSize)
 	q.bufs = make([][]byte, rxBuffers)
 	q.free.init(rxBuffers)
@@ -61,6 +62,15 @@ func newRxQueue(be Backend, bufSize int, spin time.Duration, clock Clock, notify
 		q.free.push(uint32(i))
 	}
 	return q, nil
+}
+
+// cool hands the network back to the receive thread (the application
+// stops reading it itself).
+func (q *rxQueue) cool() {
+	if q.hot.Load() {
+		q.hot.Store(false)
+		q.be.Interrupt()
+	}
 }
 
 // start runs the receive thread.
@@ -107,9 +117,12 @@ func (q *rxQueue) run() {
 		bufs = make([][]byte, 0, rxBatch)
 		lens = make([]int, rxBatch)
 		cell [8]byte
-		hot  int64 // when the last packet came
 	)
 	for !q.stop.Load() {
+		if q.hot.Load() {
+			q.be.Park() // the application reads the network now
+			continue
+		}
 		for len(idx) < rxBatch {
 			i, ok := q.free.pop()
 			if !ok {
@@ -123,8 +136,7 @@ func (q *rxQueue) run() {
 			time.Sleep(50 * time.Microsecond)
 			continue
 		}
-		wait := q.spin <= 0 || q.clock.Now()-hot > q.spin
-		n, err := q.be.Recv(bufs, lens[:len(bufs)], wait)
+		n, err := q.be.Recv(bufs, lens[:len(bufs)], true)
 		if err != nil {
 			if q.stop.Load() {
 				return
@@ -132,7 +144,7 @@ func (q *rxQueue) run() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		if wait && n == 0 {
+		if n > 0 {
 			q.wakeups.Add(1)
 		}
 		kept := 0
@@ -157,7 +169,9 @@ func (q *rxQueue) run() {
 			copy(bufs[kept:], bufs[n:])
 			idx, bufs = idx[:kept+len(idx)-n], bufs[:kept+len(bufs)-n]
 			if kept < n {
-				hot = q.clock.Now()
+				if q.handoff {
+					q.hot.Store(true)
+				}
 				q.notify()
 			}
 		}

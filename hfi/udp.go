@@ -102,12 +102,23 @@ func (b *udpBackend) Addr() ([4]byte, uint16) { return b.ip, b.port }
 
 func (b *udpBackend) Paths() int { return len(b.fds) }
 
+// Send uses a raw system call: the socket does not block, so the Go
+// scheduler need not know (a Syscall would wake sysmon, whose extra
+// thread then competes with the polling threads for the cores).
 func (b *udpBackend) Send(path int, d *Dest, p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
 	for {
-		err := unix.Sendto(b.fds[path], p, 0, &d.sa)
-		if err != unix.EINTR {
-			return err
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(b.fds[path]), uintptr(unsafe.Pointer(&p[0])),
+			uintptr(len(p)), 0, uintptr(unsafe.Pointer(&d.raw)), unix.SizeofSockaddrInet4)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
 		}
+		return e
 	}
 }
 
@@ -129,7 +140,8 @@ func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 		hdrs[i].Hdr.SetIovlen(1)
 	}
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(b.fds[0]), uintptr(unsafe.Pointer(&hdrs[0])),
+		// Raw: MSG_DONTWAIT never blocks (see Send).
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(b.fds[0]), uintptr(unsafe.Pointer(&hdrs[0])),
 			uintptr(n), unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case e == 0:
@@ -155,6 +167,20 @@ func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 			var v [8]byte
 			_, _ = unix.Read(b.efd, v[:])
 			return 0, nil
+		}
+	}
+}
+
+func (b *udpBackend) Park() {
+	pfd := []unix.PollFd{b.pfds[1]}
+	for {
+		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+			return
+		}
+		if pfd[0].Revents != 0 {
+			var v [8]byte
+			_, _ = unix.Read(b.efd, v[:])
+			return
 		}
 	}
 }

@@ -81,7 +81,7 @@ var paramDefs = []paramDef{
 	{"port_range", ParamString, "UDP ports the hfi wire's endpoints bind, first-last (default: any port)"},
 	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
 	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},
-	{"hfi_spin", ParamInt, "Microseconds the hfi receive thread keeps polling the network after a packet before it sleeps (default: 0)"},
+	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
 }
 
 // defineParams registers every parameter with the host.
@@ -108,6 +108,7 @@ func loadParams(h Host, log logger) Params {
 		LockLevel:    2,
 		Paths:        1,
 		MTU:          1500,
+		HFISpin:      5000,
 	}
 	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
 		if _, ok := h.Getenv(launcher); ok {

@@ -24,6 +24,7 @@ func defaultParams() Params {
 		InjectSize:   64,
 		Paths:        1,
 		MTU:          1500,
+		HFISpin:      5000,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
 	}

@@ -236,6 +236,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 		if d, ok := e.hfi.NextDue(); ok && (timeout < 0 || d < timeout) {
 			timeout = d
 		}
+		e.hfi.Cool() // the receive thread watches the network while we sleep
 		if e.hfi.Arrived() {
 			return
 		}

@@ -1,0 +1,105 @@
+package hfi
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// counter is a Handler that only counts.
+type counter struct{ got, sends, fetches int }
+
+func (c *counter) Deliver(h *transport.Header, m *transport.Incoming) { c.got++ }
+func (c *counter) SendDone(uint64, error)                             { c.sends++ }
+func (c *counter) FetchDone(uint64, int, error)                       { c.fetches++ }
+
+// BenchmarkUDPPingPong: two endpoints over UDP on 127.0.0.1, each polled
+// by its own thread in hot mode; one op is a round trip of an eager
+// message. go test -bench UDPPingPong -benchmem ./hfi
+func BenchmarkUDPPingPong(b *testing.B) {
+	for _, size := range []int{8, 1024, 8192} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			cfg := Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}, Spin: 10 * time.Millisecond}
+			x, err := Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer x.Close()
+			y, err := Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer y.Close()
+			cx, _ := x.Connect(y.EPID())
+			cy, _ := y.Connect(x.EPID())
+			buf := [][]byte{make([]byte, size)}
+			h := transport.Header{Len: uint64(size)}
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() { // the echo side
+				runtime.LockOSThread()
+				defer close(done)
+				var c counter
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					before := c.got
+					y.Poll(&c, 16)
+					for ; before < c.got; before++ {
+						for {
+							if _, err := y.Send(cy, &h, buf, 0, 0); err != transport.ErrAgain {
+								break
+							}
+							y.Poll(&c, 16)
+						}
+					}
+				}
+			}()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var c counter
+			pingpong := func() {
+				x.Send(cx, &h, buf, 0, 0)
+				for want := c.got + 1; c.got < want; {
+					x.Poll(&c, 16)
+				}
+			}
+			for i := 0; i < 100; i++ {
+				pingpong()
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pingpong()
+			}
+			b.StopTimer()
+			close(stop)
+			<-done
+		})
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return itoa(n>>20) + "MiB"
+	case n >= 1024:
+		return itoa(n>>10) + "KiB"
+	}
+	return itoa(n) + "B"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
