@@ -22,6 +22,10 @@ type Backend interface {
 	// not block; a packet the backend cannot take now is dropped and
 	// reported with unix.EAGAIN (the flow retransmits it).
 	Send(path int, d *Dest, b []byte) error
+	// SendBatch sends pkts, in order, on path to d, as Send does each;
+	// a backend that can hand several to the network at once (UDP
+	// segmentation offload) does.
+	SendBatch(path int, d *Dest, pkts [][]byte) error
 	// Recv fills bufs with arrived packets, setting lens[i] to the
 	// length of the packet in bufs[i] (-1 for one longer than its buffer,
 	// which is to be dropped), and returns how many buffers it used.
@@ -29,7 +33,14 @@ type Backend interface {
 	// is called; without, it returns 0 at once if none is there. One
 	// thread at a time calls it (the receive thread, or the polling
 	// application thread while the receive thread is parked).
-	Recv(bufs [][]byte, lens []int, wait bool) (int, error)
+	//
+	// segs[i] is 0 for one packet, or, when the backend received several
+	// packets of one sender as one buffer (UDP generic receive offload),
+	// the size of each: bufs[i][:lens[i]] is then packets of segs[i]
+	// bytes back to back, the last possibly shorter.
+	Recv(bufs [][]byte, lens, segs []int, wait bool) (int, error)
+	// BufSize is the size receive buffers need.
+	BufSize() int
 	// Park blocks until Interrupt is called (or was, since the last
 	// Park or waiting Recv returned), without taking packets.
 	Park()

@@ -103,3 +103,72 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// fetcher fetches every rendezvous message into buf.
+type fetcher struct {
+	ep  *Endpoint
+	buf []byte
+	counter
+}
+
+func (f *fetcher) Deliver(h *transport.Header, m *transport.Incoming) {
+	if m.IsRndv {
+		if done, _, _ := f.ep.Fetch(&m.Rndv, f.buf, 1); done {
+			f.fetches++
+		}
+		return
+	}
+	f.got++
+}
+
+// BenchmarkUDPStream: one op is a 1 MiB rendezvous send, fetched by a
+// thread polling the other endpoint; reports MB/s.
+func BenchmarkUDPStream(b *testing.B) {
+	const size = 1 << 20
+	cfg := Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}, Spin: 10 * time.Millisecond}
+	x, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	y, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer y.Close()
+	cx, _ := x.Connect(y.EPID())
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer close(done)
+		f := &fetcher{ep: y, buf: make([]byte, size)}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			y.Poll(f, 64)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := [][]byte{make([]byte, size)}
+	h := transport.Header{Len: size}
+	var c counter
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if ok, err := x.Send(cx, &h, buf, 0, 0); err != nil || ok {
+			b.Fatal(ok, err)
+		}
+		for want := c.sends + 1; c.sends < want; {
+			x.Poll(&c, 64)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	b.Logf("x %+v", x.Stats())
+}

@@ -142,11 +142,14 @@ type Endpoint struct {
 
 	txFree  [][]byte // packet buffers
 	bufSize int
-	ctl     []byte // scratch for control packets
+	ctl     []byte   // scratch for control packets
+	out     [][]byte // packets batched for one SendBatch (flow.go)
+	outPath uint8
 
 	// Direct reading (hot mode: recv.go): buffers of the polling thread.
 	dbufs  [][]byte
 	dlens  []int
+	dsegs  []int
 	lastRx int64 // when the polling thread last got a packet
 	wasHot bool
 
@@ -193,7 +196,9 @@ func Open(cfg Config) (*Endpoint, error) {
 	e.token = binary.LittleEndian.Uint64(r[8:]) | 1<<63
 	e.bufSize = cfg.MTU - 28 // IPv4 and UDP headers
 	e.ctl = make([]byte, 128)
-	rx, err := newRxQueue(be, max(e.bufSize, 2048), cfg.Spin > 0, cfg.Clock, e.arrived)
+	e.out = make([][]byte, 0, 64)
+	rxSize := max(e.bufSize, 2048, be.BufSize())
+	rx, err := newRxQueue(be, rxSize, cfg.Spin > 0, cfg.Clock, e.arrived)
 	if err != nil {
 		be.Close()
 		return nil, fmt.Errorf("hfi: receive ring: %w", err)
@@ -201,8 +206,9 @@ func Open(cfg Config) (*Endpoint, error) {
 	e.rx = rx
 	e.dbufs = make([][]byte, rxBatch)
 	e.dlens = make([]int, rxBatch)
+	e.dsegs = make([]int, rxBatch)
 	for i := range e.dbufs {
-		e.dbufs[i] = make([]byte, max(e.bufSize, 2048))
+		e.dbufs[i] = make([]byte, rxSize)
 	}
 	rx.start()
 	return e, nil
@@ -269,14 +275,14 @@ func (e *Endpoint) pollDirect(budget int, fresh bool) int {
 	}
 	n := 0
 	for budget > 0 {
-		k, err := e.be.Recv(e.dbufs[:min(budget, len(e.dbufs))], e.dlens, false)
+		k, err := e.be.Recv(e.dbufs[:min(budget, len(e.dbufs))], e.dlens, e.dsegs, false)
 		if err != nil || k == 0 {
 			break
 		}
 		e.lastRx = now
 		for i := 0; i < k; i++ {
 			if e.dlens[i] >= 0 {
-				n += e.input(e.dbufs[i][:e.dlens[i]])
+				n += e.inputAll(e.dbufs[i][:e.dlens[i]], e.dsegs[i])
 			}
 		}
 		budget -= k
@@ -398,11 +404,11 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	}
 	got := 0
 	for ; got < budget; got++ {
-		i, b, ok := e.rx.pop()
+		i, b, seg, ok := e.rx.pop()
 		if !ok {
 			break
 		}
-		n += e.input(b)
+		n += e.inputAll(b, seg)
 		e.rx.release(i)
 	}
 	if e.rx.hot.Load() {
@@ -450,3 +456,18 @@ func (e *Endpoint) connOf(p *peer) transport.Conn {
 
 // Arrived reports that a packet waits in the arrival ring.
 func (e *Endpoint) Arrived() bool { return !e.closed && !e.rx.ring.Empty() }
+
+// inputAll processes a received buffer: one packet, or several of seg
+// bytes each (generic receive offload).
+func (e *Endpoint) inputAll(b []byte, seg int) int {
+	if seg <= 0 || seg >= len(b) {
+		return e.input(b)
+	}
+	n := 0
+	for len(b) > 0 {
+		k := min(seg, len(b))
+		n += e.input(b[:k])
+		b = b[k:]
+	}
+	return n
+}

@@ -111,14 +111,41 @@ func (e *Endpoint) pump(p *peer) {
 			p.rtxWait = int64(e.cfg.ErrchkMin)
 			p.rtxAt = now + p.rtxWait
 		}
-		e.xmit(p, x.b[6], x.b)
+		e.batch(p, x.b[6], x.b)
 		p.unacked.push(x)
 		p.ackOwed = false
 		p.acked = p.expect
 	}
+	e.flush(p)
 	if p.unacked.len() > 0 || p.queued.len() > 0 {
 		e.markBusy(p)
 	}
+}
+
+// batch adds a packet to the batch for p on path (flush sends it).
+func (e *Endpoint) batch(p *peer, path uint8, b []byte) {
+	if len(e.out) > 0 && (e.outPath != path || len(e.out) == cap(e.out)) {
+		e.flush(p)
+	}
+	e.outPath = path
+	e.out = append(e.out, b)
+}
+
+// flush sends the batch.
+func (e *Endpoint) flush(p *peer) {
+	if len(e.out) == 0 {
+		return
+	}
+	path := e.outPath
+	if int(path) >= e.be.Paths() {
+		path = 0
+	}
+	if err := e.be.SendBatch(int(path), p.dest, e.out); err != nil {
+		e.stats.SendErrors++
+	}
+	e.stats.Sent += uint64(len(e.out))
+	clear(e.out)
+	e.out = e.out[:0]
 }
 
 // xmit hands one packet to the backend.
@@ -183,9 +210,10 @@ func (e *Endpoint) resend(p *peer) {
 		}
 		setFlags(b, f)
 		setAck(b, p.expect)
-		e.xmit(p, b[6], b)
+		e.batch(p, b[6], b)
 		e.stats.Retransmits++
 	}
+	e.flush(p)
 	p.ackOwed = false
 	p.acked = p.expect
 	p.rtxAt = e.clock.Now() + p.rtxWait

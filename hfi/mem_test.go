@@ -73,7 +73,16 @@ func (b *memBackend) Send(path int, d *Dest, p []byte) error {
 	return nil
 }
 
-func (b *memBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
+func (b *memBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
+	for _, p := range pkts {
+		b.Send(path, d, p)
+	}
+	return nil
+}
+
+func (b *memBackend) BufSize() int { return 2048 }
+
+func (b *memBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.q) == 0 && wait && !b.intr && !b.close {
@@ -84,6 +93,7 @@ func (b *memBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 	for k < len(bufs) && len(b.q) > 0 {
 		p := b.q[0]
 		b.q = b.q[1:]
+		segs[k] = 0
 		if len(p) > len(bufs[k]) {
 			lens[k] = -1
 		} else {

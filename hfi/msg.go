@@ -243,7 +243,7 @@ func (e *Endpoint) buildData(p *peer) bool {
 		i := p.rsend[0]
 		op := &e.sends[i]
 		if !op.live || op.sent >= op.grantEnd {
-			p.rsend = p.rsend[1:]
+			p.rsend = p.rsend[:copy(p.rsend, p.rsend[1:])]
 			continue
 		}
 		b := e.newPkt(p, tData)
@@ -266,7 +266,7 @@ func (e *Endpoint) buildData(p *peer) bool {
 		op.sent += k
 		x := txPkt{b: b[:48+k]}
 		if op.sent >= op.grantEnd {
-			p.rsend = p.rsend[1:]
+			p.rsend = p.rsend[:copy(p.rsend, p.rsend[1:])]
 			if op.sent >= op.want {
 				x.op = i + 1
 			}

@@ -37,7 +37,7 @@ type rxQueue struct {
 }
 
 const (
-	rxBuffers = 1024
+	rxBuffers = 512
 	rxBatch   = 32
 )
 
@@ -89,20 +89,21 @@ func (q *rxQueue) probe() uint64 {
 	return uint64(uintptr(unsafePointer(q.mem))) | uint64(log2(rxBuffers))
 }
 
-// pop takes the next arrived packet: its buffer index and bytes.
-func (q *rxQueue) pop() (uint32, []byte, bool) {
+// pop takes the next arrived buffer: its index, bytes and segment size
+// (Backend.Recv's segs).
+func (q *rxQueue) pop() (uint32, []byte, int, bool) {
 	var c [16]byte
 	if _, ok := q.ring.TryPop(c[:]); !ok {
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	if raceEnabled {
 		q.raceSeq.Load()
 	}
-	i, n := binary.LittleEndian.Uint32(c[:]), binary.LittleEndian.Uint32(c[4:])
+	i, n, seg := binary.LittleEndian.Uint32(c[:]), binary.LittleEndian.Uint32(c[4:]), binary.LittleEndian.Uint32(c[8:])
 	if i >= rxBuffers || int(n) > len(q.bufs[0]) {
-		return 0, nil, false // cannot happen: only run pushes
+		return 0, nil, 0, false // cannot happen: only run pushes
 	}
-	return i, q.bufs[i][:n], true
+	return i, q.bufs[i][:n], int(seg), true
 }
 
 // release gives buffer i back to the receive thread.
@@ -116,7 +117,8 @@ func (q *rxQueue) run() {
 		idx  = make([]uint32, 0, rxBatch)
 		bufs = make([][]byte, 0, rxBatch)
 		lens = make([]int, rxBatch)
-		cell [8]byte
+		segs = make([]int, rxBatch)
+		cell [12]byte
 	)
 	for !q.stop.Load() {
 		if q.hot.Load() {
@@ -136,7 +138,7 @@ func (q *rxQueue) run() {
 			time.Sleep(50 * time.Microsecond)
 			continue
 		}
-		n, err := q.be.Recv(bufs, lens[:len(bufs)], true)
+		n, err := q.be.Recv(bufs, lens[:len(bufs)], segs[:len(bufs)], true)
 		if err != nil {
 			if q.stop.Load() {
 				return
@@ -157,6 +159,7 @@ func (q *rxQueue) run() {
 			}
 			binary.LittleEndian.PutUint32(cell[:], idx[k])
 			binary.LittleEndian.PutUint32(cell[4:], uint32(lens[k]))
+			binary.LittleEndian.PutUint32(cell[8:], uint32(segs[k]))
 			if raceEnabled {
 				q.raceSeq.Add(1)
 			}

@@ -20,9 +20,23 @@ type udpBackend struct {
 	efd   int // eventfd that Interrupt writes, to wake a waiting Recv
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
+	ctls  []byte // a control buffer per message (the GRO segment size)
+	gro   bool   // UDP_GRO is on: a receive may hold many packets
 	pfds  [2]unix.PollFd
 	close sync.Once
+
+	gso   bool // UDP_SEGMENT works: SendBatch sends up to gsoMax packets per call
+	smsg  unix.Msghdr
+	siov  [gsoMax]unix.Iovec
+	scmsg [unix.SizeofCmsghdr + 8]byte
 }
+
+// gsoMax is the most segments the kernel takes in one UDP_SEGMENT send
+// (UDP_MAX_SEGMENTS); gsoBytes the most payload.
+const (
+	gsoMax   = 64
+	gsoBytes = 65000
+)
 
 // udpBuffer is the socket buffer size asked for (the kernel may cap it
 // at net.core.rmem_max; as root SO_RCVBUFFORCE passes the cap).
@@ -63,6 +77,8 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int) (Backend, error) {
 	}
 	b.port = uint16(sa.(*unix.SockaddrInet4).Port)
 	b.pfds = [2]unix.PollFd{{Fd: int32(b.fds[0]), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
+	b.gso = true // until a send says otherwise
+	b.gro = unix.SetsockoptInt(b.fds[0], unix.SOL_UDP, unix.UDP_GRO, 1) == nil
 	return b, nil
 }
 
@@ -122,7 +138,77 @@ func (b *udpBackend) Send(path int, d *Dest, p []byte) error {
 	}
 }
 
-func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
+// SendBatch sends runs of equal-sized packets (the last of a run may be
+// shorter) with one sendmsg and UDP_SEGMENT, so the kernel moves a run
+// as one buffer as far as the receiver; without segmentation offload,
+// one by one.
+func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
+	var first error
+	for len(pkts) > 0 {
+		k := 1
+		if b.gso {
+			seg, total := len(pkts[0]), len(pkts[0])
+			for k < len(pkts) && k < gsoMax && total+len(pkts[k]) <= gsoBytes && len(pkts[k-1]) == seg && len(pkts[k]) <= seg {
+				total += len(pkts[k])
+				k++
+			}
+		}
+		var err error
+		if k == 1 {
+			err = b.Send(path, d, pkts[0])
+		} else if err = b.sendGSO(path, d, pkts[:k]); err == unix.EIO || err == unix.EINVAL || err == unix.ENOPROTOOPT {
+			b.gso = false // no offload here: one by one from now on
+			continue
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+		pkts = pkts[k:]
+	}
+	return first
+}
+
+func (b *udpBackend) sendGSO(path int, d *Dest, pkts [][]byte) error {
+	for i, p := range pkts {
+		b.siov[i].Base = &p[0]
+		b.siov[i].SetLen(len(p))
+	}
+	c := (*unix.Cmsghdr)(unsafe.Pointer(&b.scmsg[0]))
+	c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	c.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&b.scmsg[unix.SizeofCmsghdr])) = uint16(len(pkts[0]))
+	m := &b.smsg
+	m.Name = (*byte)(unsafe.Pointer(&d.raw))
+	m.Namelen = unix.SizeofSockaddrInet4
+	m.Iov = &b.siov[0]
+	m.SetIovlen(len(pkts))
+	m.Control = &b.scmsg[0]
+	m.SetControllen(unix.CmsgSpace(2))
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return e
+	}
+}
+
+// ctlSize is the control buffer of one message: room for the UDP_GRO
+// segment size (an int).
+const ctlSize = 32
+
+// BufSize: with GRO a receive holds up to 64 KiB.
+func (b *udpBackend) BufSize() int {
+	if b.gro {
+		return 65536
+	}
+	return 0
+}
+
+func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, error) {
 	n := len(bufs)
 	if n == 0 {
 		return 0, nil
@@ -130,6 +216,7 @@ func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 	if cap(b.hdrs) < n {
 		b.hdrs = make([]unix.Mmsghdr, n)
 		b.iovs = make([]unix.Iovec, n)
+		b.ctls = make([]byte, n*ctlSize)
 	}
 	hdrs, iovs := b.hdrs[:n], b.iovs[:n]
 	for i := range hdrs {
@@ -138,6 +225,10 @@ func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 		hdrs[i] = unix.Mmsghdr{}
 		hdrs[i].Hdr.Iov = &iovs[i]
 		hdrs[i].Hdr.SetIovlen(1)
+		if b.gro {
+			hdrs[i].Hdr.Control = &b.ctls[i*ctlSize]
+			hdrs[i].Hdr.SetControllen(ctlSize)
+		}
 	}
 	for {
 		// Raw: MSG_DONTWAIT never blocks (see Send).
@@ -146,9 +237,15 @@ func (b *udpBackend) Recv(bufs [][]byte, lens []int, wait bool) (int, error) {
 		switch {
 		case e == 0:
 			for i := 0; i < int(r); i++ {
-				lens[i] = int(hdrs[i].Len)
+				lens[i], segs[i] = int(hdrs[i].Len), 0
 				if hdrs[i].Hdr.Flags&unix.MSG_TRUNC != 0 {
 					lens[i] = -1 // longer than any packet of ours
+				}
+				if b.gro && hdrs[i].Hdr.Controllen >= unix.SizeofCmsghdr+4 {
+					c := (*unix.Cmsghdr)(unsafe.Pointer(&b.ctls[i*ctlSize]))
+					if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO {
+						segs[i] = int(*(*int32)(unsafe.Pointer(&b.ctls[i*ctlSize+unix.SizeofCmsghdr])))
+					}
 				}
 			}
 			return int(r), nil
