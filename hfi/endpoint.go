@@ -62,6 +62,9 @@ type Config struct {
 	// Notify is called by the receive thread after it published packets
 	// (to wake a waiter of another wire); Wait and Wake work without it.
 	Notify func()
+	// Linger (FI_PSM2_TIMEOUT) bounds how long Close waits for sent
+	// packets to be acknowledged (0: not at all).
+	Linger time.Duration
 	// Clock for every timer; nil is SystemClock.
 	Clock Clock
 }
@@ -359,12 +362,16 @@ func (e *Endpoint) Wake() {
 	}
 }
 
-// Close tells connected peers this endpoint is gone, stops the receive
-// thread and fails what is pending (at the next Poll).
+// Close first lets what it sent reach its peers, for up to Linger
+// (FI_PSM2_TIMEOUT): an inject or a completed eager send may still wait
+// in its flow for the window or an ACK. Then it tells connected peers
+// this endpoint is gone, stops the receive thread and fails what is
+// pending (at the next Poll).
 func (e *Endpoint) Close() error {
 	if e.closed {
 		return nil
 	}
+	e.linger()
 	for _, p := range e.peers {
 		if p.state == stUp {
 			e.sendDisc(p)
@@ -453,6 +460,41 @@ func (e *Endpoint) conn(c transport.Conn) *peer {
 func (e *Endpoint) connOf(p *peer) transport.Conn {
 	return transport.Conn(p.idx+1) | e.cfg.ConnBase
 }
+
+// linger polls, dropping what arrives, until no peer that is up has
+// packets queued or unacknowledged, or Linger passes.
+func (e *Endpoint) linger() {
+	end := time.Now().Add(e.cfg.Linger)
+	var nop nopHandler
+	nop.e = e
+	for time.Now().Before(end) {
+		left := false
+		for _, p := range e.peers {
+			if p.state == stUp && (p.queued.len() > 0 || p.unacked.len() > 0 || len(p.rsend) > 0) {
+				left = true
+			}
+		}
+		if !left {
+			return
+		}
+		e.Poll(&nop, 64)
+		if e.rx.ring.Empty() && !e.rx.hot.Load() {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// nopHandler takes the events of a closing endpoint: messages are
+// dropped (rendezvous ones discarded, so their senders complete).
+type nopHandler struct{ e *Endpoint }
+
+func (h *nopHandler) Deliver(_ *transport.Header, m *transport.Incoming) {
+	if m.IsRndv {
+		_ = h.e.Discard(&m.Rndv)
+	}
+}
+func (h *nopHandler) SendDone(uint64, error)       {}
+func (h *nopHandler) FetchDone(uint64, int, error) {}
 
 // Arrived reports that a packet waits in the arrival ring.
 func (e *Endpoint) Arrived() bool { return !e.closed && !e.rx.ring.Empty() }

@@ -218,4 +218,3 @@ func (p *Provider) lockTagLayout(info *fi.Info) TagLayout {
 	})
 	return p.layout
 }
-

@@ -121,6 +121,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		connTimeout: time.Duration(d.params.ConnTimeout) * time.Second,
 		rndvThresh:  d.prov.rndvThreshold(),
 		disableCMA:  d.prov.disableCMA(),
+		linger:      time.Duration(d.params.Timeout) * time.Second,
 		net:         nc,
 	})
 	if err != nil {

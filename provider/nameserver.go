@@ -91,7 +91,7 @@ type nameServer struct {
 	job     UUID
 	iface   string
 	log     logger
-	timeout time.Duration // per connection (nsTimeout; tests shorten it)
+	timeout time.Duration           // per connection (nsTimeout; tests shorten it)
 	isOpen  func(UUID, uint64) bool // whether a registered endpoint is still open (Provider.wireOpen)
 
 	mu   sync.Mutex

@@ -24,6 +24,7 @@ type wireConfig struct {
 	connTimeout time.Duration
 	rndvThresh  int
 	disableCMA  bool
+	linger      time.Duration // FI_PSM2_TIMEOUT: how long a close waits for sent data to arrive
 	net         netConfig
 }
 
@@ -41,6 +42,7 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 	hc := c.net.hfi
 	hc.Job = c.job
 	hc.ConnTimeout = c.connTimeout
+	hc.Linger = c.linger
 	return route.Open(route.Config{
 		Devices: c.net.devices,
 		Ctx:     uint8(c.ctx),
