@@ -28,25 +28,28 @@
 #define BIG (1 << 20)
 #define TIMEOUT_S 2
 
-/* segments_of counts the segments of pid's endpoints in our private
- * directory, /dev/shm/psm2go-<euid> (docs/shm.md): the endpoint id
- * (pid<<32 | ...) is the last dot-separated hex field of a name. */
-static int segments_of(pid_t pid)
+/* segments_of counts the segments of endpoint name in our private
+ * directory, /dev/shm/psm2go-<euid> (docs/shm.md): the endpoint id (the
+ * name's first word, docs/hfi.md) is the last dot-separated hex field of
+ * a segment's name. */
+static int segments_of(const char *name)
 {
-	char want[16], path[64];
+	char want[24], path[64];
+	uint64_t epid;
 	struct dirent *d;
 	DIR *dir;
 	int n = 0;
 
 	snprintf(path, sizeof(path), "/dev/shm/psm2go-%u", (unsigned) geteuid());
 	dir = opendir(path);
-	snprintf(want, sizeof(want), ".%08x", (unsigned) pid);
+	memcpy(&epid, name, sizeof(epid));
+	snprintf(want, sizeof(want), ".%016llx", (unsigned long long) epid);
 	if (!dir)
 		return -1;
 	while ((d = readdir(dir)) != NULL) {
 		const char *dot = strrchr(d->d_name, '.');
 		if (strncmp(d->d_name, "psm2go.", 7) == 0 && dot &&
-		    strncmp(dot, want, strlen(want)) == 0)
+		    strcmp(dot, want) == 0)
 			n++;
 	}
 	closedir(dir);
@@ -149,7 +152,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	CHECK(read(up[0], &c, 1) == 1, "child ready");
-	CHECK(segments_of(pid) == 1, "the child's segment exists while it lives: %d", segments_of(pid));
+	CHECK(segments_of(kname) == 1, "the child's segment exists while it lives: %d", segments_of(kname));
 
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
@@ -188,11 +191,11 @@ int main(int argc, char **argv)
 	}
 
 	/* The dead child's segment is left over until a new endpoint looks. */
-	CHECK(segments_of(pid) == 1, "SIGKILL leaves the segment: %d", segments_of(pid));
+	CHECK(segments_of(kname) == 1, "SIGKILL leaves the segment: %d", segments_of(kname));
 	{
 		struct ct_node q;
 		CHECK(ct_open_node(&q) == 0, "a new endpoint");
-		CHECK(segments_of(pid) == 0, "the dead peer's segment is reclaimed: %d", segments_of(pid));
+		CHECK(segments_of(kname) == 0, "the dead peer's segment is reclaimed: %d", segments_of(kname));
 		ct_close_node(&q);
 	}
 	ct_close_node(&p);

@@ -32,8 +32,11 @@ type Config struct {
 	Addr      [4]byte
 	PortFirst uint16 // FI_PSM2_PORT_RANGE; 0: any port
 	PortLast  uint16
-	Paths     int // dispersive routing: paths per peer pair (1..8)
-	PathSel   int // PathAdaptive...
+	// PortCursor is a file shared by the host's endpoints (of this user)
+	// through which ports are taken in turn (ports.go); "" for none.
+	PortCursor string
+	Paths      int // dispersive routing: paths per peer pair (1..8)
+	PathSel    int // PathAdaptive...
 	// ConnTimeout (FI_PSM2_CONN_TIMEOUT) bounds connection set-up and how
 	// long a peer may leave our packets unacknowledged before it is
 	// declared dead and its operations fail.
@@ -181,7 +184,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	be := cfg.Backend
 	if be == nil {
 		var err error
-		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths)
+		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths, cfg.PortCursor)
 		if err != nil {
 			return nil, err
 		}

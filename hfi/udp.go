@@ -43,8 +43,10 @@ const (
 const udpBuffer = 4 << 20
 
 // OpenUDP binds the sockets of a UDP backend on ip: socket 0 on a port
-// in [first, last] (any port if first is 0), paths-1 more on any port.
-func OpenUDP(ip [4]byte, first, last uint16, paths int) (Backend, error) {
+// in [first, last] (the kernel's ephemeral range if first is 0), taken in
+// turn through the cursor file (ports.go; "" for none), paths-1 more on
+// any port.
+func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend, error) {
 	if paths < 1 {
 		paths = 1
 	}
@@ -62,7 +64,7 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int) (Backend, error) {
 		var fd int
 		var err error
 		if i == 0 {
-			fd, err = bindUDP(ip, first, last)
+			fd, err = bindPort0(ip, first, last, cursor)
 		} else {
 			fd, err = bindUDP(ip, 0, 0)
 		}
@@ -80,6 +82,34 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int) (Backend, error) {
 	b.gso = true // until a send says otherwise
 	b.gro = unix.SetsockoptInt(b.fds[0], unix.SOL_UDP, unix.UDP_GRO, 1) == nil
 	return b, nil
+}
+
+// bindPort0 binds the receiving socket: from the cursor's port on, or
+// the first free port of [first, last], or (no range, no cursor) any.
+func bindPort0(ip [4]byte, first, last uint16, cursor string) (int, error) {
+	explicit := first != 0
+	if !explicit {
+		first, last = localPortRange()
+	}
+	start, ok := portCursor(cursor, first, last)
+	if !ok {
+		if !explicit {
+			return bindUDP(ip, 0, 0)
+		}
+		return bindUDP(ip, first, last)
+	}
+	if fd, err := bindUDP(ip, start, last); err == nil {
+		return fd, nil
+	}
+	if start > first {
+		if fd, err := bindUDP(ip, first, start-1); err == nil {
+			return fd, nil
+		}
+	}
+	if !explicit {
+		return bindUDP(ip, 0, 0)
+	}
+	return -1, fmt.Errorf("hfi: no free UDP port in %d-%d", first, last)
 }
 
 // bindUDP opens a non-blocking UDP socket bound to ip and a port in

@@ -92,6 +92,11 @@ func Open(cfg Config) (*Endpoint, error) {
 	if cfg.Devices&Hfi != 0 {
 		hc := cfg.Hfi
 		hc.Ctx, hc.ConnBase = cfg.Ctx, hfiBase
+		if hc.PortCursor == "" {
+			if dir, err := shm.SegmentDir(); err == nil {
+				hc.PortCursor = dir + "/hfi-ports"
+			}
+		}
 		hc.Notify = e.notify
 		h, err := hfi.Open(hc)
 		if err != nil {
