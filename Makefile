@@ -21,7 +21,7 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
 export CGO_ENABLED := 1
 
-.PHONY: all deps demo check test gotest ctest abi mpi bench clean
+.PHONY: multihost all deps demo check test gotest ctest abi mpi bench clean
 
 all: $(LIB) $(DLLIB)
 
@@ -69,11 +69,15 @@ ctest: all $(CTESTS)
 mpi: all
 	scripts/mpi.sh
 
+# The inter-node wire across namespace "hosts" (fi_pingpong, MPI, loss).
+multihost: all
+	scripts/multihost.sh
+
 # Benchmarks beside the references (Debian's libfabric shm, Open MPI's vader).
 bench: deps all
 	scripts/bench.sh
 
-check: deps all gotest abi ctest mpi
+check: deps all gotest abi ctest mpi multihost
 
 test: check
 

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# multihost.sh: the inter-node (hfi) wire between "hosts" made by
+# scripts/nshosts.sh (network, mount and UTS namespaces; see there):
+#   - Debian's unmodified fi_pingpong -p psm2 across two hosts, rdm and
+#     dgram, with and without -c (data checks), 64 B and 1 MiB;
+#   - endpoints of different jobs (FI_PSM2_UUID) across hosts: nothing is
+#     delivered, the client fails;
+#   - our MPI conformance program under Open MPI (cm/ofi/psm2) across 2
+#     hosts x 1 and 2 ranks, 3 hosts x 1, and 2 hosts x 1 with 5% of the
+#     packets dropped each way (nftables);
+# Everything is removed afterwards, also on failure. Needs root.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+export NSHOSTS_PREFIX=${NSHOSTS_PREFIX:-mh}
+export NSHOSTS_NET=${NSHOSTS_NET:-78}
+ns=scripts/nshosts.sh
+lib=$repo/build/lib
+out=build/multihost
+mkdir -p "$out"
+passed=0
+failed=0
+ok()   { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); [ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/    /' | tail -25; }
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP multihost: needs root for network namespaces"
+	exit 0
+fi
+trap '$ns down' EXIT INT TERM
+$ns up 3 || { echo "FAIL nshosts up"; exit 1; }
+h1=$($ns ip 1) h2=$($ns ip 2) h3=$($ns ip 3)
+net=${h1%.*}.0/24
+env=(env LD_LIBRARY_PATH="$lib" FI_PSM2_IFACE="$net")
+
+# Hosts are separate: own host name, own /dev/shm.
+if a=$($ns exec 1 bash -c 'hostname; touch /dev/shm/nsh-probe; ls /dev/shm') &&
+   b=$($ns exec 2 bash -c 'hostname; ls /dev/shm') &&
+   [ "$(head -1 <<<"$a")" != "$(head -1 <<<"$b")" ] && ! grep -q nsh-probe <<<"$b"; then
+	ok "namespace hosts: own host names ($(head -1 <<<"$a"), $(head -1 <<<"$b")), private /dev/shm"
+else
+	fail "namespace hosts are not separate" "$a / $b"
+fi
+
+# pingpong EP SIZE ITERS [extra options]: server on host 1, client on host 2.
+pingpong() {
+	local ep=$1 size=$2 iters=$3; shift 3
+	local port=$((20000 + RANDOM % 20000))
+	$ns exec 1 "${env[@]}" timeout 60 fi_pingpong -p psm2 -e "$ep" -S "$size" -I "$iters" -B "$port" "$@" \
+		>"$out/pp-server.log" 2>&1 &
+	local s=$!
+	sleep 0.5
+	$ns exec 2 "${env[@]}" timeout 60 fi_pingpong -p psm2 -e "$ep" -S "$size" -I "$iters" -P "$port" "$@" "$h1" \
+		>"$out/pp-client.log" 2>&1
+	local rc=$?
+	wait $s
+	local rs=$?
+	[ $rc = 0 ] && [ $rs = 0 ]
+}
+for ep in rdm dgram; do
+	for c in "" -c; do
+		for size in 64 1048576; do
+			[ "$ep" = dgram ] && [ "$size" -gt 4096 ] && continue # dgram: one MTU
+			it=2000; [ "$size" -gt 4096 ] && it=100
+			if pingpong "$ep" "$size" "$it" $c; then
+				ok "fi_pingpong -e $ep -S $size $c across hosts: $(awk 'NR==2{print $7 " us/xfer, " $6 " MB/s"}' "$out/pp-client.log")"
+			else
+				fail "fi_pingpong -e $ep -S $size $c across hosts" "$(cat "$out/pp-client.log" "$out/pp-server.log")"
+			fi
+		done
+	done
+done
+
+# Another job's endpoints: nothing is delivered; the client gives up.
+port=$((20000 + RANDOM % 20000))
+$ns exec 1 "${env[@]}" FI_PSM2_UUID=11111111-2222-3333-4444-555555555555 timeout 30 \
+	fi_pingpong -p psm2 -e rdm -S 64 -I 10 -B $port >"$out/uuid-server.log" 2>&1 &
+s=$!
+sleep 0.5
+$ns exec 2 "${env[@]}" FI_PSM2_UUID=66666666-7777-8888-9999-000000000000 FI_PSM2_CONN_TIMEOUT=2 timeout 30 \
+	fi_pingpong -p psm2 -e rdm -S 64 -I 10 -P $port "$h1" >"$out/uuid-client.log" 2>&1
+rc=$?
+kill $s 2>/dev/null
+wait $s 2>/dev/null
+if [ $rc != 0 ] && [ $rc != 124 ] && ! grep -q '^64 ' "$out/uuid-client.log"; then
+	ok "different FI_PSM2_UUID across hosts: nothing delivered, the client fails (exit $rc)"
+else
+	fail "different FI_PSM2_UUID across hosts (client exit $rc)" "$(cat "$out/uuid-client.log")"
+fi
+
+# MPI across hosts.
+if ! mpicc -O2 -Wall -o "$out/conformance" ctest/mpi/conformance.c 2>"$out/mpicc.log"; then
+	fail "mpicc ctest/mpi/conformance.c" "$(cat "$out/mpicc.log")"
+else
+	mpi() { # mpi HOSTS PER_HOST [env...]
+		local hosts=$1 per=$2; shift 2
+		local hf=$out/hostfile
+		: >"$hf"
+		for ((i = 1; i <= hosts; i++)); do echo "$($ns ip $i) slots=$per" >>"$hf"; done
+		$ns exec 1 env "$@" FI_PSM2_IFACE="$net" timeout 300 scripts/mpirun.sh --hostfile "$hf" \
+			--mca plm_rsh_agent "$repo/$ns rsh" --bind-to none --mca oob_tcp_if_include "$net" \
+			-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET \
+			-np $((hosts * per)) --map-by node "$out/conformance" 2>&1
+	}
+	for hp in "2 1" "2 2" "3 1"; do
+		set -- $hp
+		if o=$(mpi "$1" "$2") && grep -q ', 0 failed' <<<"$o"; then
+			ok "MPI conformance over cm/ofi/psm2, $1 hosts x $2 ranks: $(tail -1 <<<"$o")"
+		else
+			fail "MPI conformance, $1 hosts x $2 ranks" "$o"
+		fi
+	done
+	$ns loss 2 5
+	if o=$(mpi 2 1 PSM2_ERRCHK_TIMEOUT=5:40:2) && grep -q ', 0 failed' <<<"$o"; then
+		ok "MPI conformance, 2 hosts x 1 rank, 5% of packets dropped each way: $(tail -1 <<<"$o")"
+	else
+		fail "MPI conformance under 5% loss" "$o"
+	fi
+	$ns loss 2 0
+fi
+
+echo
+echo "multihost: $passed passed, $failed failed"
+[ "$failed" = 0 ]
