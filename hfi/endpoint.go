@@ -52,6 +52,9 @@ type Config struct {
 	// retransmission timeout, its cap and its backoff factor.
 	ErrchkMin, ErrchkMax time.Duration
 	ErrchkFactor         int
+	// ErrchkAdaptive: the timeout follows the measured round trip (four
+	// of them, at least 2 ms), ErrchkMin being its ceiling (flow.go rto).
+	ErrchkAdaptive bool
 	// AckDelay: how long an ACK may wait for a packet to ride on.
 	AckDelay time.Duration
 	// MTU is the IP MTU of the path (default 1500).

@@ -107,7 +107,7 @@ func TestMessagesExactlyOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			net := newMemNet()
 			net.loss, net.reorder, net.dup = tc.loss, tc.reorder, tc.dup
-			cfg := Config{Job: [16]byte{1}, ErrchkMin: 2 * time.Millisecond, ErrchkMax: 20 * time.Millisecond,
+			cfg := Config{Job: [16]byte{1}, ErrchkMin: 20 * time.Millisecond, ErrchkMax: 80 * time.Millisecond, ErrchkAdaptive: true,
 				ConnTimeout: 20 * time.Second, AckDelay: 50 * time.Microsecond, RndvWindow: 65536}
 			a, b := openPair(t, net, cfg)
 			ra, rb := newRecorder(t), newRecorder(t)

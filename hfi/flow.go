@@ -105,11 +105,16 @@ func (e *Endpoint) pump(p *peer) {
 		}
 		setFlags(x.b, f)
 		setAck(x.b, p.expect)
-		if p.unacked.len() == 0 {
+		if p.unacked.len() == 0 || p.rttAt == 0 {
 			now := e.clock.Now()
-			p.progress = now
-			p.rtxWait = int64(e.cfg.ErrchkMin)
-			p.rtxAt = now + p.rtxWait
+			if p.unacked.len() == 0 {
+				p.progress = now
+				p.rtxWait = e.rto(p)
+				p.rtxAt = now + p.rtxWait
+			}
+			if p.rttAt == 0 { // time this packet's ACK (RTT sample)
+				p.rttPSN, p.rttAt = pktPSN(x.b), now
+			}
 		}
 		e.batch(p, x.b[6], x.b)
 		p.unacked.push(x)
@@ -177,10 +182,32 @@ func (e *Endpoint) onAck(p *peer, ack uint32) {
 		return
 	}
 	now := e.clock.Now()
+	if p.rttAt != 0 && psnLess(p.rttPSN, ack) {
+		sample := now - p.rttAt
+		if p.srtt == 0 {
+			p.srtt = sample
+		} else {
+			p.srtt += (sample - p.srtt) / 8
+		}
+		p.rttAt = 0
+	}
 	p.progress = now
-	p.rtxWait = int64(e.cfg.ErrchkMin)
+	p.rtxWait = e.rto(p)
 	p.rtxAt = now + p.rtxWait
 	e.pump(p)
+}
+
+// rto is p's retransmission timeout before any backoff: the errchk
+// minimum, or, when adaptive (PSM2_ERRCHK_TIMEOUT not set), four
+// smoothed round trips but at least 2 ms, capped by that minimum. PSM2's
+// fixed 160 ms fits a fabric that rarely drops; on a lossy Ethernet each
+// lost tail would stall the flow that long.
+func (e *Endpoint) rto(p *peer) int64 {
+	min0 := int64(e.cfg.ErrchkMin)
+	if !e.cfg.ErrchkAdaptive || p.srtt == 0 {
+		return min0
+	}
+	return min(max(4*p.srtt, int64(2*time.Millisecond)), min0)
 }
 
 // onNak: p expects PSN ack; everything from there goes again.
@@ -191,7 +218,7 @@ func (e *Endpoint) onNak(p *peer, ack uint32) {
 		return
 	}
 	now := e.clock.Now()
-	if ack == p.nakPSN && now-p.nakAt < int64(e.cfg.ErrchkMin)/8 {
+	if ack == p.nakPSN && now-p.nakAt < e.rto(p)/4 {
 		return // the same NAK again, soon after: the resend is on its way
 	}
 	p.nakPSN, p.nakAt = ack, now
@@ -216,6 +243,7 @@ func (e *Endpoint) resend(p *peer) {
 	e.flush(p)
 	p.ackOwed = false
 	p.acked = p.expect
+	p.rttAt = 0 // no RTT sample from a resent packet (Karn)
 	p.rtxAt = e.clock.Now() + p.rtxWait
 }
 
@@ -224,7 +252,7 @@ func (e *Endpoint) resend(p *peer) {
 func (e *Endpoint) onSeq(p *peer, h *hdr) bool {
 	if h.psn == p.expect {
 		p.expect = (p.expect + 1) & psnMask
-		p.nakSent = false
+		p.nakSent, p.ooo = false, 0
 		return true
 	}
 	if psnLess(h.psn, p.expect) {
@@ -233,8 +261,11 @@ func (e *Endpoint) onSeq(p *peer, h *hdr) bool {
 		return false
 	}
 	e.stats.OutOfOrder++
-	if !p.nakSent {
-		p.nakSent = true
+	p.ooo++
+	if !p.nakSent || p.ooo >= 16 {
+		// One NAK per gap; again after 16 more packets past it (the
+		// resend it asked for lost its first packet too).
+		p.nakSent, p.ooo = true, 0
 		e.stats.NaksSent++
 		e.sendCtl(p, tNak)
 	}
@@ -300,7 +331,7 @@ func (p *peer) due(e *Endpoint) int64 {
 	if p.unacked.len() > 0 {
 		at(p.rtxAt)
 	} else if p.fetching > 0 {
-		at(max(p.heard, p.pingAt) + int64(e.cfg.ErrchkMin))
+		at(max(p.heard, p.pingAt) + e.rto(p))
 	}
 	return t
 }
@@ -349,7 +380,7 @@ func (e *Endpoint) timers(p *peer, now int64) {
 			p.rtxWait = min(p.rtxWait*int64(e.cfg.ErrchkFactor), int64(e.cfg.ErrchkMax))
 			e.resend(p)
 		}
-	} else if p.fetching > 0 && now >= max(p.heard, p.pingAt)+int64(e.cfg.ErrchkMin) {
+	} else if p.fetching > 0 && now >= max(p.heard, p.pingAt)+e.rto(p) {
 		// Waiting for the peer's data and hearing nothing: a sequenced
 		// ping makes its liveness the flow's business.
 		p.pingAt = now

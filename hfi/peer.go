@@ -39,6 +39,9 @@ type peer struct {
 	rtxAt    int64  // when unacked packets are sent again
 	rtxWait  int64  // the current timeout (errchk backoff)
 	progress int64  // when the peer last acknowledged something new
+	srtt     int64  // smoothed round trip (ns), 0 before the first sample
+	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
+	rttAt    int64
 	nakPSN   uint32 // last NAK acted on, and when
 	nakAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
@@ -50,6 +53,7 @@ type peer struct {
 	ackAt    int64 // when the owed ACK goes out
 	acked    uint32
 	nakSent  bool
+	ooo      int   // packets past the gap since the last NAK
 	heard    int64 // when a packet last came
 	fetching int   // fetches waiting for this peer's data
 	pingAt   int64
@@ -141,6 +145,7 @@ func (e *Endpoint) resetFlows(p *peer) {
 	p.nextPSN, p.expect, p.acked = 0, 0, 0
 	p.sinceReq, p.rtxAt, p.rtxWait, p.nakSent, p.ackOwed = 0, 0, 0, false, false
 	p.rsend = p.rsend[:0]
+	p.rttAt = 0
 	p.asmOn, p.fetching = false, 0
 }
 

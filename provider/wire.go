@@ -88,9 +88,11 @@ func (p *Provider) netConfig() (netConfig, error) {
 	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 131072, 4096, 4<<20)
 	h.Credits = p.envInt("PSM2_FLOW_CREDITS", 64, 1, 4096)
 	h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = 160*time.Millisecond, 640*time.Millisecond, 2
+	h.ErrchkAdaptive = true // unless PSM2_ERRCHK_TIMEOUT fixes it
 	if s, ok := p.host.Getenv("PSM2_ERRCHK_TIMEOUT"); ok {
 		if lo, hi, f, err := parseErrchk(s); err == nil {
 			h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = lo, hi, f
+			h.ErrchkAdaptive = false
 		} else {
 			p.log.Warnf(fi.LOG_CORE, "PSM2_ERRCHK_TIMEOUT=%q: %v; using 160:640:2", s, err)
 		}
