@@ -421,6 +421,11 @@ func TestCraftedPackets(t *testing.T) {
 		{"stale connection", func() []byte { p := good(tEager, pa.nextPSN); put32(p, 16, pa.remote+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
 		{"forged source", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 24, a.epid+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
 		{"far-future PSN", good(tEager, (pa.nextPSN+1000)&psnMask), func(s Stats) uint64 { return s.OutOfOrder }},
+		// An eager head claiming 2^62 bytes, then a continuation past what
+		// came: nothing is allocated for what never arrives, the message is
+		// dropped.
+		{"huge eager length", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1<<62); return p }(), func(s Stats) uint64 { return s.Received }},
+		{"continuation past the head", func() []byte { p := good(tCont, pa.nextPSN+1); put64(p, 32, 1<<40); return p }(), func(s Stats) uint64 { return s.Malformed }},
 		{"old PSN", good(tEager, (pa.nextPSN-1)&psnMask), func(s Stats) uint64 { return s.Dups }},
 		{"another job's connect", func() []byte {
 			p := make([]byte, typeHdrLen[tConnReq])
@@ -440,7 +445,9 @@ func TestCraftedPackets(t *testing.T) {
 	if len(rb.msgs) != 1 {
 		t.Errorf("crafted packets delivered: %d messages", len(rb.msgs))
 	}
-	// The connection still works.
+	// The two in-sequence forgeries took PSNs a did not send: a moves on
+	// past them, as if it had. The connection still works.
+	pa.nextPSN = (pa.nextPSN + 2) & psnMask
 	a.Send(c, &h, [][]byte{{4, 5, 6}}, 2, 0)
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 }) {
 		t.Fatal("connection broken by crafted packets")

@@ -424,25 +424,27 @@ func (e *Endpoint) input(b []byte) int {
 			n = e.deliver(p, &h, h.payload)
 			urgent = false // the answer to it may carry the ACK
 		} else {
+			// Reassembly grows with what arrives, never with what the
+			// header claims: a bogus length costs nothing.
 			p.asmHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
-			if uint64(cap(p.asm)) < h.msgLen {
-				p.asm = make([]byte, h.msgLen)
-			}
-			p.asm = p.asm[:h.msgLen]
-			p.asmGot = uint64(copy(p.asm, h.payload))
+			p.asm = append(p.asm[:0], h.payload...)
 			p.asmOn = true
 		}
 	case tCont:
-		if !p.asmOn || h.off != p.asmGot || uint64(len(h.payload)) > p.asmHdr.Len-p.asmGot {
+		got := uint64(len(p.asm))
+		if !p.asmOn || h.off != got || uint64(len(h.payload)) > p.asmHdr.Len-got {
 			e.stats.Malformed++
 			p.asmOn = false
 			break
 		}
-		p.asmGot += uint64(copy(p.asm[p.asmGot:], h.payload))
-		if p.asmGot == p.asmHdr.Len {
+		p.asm = append(p.asm, h.payload...)
+		if uint64(len(p.asm)) == p.asmHdr.Len {
 			p.asmOn = false
 			e.inHdr = p.asmHdr
 			n = e.deliverIn(p, p.asm)
+			if cap(p.asm) > 4*e.cfg.RndvThreshold {
+				p.asm = nil // a peer with a larger threshold: do not keep its buffer
+			}
 		}
 	case tRTS:
 		e.inHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}

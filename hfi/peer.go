@@ -61,7 +61,6 @@ type peer struct {
 	// Eager reassembly (messages over one packet arrive in PSN order).
 	asm    []byte
 	asmHdr transport.Header
-	asmGot uint64
 	asmOn  bool
 }
 
