@@ -53,12 +53,6 @@ func EPIDAddr(epid uint64) (ip [4]byte, port uint16, ok bool) {
 // host: their addresses are equal.
 func SameHost(a, b uint64) bool { return a>>32 == b>>32 }
 
-// FormatEPID prints an endpoint id as address:port/context.
-func FormatEPID(epid uint64) string {
-	ip, port, _ := EPIDAddr(epid)
-	return fmt.Sprintf("%s:%d/%d", netip.AddrFrom4(ip), port, uint8(epid>>epidCtxShift))
-}
-
 // ChooseAddr picks the IPv4 address endpoints bind, from iface
 // (FI_PSM2_IFACE): an interface name ("eth0"), an address ("10.0.0.5") or a
 // network ("10.0.0.0/24": the first local address in it). Empty iface

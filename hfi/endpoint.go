@@ -163,6 +163,7 @@ type Endpoint struct {
 	wasHot bool
 
 	h      transport.Handler // set during Poll
+	now    int64             // the clock when this Poll began
 	inHdr  transport.Header  // what Deliver borrows (no allocation per message)
 	inMsg  transport.Incoming
 	closed bool
@@ -240,11 +241,6 @@ func (e *Endpoint) EPID() uint64 { return e.epid }
 // Token marks the transport.Rndv values of this endpoint: their W[5].
 func (e *Endpoint) Token() uint64 { return e.token }
 
-// OwnsConn reports whether c is a Conn of this endpoint.
-func (e *Endpoint) OwnsConn(c transport.Conn) bool {
-	return e.cfg.ConnBase != 0 && c&e.cfg.ConnBase == e.cfg.ConnBase
-}
-
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
@@ -278,7 +274,7 @@ func (e *Endpoint) Idle() bool {
 // pays no thread wake-up per packet. After Spin without a packet it
 // hands the network back (cool). fresh: packets just came from the ring.
 func (e *Endpoint) pollDirect(budget int, fresh bool) int {
-	now := e.clock.Now()
+	now := e.now
 	if fresh || !e.wasHot {
 		e.lastRx, e.wasHot = now, true
 	}
@@ -319,7 +315,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 		return
 	}
 	e.Cool()
-	if d, ok := e.nextDue(); ok && (timeout < 0 || d < timeout) {
+	if d, ok := e.NextDue(); ok && (timeout < 0 || d < timeout) {
 		timeout = d
 	}
 	if timeout == 0 {
@@ -339,7 +335,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 
 // NextDue is how long until the earliest timer (ok false: none), so a
 // router waiting on another wire's futex bounds its sleep by it.
-func (e *Endpoint) nextDue() (time.Duration, bool) {
+func (e *Endpoint) NextDue() (time.Duration, bool) {
 	if len(e.busy) == 0 {
 		return 0, false
 	}
@@ -355,9 +351,6 @@ func (e *Endpoint) nextDue() (time.Duration, bool) {
 	}
 	return time.Duration(max(due-now, 0)), true
 }
-
-// NextDue is nextDue for a router (under the same serialization).
-func (e *Endpoint) NextDue() (time.Duration, bool) { return e.nextDue() }
 
 // Wake makes a Wait return. Safe from any goroutine.
 func (e *Endpoint) Wake() {
@@ -396,6 +389,7 @@ func (e *Endpoint) Close() error {
 // sends owed ACKs.
 func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	e.h = h
+	e.now = e.clock.Now()
 	n := 0
 	if e.closed {
 		for _, f := range e.failed {

@@ -50,15 +50,19 @@ type fetchOp struct {
 
 func opID(i uint32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(i) }
 
-func (e *Endpoint) newSend() uint32 {
-	if n := len(e.sendFree); n > 0 {
-		i := e.sendFree[n-1]
-		e.sendFree = e.sendFree[:n-1]
+// takeSlot returns a free slot of v (from free, else a new one at the end).
+func takeSlot[T any](v *[]T, free *[]uint32) uint32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
 		return i
 	}
-	e.sends = append(e.sends, sendOp{})
-	return uint32(len(e.sends) - 1)
+	var zero T
+	*v = append(*v, zero)
+	return uint32(len(*v) - 1)
 }
+
+func (e *Endpoint) newSend() uint32 { return takeSlot(&e.sends, &e.sendFree) }
 
 func (e *Endpoint) freeSend(i uint32) {
 	op := &e.sends[i]
@@ -67,15 +71,7 @@ func (e *Endpoint) freeSend(i uint32) {
 	e.sendFree = append(e.sendFree, i)
 }
 
-func (e *Endpoint) newFetch() uint32 {
-	if n := len(e.fetchFree); n > 0 {
-		i := e.fetchFree[n-1]
-		e.fetchFree = e.fetchFree[:n-1]
-		return i
-	}
-	e.fetches = append(e.fetches, fetchOp{})
-	return uint32(len(e.fetches) - 1)
-}
+func (e *Endpoint) newFetch() uint32 { return takeSlot(&e.fetches, &e.fetchFree) }
 
 func (e *Endpoint) freeFetch(i uint32) {
 	op := &e.fetches[i]
@@ -401,7 +397,7 @@ func (e *Endpoint) input(b []byte) int {
 		e.stats.Stale++
 		return 0
 	}
-	p.heard = e.clock.Now()
+	p.heard = e.now
 	e.onAck(p, h.ack)
 	switch h.typ {
 	case tAck:

@@ -2,6 +2,7 @@ package hfi
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -86,7 +87,7 @@ func (q *rxQueue) close() {
 
 // probe is the arrival ring's probe word.
 func (q *rxQueue) probe() uint64 {
-	return uint64(uintptr(unsafePointer(q.mem))) | uint64(log2(rxBuffers))
+	return uint64(uintptr(unsafePointer(q.mem))) | uint64(bits.TrailingZeros(rxBuffers))
 }
 
 // pop takes the next arrived buffer: its index, bytes and segment size
@@ -207,12 +208,4 @@ func (s *spsc) pop() (uint32, bool) {
 	i := s.v[h&s.mask]
 	s.head.Store(h + 1)
 	return i, true
-}
-
-func log2(n int) int {
-	l := 0
-	for 1<<l < n {
-		l++
-	}
-	return l
 }
