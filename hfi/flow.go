@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -9,17 +10,23 @@ import (
 // The reliable flow of each direction of a connection, after PSM2's
 // ips protocol: every sequenced packet takes the next 31-bit PSN; every
 // packet carries the cumulative ACK of the reverse flow; the receiver
-// takes packets only in order, drops duplicates and, at the first packet
-// after a gap, sends one NAK with the PSN it expects; the sender keeps
-// what it sent until it is acknowledged and sends it all again (go-back-N)
-// on a NAK or when the errchk timer fires, the timer doubling up to its
-// cap; a peer that acknowledges nothing for ConnTimeout is dead.
+// processes packets only in PSN order and drops duplicates. Unlike PSM2
+// (go-back-N, fitting a fabric that almost never drops), retransmission is
+// selective: the receiver keeps packets that arrive past a gap (up to the
+// window) and answers them with a NAK carrying the PSN it expects and a
+// bitmap of what it holds beyond it; the sender sends again only what the
+// bitmap lacks, each packet at most once per quarter timeout. When the
+// errchk timer fires (doubling up to its cap) every unacknowledged packet
+// the receiver has not reported holding goes again. A peer that
+// acknowledges nothing for ConnTimeout is dead.
 
 // txPkt is a built sequenced packet: its bytes, and the send to complete
 // when it is acknowledged (sendOp index + 1, 0 for none).
 type txPkt struct {
-	b  []byte
-	op uint32
+	b      []byte
+	op     uint32
+	sacked bool  // the receiver holds it (a NAK's bitmap said so)
+	at     int64 // when it was last sent
 }
 
 // pktq is a FIFO of packets that grows as needed and then stays.
@@ -117,6 +124,7 @@ func (e *Endpoint) pump(p *peer) {
 			}
 		}
 		e.batch(p, x.b[6], x.b)
+		x.at = e.now
 		p.unacked.push(x)
 		p.ackOwed = false
 		p.acked = p.expect
@@ -185,9 +193,11 @@ func (e *Endpoint) onAck(p *peer, ack uint32) {
 	if p.rttAt != 0 && psnLess(p.rttPSN, ack) {
 		sample := now - p.rttAt
 		if p.srtt == 0 {
-			p.srtt = sample
+			p.srtt, p.rttvar = sample, sample/2
 		} else {
-			p.srtt += (sample - p.srtt) / 8
+			d := sample - p.srtt
+			p.srtt += d / 8
+			p.rttvar += (max(d, -d) - p.rttvar) / 4
 		}
 		p.rttAt = 0
 	}
@@ -198,48 +208,71 @@ func (e *Endpoint) onAck(p *peer, ack uint32) {
 }
 
 // rto is p's retransmission timeout before any backoff: the errchk
-// minimum, or, when adaptive (PSM2_ERRCHK_TIMEOUT not set), four
-// smoothed round trips but at least 2 ms, capped by that minimum. PSM2's
-// fixed 160 ms fits a fabric that rarely drops; on a lossy Ethernet each
-// lost tail would stall the flow that long.
+// minimum, or, when adaptive (PSM2_ERRCHK_TIMEOUT not set), the smoothed
+// round trip plus four times its mean deviation (Jacobson's estimator, so
+// a receiver that is slow to answer now and then does not cause spurious
+// resends), at least 2 ms and at most that minimum. PSM2's fixed 160 ms
+// fits a fabric that rarely drops; on a lossy Ethernet each lost tail
+// would stall the flow that long.
 func (e *Endpoint) rto(p *peer) int64 {
 	min0 := int64(e.cfg.ErrchkMin)
 	if !e.cfg.ErrchkAdaptive || p.srtt == 0 {
 		return min0
 	}
-	return min(max(4*p.srtt, int64(2*time.Millisecond)), min0)
+	return min(max(p.srtt+4*p.rttvar, int64(2*time.Millisecond)), min0)
 }
 
-// onNak: p expects PSN ack; everything from there goes again.
-func (e *Endpoint) onNak(p *peer, ack uint32) {
+// onNak: p expects PSN ack (the caller has taken it as a cumulative ACK)
+// and holds the packets sack marks. Packets before the last one it holds
+// that it lacks are sent again, unless they were sent within a quarter
+// timeout (the NAK may predate that resend).
+func (e *Endpoint) onNak(p *peer, ack uint32, sack *[2]uint64) {
 	e.stats.Naks++
-	e.onAck(p, ack)
 	if p.state != stUp || p.unacked.len() == 0 {
 		return
 	}
-	now := e.clock.Now()
-	if ack == p.nakPSN && now-p.nakAt < e.rto(p)/4 {
-		return // the same NAK again, soon after: the resend is on its way
+	hi := uint32(0) // distance from ack of the last packet held (0: none)
+	if sack[1] != 0 {
+		hi = 128 - uint32(bits.LeadingZeros64(sack[1]))
+	} else if sack[0] != 0 {
+		hi = 64 - uint32(bits.LeadingZeros64(sack[0]))
 	}
-	p.nakPSN, p.nakAt = ack, now
-	e.resend(p)
+	now := e.clock.Now()
+	guard := e.rto(p) / 4
+	var last *txPkt
+	for i := 0; i < p.unacked.len(); i++ {
+		x := p.unacked.at(i)
+		d := psnDiff(ack, pktPSN(x.b))
+		if d > hi {
+			break
+		}
+		if d > 0 && sack[(d-1)/64]>>((d-1)%64)&1 != 0 {
+			x.sacked = true
+			continue
+		}
+		if now-x.at < guard {
+			continue
+		}
+		last = e.again(p, x, now)
+	}
+	if last != nil {
+		e.askAck(p, last)
+	}
 }
 
-// resend sends every unacknowledged packet again, the last asking for an
-// ACK.
-func (e *Endpoint) resend(p *peer) {
-	n := p.unacked.len()
-	for i := 0; i < n; i++ {
-		b := p.unacked.at(i).b
-		f := pktFlags(b) &^ fAckReq
-		if i == n-1 {
-			f |= fAckReq
-		}
-		setFlags(b, f)
-		setAck(b, p.expect)
-		e.batch(p, b[6], b)
-		e.stats.Retransmits++
-	}
+// again sends x, a packet of p's unacknowledged ones, again.
+func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
+	setFlags(x.b, pktFlags(x.b)&^fAckReq)
+	setAck(x.b, p.expect)
+	e.batch(p, x.b[6], x.b)
+	x.at = now
+	e.stats.Retransmits++
+	return x
+}
+
+// askAck ends a resend: its last packet asks for an ACK, the batch goes.
+func (e *Endpoint) askAck(p *peer, last *txPkt) {
+	setFlags(last.b, pktFlags(last.b)|fAckReq)
 	e.flush(p)
 	p.ackOwed = false
 	p.acked = p.expect
@@ -247,29 +280,110 @@ func (e *Endpoint) resend(p *peer) {
 	p.rtxAt = e.clock.Now() + p.rtxWait
 }
 
-// onSeq checks the PSN of a sequenced packet from p: true if it is the
-// one expected (the caller then processes it).
-func (e *Endpoint) onSeq(p *peer, h *hdr) bool {
+// resend (the timer fired) sends every unacknowledged packet the receiver
+// has not reported holding again, the last asking for an ACK.
+func (e *Endpoint) resend(p *peer) {
+	now := e.clock.Now()
+	var last *txPkt
+	for i := 0; i < p.unacked.len(); i++ {
+		if x := p.unacked.at(i); !x.sacked {
+			last = e.again(p, x, now)
+		}
+	}
+	if last == nil { // all held, only the ACK was lost: ask again
+		last = e.again(p, p.unacked.at(p.unacked.len()-1), now)
+	}
+	e.askAck(p, last)
+}
+
+// Outcomes of onSeq.
+const (
+	seqNext = iota // the packet expected: process it
+	seqDrop        // a duplicate, or past the window: dropped
+	seqKept        // past a gap: kept until the gap is filled
+)
+
+// onSeq checks the PSN of sequenced packet b (decoded in h) from p.
+func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 	if h.psn == p.expect {
 		p.expect = (p.expect + 1) & psnMask
-		p.nakSent, p.ooo = false, 0
-		return true
+		if p.nKept == 0 {
+			p.nakSent, p.ooo = false, 0
+		}
+		return seqNext
 	}
 	if psnLess(h.psn, p.expect) {
 		e.stats.Dups++
 		e.owe(p, true) // our ACK was lost: say again what we have
-		return false
+		return seqDrop
 	}
 	e.stats.OutOfOrder++
-	p.ooo++
-	if !p.nakSent || p.ooo >= 16 {
-		// One NAK per gap; again after 16 more packets past it (the
-		// resend it asked for lost its first packet too).
-		p.nakSent, p.ooo = true, 0
-		e.stats.NaksSent++
-		e.sendCtl(p, tNak)
+	if p.kept == nil {
+		p.kept = make([][]byte, 1<<bits.Len(uint(e.cfg.Credits-1)))
 	}
-	return false
+	r := seqDrop
+	if psnDiff(p.expect, h.psn) < uint32(len(p.kept)) {
+		s := &p.kept[h.psn%uint32(len(p.kept))]
+		if len(*s) == 0 {
+			*s = append(*s, b...)
+			p.nKept++
+			r = seqKept
+		} else {
+			e.stats.Dups++
+		}
+	}
+	p.ooo++
+	if !p.nakSent || p.ooo >= 16 || h.flags&fAckReq != 0 {
+		// A NAK at the gap, then every 16 packets past it and whenever
+		// the sender asks.
+		p.nakSent, p.ooo = true, 0
+		e.sendNak(p)
+	}
+	return r
+}
+
+// drainKept processes the kept packets that follow, in order, now that
+// the gap before them is filled; it returns the events delivered.
+func (e *Endpoint) drainKept(p *peer) int {
+	n := 0
+	mask := uint32(len(p.kept) - 1)
+	for p.nKept > 0 && p.state == stUp {
+		s := &p.kept[p.expect&mask]
+		if len(*s) == 0 {
+			// Another gap: tell the sender what is missing now.
+			e.sendNak(p)
+			break
+		}
+		var h hdr
+		decode(*s, &h) // it decoded when it came
+		p.expect = (p.expect + 1) & psnMask
+		p.nKept--
+		n += e.process(p, &h)
+		*s = (*s)[:0]
+	}
+	if p.nKept == 0 {
+		p.nakSent, p.ooo = false, 0
+	}
+	return n
+}
+
+// sendNak sends a NAK: the PSN expected and which after it are kept.
+func (e *Endpoint) sendNak(p *peer) {
+	b := e.ctl[:typeHdrLen[tNak]]
+	putHdr(b, tNak, 0, p.path, 0, p.expect, p.remote, p.connID(), e.epid)
+	var sack [2]uint64
+	if p.nKept > 0 {
+		mask := uint32(len(p.kept) - 1)
+		for k := uint32(0); k < 128 && k < mask; k++ {
+			if len(p.kept[(p.expect+1+k)&mask]) > 0 {
+				sack[k/64] |= 1 << (k % 64)
+			}
+		}
+	}
+	put64(b, 32, sack[0])
+	put64(b, 40, sack[1])
+	e.stats.NaksSent++
+	e.xmit(p, p.path, b)
 }
 
 // owe records that p is owed an ACK: now (at the end of this Poll) if

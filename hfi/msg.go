@@ -403,21 +403,32 @@ func (e *Endpoint) input(b []byte) int {
 	case tAck:
 		return 0
 	case tNak:
-		e.onNak(p, h.ack)
+		e.onNak(p, h.ack, &h.sack)
 		return 0
 	case tDisc:
 		e.onDisc(p, &h)
 		return 0
 	}
-	if !e.onSeq(p, &h) {
-		return 0
+	switch e.onSeq(p, &h, b) {
+	case seqNext:
+		n := e.process(p, &h)
+		if p.nKept > 0 {
+			n += e.drainKept(p)
+		}
+		return n
 	}
+	return 0
+}
+
+// process acts on sequenced packet h from p, in PSN order; it returns the
+// events delivered.
+func (e *Endpoint) process(p *peer, h *hdr) int {
 	n := 0
 	urgent := true
 	switch h.typ {
 	case tEager:
 		if uint64(len(h.payload)) == h.msgLen {
-			n = e.deliver(p, &h, h.payload)
+			n = e.deliver(p, h, h.payload)
 			urgent = false // the answer to it may carry the ACK
 		} else {
 			// Reassembly grows with what arrives, never with what the
@@ -450,9 +461,9 @@ func (e *Endpoint) input(b []byte) int {
 		n = 1
 		urgent = false
 	case tCTS:
-		n = e.onGrant(p, &h)
+		n = e.onGrant(p, h)
 	case tData:
-		n = e.onData(p, &h)
+		n = e.onData(p, h)
 	case tPing:
 	}
 	if h.flags&fAckReq != 0 {

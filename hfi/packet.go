@@ -26,7 +26,7 @@ const (
 	tConnRep            // connect reply
 	tDisc               // disconnect notice
 	tAck                // cumulative ACK
-	tNak                // NAK: the ack field is the PSN expected
+	tNak                // NAK: the ack field is the PSN expected, then a SACK bitmap
 	tEager              // first (or only) packet of an eager message
 	tCont               // a further packet of an eager message
 	tRTS                // rendezvous request to send
@@ -44,7 +44,7 @@ const (
 
 // Sizes of each type's header (the common header included).
 var typeHdrLen = [tMax]int{
-	tConnReq: 72, tConnRep: 72, tDisc: 40, tAck: hdrLen, tNak: hdrLen,
+	tConnReq: 72, tConnRep: 72, tDisc: 40, tAck: hdrLen, tNak: hdrLen + 16,
 	tEager: 64, tCont: 40, tRTS: 72, tCTS: 72, tData: 48, tPing: hdrLen,
 }
 
@@ -90,6 +90,9 @@ type hdr struct {
 	n         uint64 // CTS: grant length
 	total     uint64 // CTS: bytes the receiver takes in all
 	payload   []byte
+	// NAK: which of the 128 PSNs after the expected one have arrived
+	// (bit k of sack[k/64]: PSN ack+1+k)
+	sack [2]uint64
 }
 
 // decode parses packet b. It returns false for anything malformed: a
@@ -129,6 +132,8 @@ func decode(b []byte, h *hdr) bool {
 		h.mtu = le.Uint32(b[68:])
 	case tDisc:
 		h.instance = le.Uint64(b[32:])
+	case tNak:
+		h.sack[0], h.sack[1] = le.Uint64(b[32:]), le.Uint64(b[40:])
 	case tEager:
 		h.tag, h.data = le.Uint64(b[32:]), le.Uint64(b[40:])
 		h.hflags = le.Uint32(b[48:])

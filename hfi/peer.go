@@ -40,10 +40,9 @@ type peer struct {
 	rtxWait  int64  // the current timeout (errchk backoff)
 	progress int64  // when the peer last acknowledged something new
 	srtt     int64  // smoothed round trip (ns), 0 before the first sample
+	rttvar   int64  // its smoothed mean deviation
 	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
 	rttAt    int64
-	nakPSN   uint32 // last NAK acted on, and when
-	nakAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
 	nextPath uint8
 
@@ -53,7 +52,9 @@ type peer struct {
 	ackAt    int64 // when the owed ACK goes out
 	acked    uint32
 	nakSent  bool
-	ooo      int   // packets past the gap since the last NAK
+	ooo      int      // packets past the gap since the last NAK
+	kept     [][]byte // packets past a gap, by PSN % len (a power of two >= Credits); nil before the first gap
+	nKept    int
 	heard    int64 // when a packet last came
 	fetching int   // fetches waiting for this peer's data
 	pingAt   int64
@@ -146,6 +147,10 @@ func (e *Endpoint) resetFlows(p *peer) {
 	p.rsend = p.rsend[:0]
 	p.rttAt = 0
 	p.asmOn, p.fetching = false, 0
+	for i := range p.kept {
+		p.kept[i] = p.kept[i][:0]
+	}
+	p.nKept, p.ooo = 0, 0
 }
 
 // sendConn sends a connect request or reply to p.
