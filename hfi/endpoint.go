@@ -119,7 +119,7 @@ type Stats struct {
 	Retransmits        uint64 // packets sent again
 	Naks, NaksSent     uint64
 	Dups               uint64 // duplicate sequenced packets dropped
-	OutOfOrder         uint64 // packets after a gap, dropped
+	OutOfOrder         uint64 // packets past a gap (kept for their turn if within the window)
 	Malformed          uint64 // undecodable packets
 	WrongJob           uint64 // connect packets with another job key or not for us
 	Stale              uint64 // packets of no live connection
@@ -248,6 +248,9 @@ func (e *Endpoint) Stats() Stats {
 	s.Wakeups = e.rx.wakeups.Load()
 	return s
 }
+
+// Report describes the counters (transport.Reporter).
+func (e *Endpoint) Report() string { return fmt.Sprintf("hfi %+v", e.Stats()) }
 
 // RingProbe: the wire has no ring of shm messages.
 func (e *Endpoint) RingProbe() uint64 { return 0 }

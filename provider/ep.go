@@ -401,6 +401,9 @@ func (ep *Endpoint) Close() error {
 		ns.register(ep.service, ep.name(), nsOpDel)
 	}
 	err := ep.tp.Close()
+	if r, ok := ep.tp.(transport.Reporter); ok {
+		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s", ep.epid, r.Report())
+	}
 	ep.closeFast()
 	d.prov.freeContext(ep.ctxNum)
 	d.refs.Add(-1)

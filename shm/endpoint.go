@@ -372,6 +372,9 @@ func (e *Endpoint) Stats() Stats {
 	return s
 }
 
+// Report describes the counters (transport.Reporter).
+func (e *Endpoint) Report() string { return fmt.Sprintf("shm %+v", e.Stats()) }
+
 // RingProbe describes the endpoint's receive ring for code outside Go
 // that wants to know whether Poll has anything to do without calling into
 // Go: the ring's base address | log2(N) (the base is 64-byte aligned; N

@@ -165,6 +165,14 @@ type Endpoint interface {
 // until the endpoint closes; the wire updates it whenever the connection's
 // state changes, and both sides touch it only under the lock that
 // serializes the endpoint (the provider's domain lock).
+// Reporter is implemented by wires that count what they did. Report
+// describes the counters in one line; the provider logs it (FI_LOG_LEVEL
+// info) when the endpoint closes, so a user can see retransmissions and
+// drops without a debugger.
+type Reporter interface {
+	Report() string
+}
+
 type FastSender interface {
 	FastPeer(c Conn) unsafe.Pointer
 }

@@ -286,6 +286,18 @@ func (e *Endpoint) FastPeer(c transport.Conn) unsafe.Pointer {
 	return e.shm.FastPeer(c)
 }
 
+// Report joins the wires' reports (transport.Reporter).
+func (e *Endpoint) Report() string {
+	var parts []string
+	if e.shm != nil {
+		parts = append(parts, e.shm.Report())
+	}
+	if e.hfi != nil {
+		parts = append(parts, e.hfi.Report())
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Close closes every wire.
 func (e *Endpoint) Close() error {
 	var err error
