@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -134,22 +136,22 @@ func newNameServer(job UUID, iface string, log logger) *nameServer {
 }
 
 // listenAddrs are the addresses the server binds: loopback first (its
-// bind decides who serves), then FI_PSM2_IFACE's IPv4 addresses.
+// bind decides who serves), then the address FI_PSM2_IFACE chooses for the
+// wire (an interface, an address or a network, as hfi.ChooseAddr reads
+// it), so that a peer on another host finds names where it finds the
+// endpoints. Without FI_PSM2_IFACE the server stays on loopback.
 func (ns *nameServer) listenAddrs() []string {
 	addrs := []string{"127.0.0.1"}
 	if ns.iface == "" {
 		return addrs
 	}
-	ifi, err := net.InterfaceByName(ns.iface)
+	ip, err := hfi.ChooseAddr(ns.iface)
 	if err != nil {
-		ns.log.Warnf(fi.LOG_CORE, "name server: FI_PSM2_IFACE=%s: %v; serving on 127.0.0.1 only", ns.iface, err)
+		ns.log.Warnf(fi.LOG_CORE, "name server: %v; serving on 127.0.0.1 only", err)
 		return addrs
 	}
-	ifAddrs, _ := ifi.Addrs()
-	for _, a := range ifAddrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
-			addrs = append(addrs, ipn.IP.String())
-		}
+	if a := netip.AddrFrom4(ip); !a.IsLoopback() {
+		addrs = append(addrs, a.String())
 	}
 	return addrs
 }
