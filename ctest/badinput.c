@@ -714,6 +714,16 @@ static void size_checks(void)
 	EXPECT_OP(fi_inject(ep, buf, inj, self), 0);
 	expect_quiet("the injects");
 
+	enter("a send with the FI_INJECT flag completes");
+	/* FI_INJECT as a flag frees the buffer on return; unlike the
+	 * fi_inject calls the send still completes (fi_msg(3); fabtests'
+	 * fi_msg_inject waits for that completion). */
+	iov[0].iov_len = inj;
+	tmsg.context = &ctx[40];
+	EXPECT_OP(fi_tsendmsg(ep, &tmsg, FI_INJECT | FI_COMPLETION), 0);
+	REPORT(wait_completion(&ctx[40], 5, NULL) == 1, "fi_tsendmsg(FI_INJECT) did not complete");
+	expect_quiet("the FI_INJECT send's completion");
+
 	enter("send over max_msg_size");
 	if (max >= SIZE_MAX - 1) {
 		printf("# max_msg_size is unlimited: skipped\n");

@@ -382,7 +382,7 @@ func TestEngineSelectiveCompletionAndInject(t *testing.T) {
 	p.b.rxSel, p.a.txSel = true, true
 	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x1, fi.TAGGED) // no FI_COMPLETION
 	p.send(p.a, p.bAddr, []byte("x"), 1, 0x2, fi.TAGGED)              // no FI_COMPLETION
-	p.send(p.a, p.bAddr, []byte("y"), 2, 0x3, fi.TAGGED|fi.INJECT|fi.COMPLETION)
+	p.send(p.a, p.bAddr, []byte("y"), 2, 0x3, fi.TAGGED|fi.INJECT|NoCompletion) // fi_tinject
 	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 2, 0, 0x4, fi.TAGGED|fi.COMPLETION)
 	c, err := p.read(p.cqb)
 	if err != nil || c.ctx != 0x4 {
@@ -390,6 +390,11 @@ func TestEngineSelectiveCompletionAndInject(t *testing.T) {
 	}
 	if c, err := p.read(p.cqa); err == nil {
 		t.Fatalf("a selective or inject send completed: %+v", c)
+	}
+	// FI_INJECT as a flag only frees the buffer: the send completes.
+	p.send(p.a, p.bAddr, []byte("z"), 3, 0x5, fi.TAGGED|fi.INJECT|fi.COMPLETION)
+	if c, err := p.read(p.cqa); err != nil || c.ctx != 0x5 {
+		t.Fatalf("a send with FI_INJECT|FI_COMPLETION did not complete: %+v %v", c, err)
 	}
 	if err := p.send(p.a, p.bAddr, make([]byte, 65), 1, 0, fi.TAGGED|fi.INJECT); !errors.Is(err, fi.EMSGSIZE) {
 		t.Fatalf("inject over inject_size = %v", err)

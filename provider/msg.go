@@ -361,8 +361,15 @@ type iovec struct {
 	len  uint64
 }
 
+// NoCompletion marks the sends of the fi_inject* calls (PSM2_NO_COMPLETION
+// in the C shim): they never generate a completion. A send with FI_INJECT
+// alone (an endpoint op flag, or fi_sendmsg's flags) frees its buffer at
+// once but completes like any other, as fi_msg(3) and fabtests'
+// fi_msg_inject expect.
+const NoCompletion uint64 = 1 << 60
+
 // completeSend reports a finished send: a CQ entry unless it was an
-// inject or selective completion leaves it out, and the send counter.
+// inject call or selective completion leaves it out, and the send counter.
 func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 	flags := fi.SEND | fi.MSG
 	if o.space == 1 {
@@ -378,7 +385,7 @@ func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 		ep.events++
 		return
 	}
-	if ep.txCQ != nil && o.flags&fi.INJECT == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
+	if ep.txCQ != nil && o.flags&NoCompletion == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
 		ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, 0, nil)
 	}
 	if ep.sendCntr != nil {

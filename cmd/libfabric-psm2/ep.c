@@ -6,7 +6,9 @@
  * which API was used (FI_MSG or FI_TAGGED); fi_*msg passes the caller's
  * flags, every other call the fid's op flags (transmit for sends, receive
  * for receives), with FI_REMOTE_CQ_DATA for the *data calls. Inject calls
- * add FI_INJECT and never generate a completion (no FI_COMPLETION).
+ * add FI_INJECT and PSM2_NO_COMPLETION: they never generate a completion.
+ * FI_INJECT alone (an op flag of the fid, or fi_sendmsg's) only frees the
+ * buffer at once; the send still completes as any other.
  *
  * RMA, atomics and collectives are not offered: every slot answers
  * -FI_ENOSYS (never NULL: the inline wrappers call through unchecked). */
@@ -44,7 +46,7 @@ struct psm2_ep *psm2_ep_new(void *context)
 }
 
 #define EP(ep) ((struct psm2_ep *) (ep))
-#define INJECT_FLAGS(f) (((f) | FI_INJECT) & ~FI_COMPLETION)
+#define INJECT_FLAGS(f) (((f) | FI_INJECT | PSM2_NO_COMPLETION) & ~FI_COMPLETION)
 
 /* A bare fid (getname, cancel, getopt, ...) that must be one of our
  * endpoints or aliases. */
@@ -418,7 +420,7 @@ static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 0, 0, NULL, FI_INJECT | PSM2_NO_COMPLETION) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG));
@@ -444,7 +446,7 @@ static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 0, 0, 1, data, NULL, FI_INJECT | PSM2_NO_COMPLETION) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, 0, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_MSG | FI_REMOTE_CQ_DATA));
@@ -542,7 +544,7 @@ static ssize_t tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0, NULL, FI_INJECT) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 0, 0, NULL, FI_INJECT | PSM2_NO_COMPLETION) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, 0, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED));
@@ -569,7 +571,7 @@ static ssize_t tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
-	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data, NULL, FI_INJECT) == PSM2_FAST_DONE)
+	if (psm2_fast_send(EP(ep)->fast, buf, len, dest_addr, 1, tag, 1, data, NULL, FI_INJECT | PSM2_NO_COMPLETION) == PSM2_FAST_DONE)
 		return 0;
 	return psm2go_ep_send(EP(ep)->slot, &iov, 1, dest_addr, tag, data, NULL,
 			      INJECT_FLAGS(EP(ep)->tx_op_flags | FI_TAGGED | FI_REMOTE_CQ_DATA));

@@ -178,7 +178,8 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 /* psm2_fast_send is a send of len bytes to dest, with the message's tag
  * and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can be:
  * an inline message to a connected shm peer. flags are the call's; with
- * FI_INJECT it is an inject (at most inject_size bytes, no completion),
+ * FI_INJECT its buffer is free on return (at most inject_size bytes); with
+ * PSM2_NO_COMPLETION (the fi_inject* calls) it has no completion;
  * otherwise its completion, if one is due, is queued in the transmit CQ's
  * page (provider/fastpath.go) for fi_cq_read. f is the endpoint page
  * (NULL: none). */
@@ -191,12 +192,13 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	uint64_t *d, *cq = NULL, n, head, cc = 0;
 	uint32_t *lk, hflags;
 	int locking, ret = PSM2_FAST_GO, with_data, inject = (flags & FI_INJECT) != 0, comp = 0;
+	int nocomp = (flags & PSM2_NO_COMPLETION) != 0;
 
 	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
 		return PSM2_FAST_GO;
 	if ((inject && len > f[EPF_INJECT]) || (len && !buf) || dest >= f[EPF_NPEERS])
 		return PSM2_FAST_GO;
-	if (!inject) {
+	if (!nocomp) {
 		uint64_t ok = __atomic_load_n(&f[EPF_TX_CQ_OK], __ATOMIC_RELAXED);
 
 		if (ok == 0)
