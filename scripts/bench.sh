@@ -10,6 +10,13 @@
 #  (b) NetPIPE (NPopenmpi) with 2 ranks through scripts/mpirun.sh:
 #        psm2  = Open MPI cm PML + ofi MTL on our library, FI_PROVIDER=psm2
 #        vader = Open MPI ob1 PML + vader BTL (shared memory)
+#  (c) inter-node, between two "hosts" of scripts/nshosts.sh (network,
+#      mount and UTS namespaces joined by veth pairs to a bridge, MTU 1500;
+#      needs root, else skipped): fi_pingpong -e rdm with our psm2 (its hfi
+#      wire, UDP) against Debian's tcp provider; udppp (scripts/udppp.c), a
+#      UDP ping-pong busy-polling its socket, the floor of any UDP design;
+#      psm2 with FI_PSM2_PATHS=4 at 1 MiB; and NetPIPE across the two
+#      hosts, cm/ofi on our psm2 against Open MPI's ob1 + btl tcp.
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. fi_pingpong's
@@ -23,7 +30,10 @@
 #
 # Targets: 64 B latency psm2/shm <= 1.0, 1 MiB bandwidth psm2/shm >= 1.0,
 # NetPIPE 8 B latency psm2/vader <= 2.0, NetPIPE 1 MiB bandwidth
-# psm2/vader >= 0.9; each is printed MET or MISSED. The exit status is 0
+# psm2/vader >= 0.9; across hosts, 64 B latency psm2/tcp <= 0.6 and
+# psm2/udppp <= 1.5, 1 MiB bandwidth psm2/tcp >= 1.5, NetPIPE 1 B latency
+# psm2/tcp <= 0.8 and 1 MiB bandwidth psm2/tcp >= 1.2; each is printed MET
+# or MISSED. The exit status is 0
 # when every run worked, whether or not the targets were met, and 1 when a
 # run failed (a failed transport is reported as "psm2 run failed" and its
 # remaining measurements are skipped).
@@ -31,7 +41,10 @@
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_QUICK=1 (a tenth of the iterations), BENCH_SKIP_PSM2=1 (reference
 # rows only, to check the harness), BENCH_PIN=1 (taskset fi_pingpong's
-# server and client onto CPUs 0 and 1).
+# server and client onto CPUs 0 and 1), BENCH_INTERNODE=0 (skip (c)),
+# NSHOSTS_GSO (see nshosts.sh; default here 1: the hosts' veths keep their
+# offloads, UDP segmentation and TCP's alike, as a veth has by default;
+# NSHOSTS_GSO=udp turns UDP segmentation off, each datagram its own frame).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -77,7 +90,7 @@ wait_listen() {
 	local i
 	for ((i = 0; i < 100; i++)); do
 		if command -v ss >/dev/null; then
-			ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+			"${PP_SRV[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
 		elif [ $i -ge 5 ]; then
 			return 0
 		fi
@@ -86,6 +99,11 @@ wait_listen() {
 	return 1
 }
 
+# Where fi_pingpong runs: command prefixes for the server and the client
+# (a namespace host's `nshosts.sh exec H`), the server's address, and
+# extra environment. The defaults: this host, 127.0.0.1.
+PP_SRV=() PP_CLI=() PP_DEST=127.0.0.1 PP_ENV=()
+
 # pingpong LABEL PROVIDER LIBPATH SIZE ITERS: one server/client run; prints
 # "usec MBps" from the client's result line, or fails.
 pingpong() {
@@ -93,8 +111,9 @@ pingpong() {
 	local env=(env)
 	local pin0=() pin1=()
 	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	env+=("${PP_ENV[@]}")
 	if [ "$PIN" = 1 ]; then pin0=(taskset -c 0); pin1=(taskset -c 1); fi
-	"${env[@]}" timeout "$TMO" "${pin0[@]}" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
+	"${PP_SRV[@]}" "${env[@]}" timeout "$TMO" "${pin0[@]}" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
 		-B "$port" >"$work/srv.out" 2>&1 &
 	spid=$!
 	if ! wait_listen "$port"; then
@@ -102,8 +121,8 @@ pingpong() {
 		note "  $label: server did not start: $(tail -2 "$work/srv.out" | tr '\n' ' ')"
 		return 1
 	fi
-	"${env[@]}" timeout "$TMO" "${pin1[@]}" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
-		-P "$port" 127.0.0.1 >"$work/cli.out" 2>&1
+	"${PP_CLI[@]}" "${env[@]}" timeout "$TMO" "${pin1[@]}" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" \
+		-P "$port" "$PP_DEST" >"$work/cli.out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		sleep 1
@@ -167,7 +186,7 @@ cell() { # cell ARRAY KEY TRANSPORT
 		printf '%s' "${arr[$2]}"
 	elif [ -n "${FAILED[$3]:-}" ]; then
 		printf 'failed'
-	elif [ "$3" = psm2 ] || [ "$3" = mpi-psm2 ]; then
+	elif [[ $3 == psm2 || $3 == mpi-psm2 || $3 == net-psm2* || $3 == mpinet-psm2 ]]; then
 		[ "$SKIP_PSM2" = 1 ] && printf 'skipped' || printf '-'
 	else
 		printf '-'
@@ -191,6 +210,75 @@ for s in $NP_SMALL $NP_BIG; do
 	measure "mpi-vader:$s" netpipe vader "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)"
 done
 
+# (c) Across two namespace hosts.
+NET_SIZES=(1 64 1024 16384 65536 1048576 4194304)
+declare -A NET_ITERS=([1]=20000 [64]=20000 [1024]=20000 [16384]=5000 [65536]=2000 [1048576]=300 [4194304]=100)
+NP_NET_SMALL=1
+internode=0
+if [ "${BENCH_INTERNODE:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
+	internode=1
+	if [ "$QUICK" = 1 ]; then
+		for s in "${NET_SIZES[@]}"; do NET_ITERS[$s]=$(( (NET_ITERS[$s] + 9) / 10 )); done
+	fi
+	# A veth keeps its offloads by default (UDP segmentation too); so do
+	# these hosts unless NSHOSTS_GSO says otherwise.
+	export NSHOSTS_PREFIX=bench NSHOSTS_NET=${NSHOSTS_NET:-82} NSHOSTS_GSO=${NSHOSTS_GSO:-1}
+	ns=$repo/scripts/nshosts.sh
+	trap 'rm -rf "$work"; $ns down >/dev/null 2>&1' EXIT
+	if ! $ns up 2 >/dev/null; then
+		note "bench: nshosts up failed; no inter-node section"
+		internode=0
+	fi
+fi
+# udppp SIZE ITERS: the raw UDP busy-poll ping-pong between the hosts.
+udppp() {
+	local size=$1 iters=$2 spid out
+	"${PP_SRV[@]}" timeout "$TMO" "$work/udppp" -s -p "$port" -I "$iters" >"$work/udp-srv.out" 2>&1 &
+	spid=$!
+	sleep 0.3
+	out=$("${PP_CLI[@]}" timeout "$TMO" "$work/udppp" -c "$PP_DEST" -p "$port" -S "$size" -I "$iters" 2>&1)
+	kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+	awk '{ print $2, $3; found = 1 } END { exit !found }' <<<"$out" || { note "  udppp: $out"; return 1; }
+}
+# npnet MODE SIZE ITERS: NetPIPE with one rank on each host.
+npnet() {
+	local mode=$1 size=$2 iters=$3 rc net=${PP_DEST%.*}.0/24
+	rm -f "$work/np.out"
+	printf '%s slots=1\n%s slots=1\n' "$PP_DEST" "$($ns ip 2)" >"$work/np.hosts"
+	"${PP_SRV[@]}" env FI_PSM2_IFACE="$net" timeout "$TMO" scripts/mpirun.sh "--$mode" \
+		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none \
+		--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net" \
+		-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET -np 2 --map-by node \
+		NPopenmpi -l "$size" -u "$size" -p 0 -n "$iters" -o "$work/np.out" >"$work/np.log" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] || [ ! -s "$work/np.out" ]; then
+		note "  NetPIPE across hosts, $mode $size B: exit $rc: $(why "$work/np.log")"
+		return 1
+	fi
+	awk -v s="$size" '$1 == s { printf "%.3f %.2f\n", $3 * 1e6, $2; found = 1 } END { exit !found }' "$work/np.out"
+}
+if [ "$internode" = 1 ]; then
+	note "bench: across two namespace hosts (best of $REPEAT)"
+	gcc -O2 -o "$work/udppp" scripts/udppp.c || exit 1
+	PP_SRV=("$ns" exec 1) PP_CLI=("$ns" exec 2) PP_DEST=$($ns ip 1) PP_ENV=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
+	for s in "${NET_SIZES[@]}"; do
+		[ "$SKIP_PSM2" = 1 ] || measure "net-psm2:$s" pingpong psm2 psm2 "$libdir" "$s" "${NET_ITERS[$s]}"
+		measure "net-tcp:$s" pingpong tcp tcp "" "$s" "${NET_ITERS[$s]}"
+	done
+	measure "net-udp:64" udppp 64 "${NET_ITERS[64]}"
+	if [ "$SKIP_PSM2" != 1 ]; then
+		PP_ENV+=(FI_PSM2_PATHS=4)
+		measure "net-psm2p4:1048576" pingpong psm2p4 psm2 "$libdir" 1048576 "${NET_ITERS[1048576]}"
+		measure "net-psm2p4:4194304" pingpong psm2p4 psm2 "$libdir" 4194304 "${NET_ITERS[4194304]}"
+	fi
+	for s in $NP_NET_SMALL $NP_BIG; do
+		it=$( [ "$s" = $NP_NET_SMALL ] && echo $((NP_SMALL_ITERS / 5)) || echo $NP_BIG_ITERS)
+		[ "$SKIP_PSM2" = 1 ] || measure "mpinet-psm2:$s" npnet psm2 "$s" "$it"
+		measure "mpinet-tcp:$s" npnet tcp "$s" "$it"
+	done
+	PP_SRV=() PP_CLI=() PP_DEST=127.0.0.1 PP_ENV=()
+fi
+
 echo
 if [ "$PIN" = 1 ]; then
 	echo "fi_pingpong -e rdm, localhost, server on CPU 0, client on CPU 1; best of $REPEAT"
@@ -211,6 +299,30 @@ for s in $NP_SMALL $NP_BIG; do
 		"$(cell LAT "mpi-psm2:$s" mpi-psm2)" "$(cell BW "mpi-psm2:$s" mpi-psm2)" \
 		"$(cell LAT "mpi-vader:$s" mpi-vader)" "$(cell BW "mpi-vader:$s" mpi-vader)"
 done
+if [ "$internode" = 1 ]; then
+	echo
+	echo "Across two namespace hosts (veth + bridge, MTU 1500, NSHOSTS_GSO=$NSHOSTS_GSO); best of $REPEAT"
+	echo "fi_pingpong -e rdm: psm2 (ours, UDP) and Debian's tcp; udppp: raw UDP, busy-polled"
+	printf '%-9s %8s %12s %12s %12s %12s\n' size iters "psm2 usec" "psm2 MB/s" "tcp usec" "tcp MB/s"
+	for s in "${NET_SIZES[@]}"; do
+		printf '%-9s %8s %12s %12s %12s %12s\n' "$s" "${NET_ITERS[$s]}" \
+			"$(cell LAT "net-psm2:$s" net-psm2)" "$(cell BW "net-psm2:$s" net-psm2)" \
+			"$(cell LAT "net-tcp:$s" net-tcp)" "$(cell BW "net-tcp:$s" net-tcp)"
+	done
+	printf '%-9s %8s %12s %12s   (udppp)\n' 64 "${NET_ITERS[64]}" "$(cell LAT net-udp:64 net-udp)" "$(cell BW net-udp:64 net-udp)"
+	for s in 1048576 4194304; do
+		printf '%-9s %8s %12s %12s   (psm2, FI_PSM2_PATHS=4; 1 path: %s MB/s)\n' "$s" "${NET_ITERS[$s]}" \
+			"$(cell LAT "net-psm2p4:$s" net-psm2p4)" "$(cell BW "net-psm2p4:$s" net-psm2p4)" "$(cell BW "net-psm2:$s" net-psm2)"
+	done
+	echo
+	echo "NetPIPE across the two hosts, 1 rank each: cm/ofi on psm2 (ours) and ob1 + btl tcp"
+	printf '%-9s %8s %12s %12s %12s %12s\n' size iters "psm2 usec" "psm2 Mbps" "tcp usec" "tcp Mbps"
+	for s in $NP_NET_SMALL $NP_BIG; do
+		printf '%-9s %8s %12s %12s %12s %12s\n' "$s" "$( [ "$s" = $NP_NET_SMALL ] && echo $((NP_SMALL_ITERS / 5)) || echo $NP_BIG_ITERS)" \
+			"$(cell LAT "mpinet-psm2:$s" mpinet-psm2)" "$(cell BW "mpinet-psm2:$s" mpinet-psm2)" \
+			"$(cell LAT "mpinet-tcp:$s" mpinet-tcp)" "$(cell BW "mpinet-tcp:$s" mpinet-tcp)"
+	done
+fi
 
 # target NAME OURS REF OP LIMIT OURTR REFTR
 target() {
@@ -243,6 +355,13 @@ target "64 B latency (usec), psm2/shm" "${LAT[psm2:64]:-}" "${LAT[shm:64]:-}" "<
 target "1 MiB bandwidth (MB/s), psm2/shm" "${BW[psm2:1048576]:-}" "${BW[shm:1048576]:-}" ">=" 1.0 psm2 shm
 target "NetPIPE 8 B latency, psm2/vader" "${LAT[mpi-psm2:$NP_SMALL]:-}" "${LAT[mpi-vader:$NP_SMALL]:-}" "<=" 2.0 mpi-psm2 mpi-vader
 target "NetPIPE 1 MiB Mbps, psm2/vader" "${BW[mpi-psm2:$NP_BIG]:-}" "${BW[mpi-vader:$NP_BIG]:-}" ">=" 0.9 mpi-psm2 mpi-vader
+if [ "$internode" = 1 ]; then
+	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
+	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.5 net-psm2 net-udp
+	target "hosts: 1 MiB MB/s, psm2/tcp" "${BW[net-psm2:1048576]:-}" "${BW[net-tcp:1048576]:-}" ">=" 1.5 net-psm2 net-tcp
+	target "hosts: NetPIPE 1 B latency, psm2/tcp" "${LAT[mpinet-psm2:$NP_NET_SMALL]:-}" "${LAT[mpinet-tcp:$NP_NET_SMALL]:-}" "<=" 0.8 mpinet-psm2 mpinet-tcp
+	target "hosts: NetPIPE 1 MiB Mbps, psm2/tcp" "${BW[mpinet-psm2:$NP_BIG]:-}" "${BW[mpinet-tcp:$NP_BIG]:-}" ">=" 1.2 mpinet-psm2 mpinet-tcp
+fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 if [ $run_failed -ne 0 ]; then

@@ -6,6 +6,8 @@
 #       FI_PROVIDER=psm2 (the default mode)
 #   scripts/mpirun.sh --vader [mpirun options] program [args]
 #       the reference: ob1 PML with the self and vader (shared memory) BTLs
+#   scripts/mpirun.sh --tcp [mpirun options] program [args]
+#       the inter-node reference: ob1 PML with the self and tcp BTLs
 #   scripts/mpirun.sh --ofi=PROV [mpirun options] program [args]
 #       cm/ofi on Debian's own libfabric with provider PROV (tcp works; shm
 #       does not, it lacks FI_REMOTE_COMM, which the MTL asks for): a
@@ -23,6 +25,7 @@ mode=psm2
 case "${1:-}" in
 --psm2) shift ;;
 --vader) mode=vader; shift ;;
+--tcp) mode=tcp; shift ;;
 --ofi=*) mode=ofi; prov=${1#--ofi=}; shift ;;
 -h|--help|"") sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac
@@ -56,6 +59,9 @@ psm2)
 	;;
 vader)
 	cmd+=(--mca pml ob1 --mca btl self,vader)
+	;;
+tcp)
+	cmd+=(--mca pml ob1 --mca btl self,tcp)
 	;;
 ofi)
 	# Open MPI's default mtl_ofi_provider_exclude is
