@@ -9,15 +9,20 @@
 #     hosts x 1 and 2 ranks, 3 hosts x 1, and 2 hosts x 1 with 5% of the
 #     UDP packets dropped, 5% reordered and 1% duplicated each way
 #     (nftables and nsdelay in the hosts' switch, per datagram);
+#   - NetPIPE across 2 hosts to 8 MiB; hpcc at 4 ranks on 2 hosts;
+#   - ctest/xfer.c across 2 hosts: 10,000 messages 1 B..4 MiB under that
+#     loss, reordering and duplication, exactly once and intact (the
+#     retransmission counts reported); a receiver, then a sender, killed
+#     mid-transfer: the survivor ends within the connection timeout;
 # Everything is removed afterwards, also on failure. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 export NSHOSTS_PREFIX=${NSHOSTS_PREFIX:-mh}
 export NSHOSTS_NET=${NSHOSTS_NET:-78}
-ns=scripts/nshosts.sh
+ns=$repo/scripts/nshosts.sh
 lib=$repo/build/lib
-out=build/multihost
+out=$repo/build/multihost
 mkdir -p "$out"
 passed=0
 failed=0
@@ -93,16 +98,19 @@ fi
 if ! mpicc -O2 -Wall -o "$out/conformance" ctest/mpi/conformance.c 2>"$out/mpicc.log"; then
 	fail "mpicc ctest/mpi/conformance.c" "$(cat "$out/mpicc.log")"
 else
-	mpi() { # mpi HOSTS PER_HOST [env...]
+	# mpirun_hosts HOSTS PER_HOST [mpirun args...]: from host 1, ranks
+	# spread over the hosts; the working directory is the current one.
+	mpirun_hosts() {
 		local hosts=$1 per=$2; shift 2
 		local hf=$out/hostfile
 		: >"$hf"
 		for ((i = 1; i <= hosts; i++)); do echo "$($ns ip $i) slots=$per" >>"$hf"; done
-		$ns exec 1 env "$@" FI_PSM2_IFACE="$net" timeout 300 scripts/mpirun.sh --hostfile "$hf" \
+		$ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpirun.sh" --hostfile "$hf" \
 			--mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
 			-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET \
-			-np $((hosts * per)) --map-by node "$out/conformance" 2>&1
+			-np $((hosts * per)) --map-by node "$@" 2>&1
 	}
+	mpi() { mpirun_hosts "$1" "$2" "$out/conformance"; } # mpi HOSTS PER_HOST
 	for hp in "2 1" "2 2" "3 1"; do
 		set -- $hp
 		if o=$(mpi "$1" "$2") && grep -q ', 0 failed' <<<"$o"; then
@@ -111,6 +119,27 @@ else
 			fail "MPI conformance, $1 hosts x $2 ranks" "$o"
 		fi
 	done
+	# NetPIPE across 2 hosts, every size to 8 MiB.
+	rm -f "$out/np.out"
+	o=$(mpirun_hosts 2 1 NPopenmpi -u 8388608 -o "$out/np.out")
+	last=$(tail -1 "$out/np.out" 2>/dev/null | awk '{print $1}')
+	if [ "$last" = 8388611 ]; then
+		ok "NetPIPE across 2 hosts over cm/ofi/psm2: every size to 8 MiB ($(wc -l <"$out/np.out") sizes; 1 B $(awk '$1 == 1 { printf "%.1f us", $3 * 1e6 }' "$out/np.out"), 8 MiB $(tail -1 "$out/np.out" | awk '{ printf "%.0f Mbps", $2 }'))"
+	else
+		fail "NetPIPE across 2 hosts (last size: ${last:-none})" "$o"
+	fi
+	# hpcc at 4 ranks on 2 hosts (2 x 2 process grid).
+	hp=$out/hpcc
+	mkdir -p "$hp"
+	sed -e 's/^1 *Ps$/2            Ps/; s/^2 *Qs$/2            Qs/' ctest/mpi/hpccinf.txt >"$hp/hpccinf.txt"
+	rm -f "$hp/hpccoutf.txt"
+	o=$(cd "$hp" && mpirun_hosts 2 2 hpcc)
+	if grep -q '^Success=1' "$hp/hpccoutf.txt" 2>/dev/null && grep -q 'End of HPC Challenge tests' "$hp/hpccoutf.txt"; then
+		ok "hpcc at 4 ranks on 2 hosts over cm/ofi/psm2 ($(grep -E '^(HPL_Tflops|MinPingPongLatency_usec|MaxPingPongBandwidth_GBytes)=' "$hp/hpccoutf.txt" | tr '\n' ' '))"
+	else
+		fail "hpcc at 4 ranks on 2 hosts" "$o
+$(tail -20 "$hp/hpccoutf.txt" 2>/dev/null)"
+	fi
 fi
 
 # xfer (ctest/xfer.c): receiver on host 1, sender on host 2.
@@ -161,8 +190,9 @@ $ns loss 2 0 >/dev/null; $ns reorder 2 0 >/dev/null; $ns dup 2 0 >/dev/null
 # survivor's exit code in $out/TAG.rc.
 kill_run() {
 	local tag=$1 victim=$2 ropt=$3 sopt=$4 i t0
+	rm -f "$out/$tag.progress" "$out/$tag.rc"
 	( xfer_run "$tag" "$ropt -p $out/$tag.progress" "$sopt" FI_PSM2_CONN_TIMEOUT=2
-	  if [ "$victim" = recv ]; then echo "$xs"; else echo "$xr"; fi >"$out/$tag.rc" ) &
+	  if [ "$victim" = recv ]; then echo "$xs"; else echo "$xr"; fi >"$out/$tag.rc" ) 2>/dev/null &
 	local x=$!
 	for ((i = 0; i < 600; i++)); do [ -e "$out/$tag.progress" ] && break; sleep 0.1; done
 	t0=$(date +%s%N)
@@ -177,7 +207,8 @@ else
 	fail "receiver killed mid-transfer (sender exit $(cat "$out/killr.rc"), $dt s after the kill)" "$(cat "$out/killr-send.log")"
 fi
 dt=$(kill_run kills send "-k -l 200" "-l 200")
-if [ "$(cat "$out/kills.rc")" = 0 ] && [ "$(echo "$dt < 9" | bc)" = 1 ]; then
+got=$(sed -n 's/^xfer: survivor receiver: \([0-9]*\) of.*/\1/p' "$out/kills-recv.log")
+if [ "$(cat "$out/kills.rc")" = 0 ] && [ "$(echo "$dt < 9" | bc)" = 1 ] && [ "${got:-0}" -ge 1000 ]; then
 	ok "sender killed mid-transfer across hosts: the receiver was done $dt s later: $(grep '^xfer: survivor' "$out/kills-recv.log" | cut -c7-)"
 else
 	fail "sender killed mid-transfer (receiver exit $(cat "$out/kills.rc"), $dt s after the kill)" "$(cat "$out/kills-recv.log")"
