@@ -18,14 +18,10 @@ type udpBackend struct {
 	port  uint16
 	fds   []int
 	efd   int // eventfd that Interrupt writes, to wake a waiting Recv
-	hdrs  []unix.Mmsghdr
-	iovs  []unix.Iovec
-	ctls  []byte // a control buffer per message (the GRO segment size)
-	// The headers stay built between receives: an entry is rebuilt only
-	// if its buffer changed, and reset if the last receive filled it
-	// (dirty: how many it filled). Rebuilding 64 headers on every empty
-	// poll cost 0.5 us.
-	dirty int
+	// rh[0] for non-blocking receives (the polling thread), rh[1] for
+	// blocking ones (the receive thread): the two threads can be in Recv
+	// at once during a hand-over, each with its own buffers.
+	rh    [2]recvHdrs
 	gro   bool   // UDP_GRO is on: a receive may hold many packets
 	pfds  [2]unix.PollFd
 	close sync.Once
@@ -34,6 +30,16 @@ type udpBackend struct {
 	smsg  unix.Msghdr
 	siov  [gsoMax]unix.Iovec
 	scmsg [unix.SizeofCmsghdr + 8]byte
+}
+
+// recvHdrs are the headers of one receiver's recvmmsg calls. They stay
+// built between calls: an entry is rebuilt only if its buffer changed,
+// else only what the kernel writes is reset (rebuilding 64 headers on
+// every empty poll cost 0.5 us).
+type recvHdrs struct {
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+	ctls []byte // a control buffer per message (the GRO segment size)
 }
 
 // gsoMax is the most segments the kernel takes in one UDP_SEGMENT send
@@ -248,12 +254,16 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 	if n == 0 {
 		return 0, nil
 	}
-	if cap(b.hdrs) < n {
-		b.hdrs = make([]unix.Mmsghdr, n)
-		b.iovs = make([]unix.Iovec, n)
-		b.ctls = make([]byte, n*ctlSize)
+	rh := &b.rh[0]
+	if wait {
+		rh = &b.rh[1]
 	}
-	hdrs, iovs := b.hdrs[:n], b.iovs[:n]
+	if cap(rh.hdrs) < n {
+		rh.hdrs = make([]unix.Mmsghdr, n)
+		rh.iovs = make([]unix.Iovec, n)
+		rh.ctls = make([]byte, n*ctlSize)
+	}
+	hdrs, iovs, ctls := rh.hdrs[:n], rh.iovs[:n], rh.ctls
 	for i := range hdrs {
 		if iovs[i].Base != &bufs[i][0] || iovs[i].Len != uint64(len(bufs[i])) || hdrs[i].Hdr.Iov != &iovs[i] {
 			iovs[i].Base = &bufs[i][0]
@@ -262,33 +272,31 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 			hdrs[i].Hdr.Iov = &iovs[i]
 			hdrs[i].Hdr.SetIovlen(1)
 			if b.gro {
-				hdrs[i].Hdr.Control = &b.ctls[i*ctlSize]
+				hdrs[i].Hdr.Control = &ctls[i*ctlSize]
 				hdrs[i].Hdr.SetControllen(ctlSize)
 			}
-		} else if i < b.dirty { // the kernel wrote it last time
+		} else { // what the kernel may have written
 			hdrs[i].Len, hdrs[i].Hdr.Flags = 0, 0
 			if b.gro {
 				hdrs[i].Hdr.SetControllen(ctlSize)
 			}
 		}
 	}
-	b.dirty = 0
 	for {
 		// Raw: MSG_DONTWAIT never blocks (see Send).
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(b.fds[0]), uintptr(unsafe.Pointer(&hdrs[0])),
 			uintptr(n), unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case e == 0:
-			b.dirty = int(r)
 			for i := 0; i < int(r); i++ {
 				lens[i], segs[i] = int(hdrs[i].Len), 0
 				if hdrs[i].Hdr.Flags&unix.MSG_TRUNC != 0 {
 					lens[i] = -1 // longer than any packet of ours
 				}
 				if b.gro && hdrs[i].Hdr.Controllen >= unix.SizeofCmsghdr+4 {
-					c := (*unix.Cmsghdr)(unsafe.Pointer(&b.ctls[i*ctlSize]))
+					c := (*unix.Cmsghdr)(unsafe.Pointer(&ctls[i*ctlSize]))
 					if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO {
-						segs[i] = int(*(*int32)(unsafe.Pointer(&b.ctls[i*ctlSize+unix.SizeofCmsghdr])))
+						segs[i] = int(*(*int32)(unsafe.Pointer(&ctls[i*ctlSize+unix.SizeofCmsghdr])))
 					}
 				}
 			}
