@@ -40,6 +40,12 @@
 #define PSM2_FAST_DONE 0
 #define PSM2_FAST_GO 1
 
+/* PSM2_NO_COMPLETION marks the sends of the fi_inject* calls, which never
+ * generate a completion (unlike a send with the FI_INJECT flag). An
+ * operation flag bit libfabric leaves undefined; provider.NoCompletion is
+ * the same bit. */
+#define PSM2_NO_COMPLETION (1ULL << 60)
+
 /* Endpoint page words (uint64 index). */
 enum {
 	EPF_SEND_OK = 0, EPF_RECV_OK = 1, EPF_TAG_MASK = 2, EPF_INJECT = 3,

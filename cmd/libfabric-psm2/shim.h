@@ -21,12 +21,6 @@
 #include <rdma/providers/fi_prov.h>
 #include <rdma/providers/fi_log.h>
 
-/* PSM2_NO_COMPLETION marks the sends of the fi_inject* calls, which never
- * generate a completion (unlike a send with the FI_INJECT flag). An
- * operation flag bit libfabric leaves undefined; provider.NoCompletion is
- * the same bit. */
-#define PSM2_NO_COMPLETION (1ULL << 60)
-
 /* start.c: the Go runtime starts on the first call that needs it, and a
  * child forked after it started answers -FI_EOPNOTSUPP everywhere. */
 extern int psm2_forked;
