@@ -46,7 +46,8 @@ type Config struct {
 	// default 131072) is the size of one grant of a rendezvous.
 	RndvThreshold int
 	RndvWindow    int
-	// Credits (PSM2_FLOW_CREDITS, default 64): packets in flight per peer.
+	// Credits (PSM2_FLOW_CREDITS, default DefaultCredits): packets in
+	// flight per peer.
 	Credits int
 	// Errchk (PSM2_ERRCHK_TIMEOUT, default 160ms:640ms:2): the
 	// retransmission timeout, its cap and its backoff factor.
@@ -86,7 +87,7 @@ func (c *Config) defaults() {
 		c.RndvWindow = 131072
 	}
 	if c.Credits <= 0 {
-		c.Credits = 64
+		c.Credits = DefaultCredits
 	}
 	if c.ErrchkMin <= 0 {
 		c.ErrchkMin = 160 * time.Millisecond
@@ -112,6 +113,13 @@ func (c *Config) defaults() {
 		c.Clock = SystemClock
 	}
 }
+
+// DefaultCredits is PSM2_FLOW_CREDITS when unset: 128 packets in flight
+// per peer, not PSM2's 64. Over UDP with a 1500-byte MTU, 64 packets
+// (94 KB) left a rendezvous window's sender waiting for ACKs: across two
+// namespace hosts 1 MiB fi_pingpong went from 1.2-2.2 to 2.3-2.6 GB/s
+// and 10,000 messages under 5% loss from 12.6 to 9.0 s with 128.
+const DefaultCredits = 128
 
 // Stats counts what the wire did; read with Endpoint.Stats.
 type Stats struct {

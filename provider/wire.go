@@ -86,7 +86,7 @@ func (p *Provider) netConfig() (netConfig, error) {
 		h.RndvThreshold = 1 // 0 means every message by rendezvous
 	}
 	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 131072, 4096, 4<<20)
-	h.Credits = p.envInt("PSM2_FLOW_CREDITS", 64, 1, 4096)
+	h.Credits = p.envInt("PSM2_FLOW_CREDITS", hfi.DefaultCredits, 1, 4096)
 	h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = 160*time.Millisecond, 640*time.Millisecond, 2
 	h.ErrchkAdaptive = true // unless PSM2_ERRCHK_TIMEOUT fixes it
 	if s, ok := p.host.Getenv("PSM2_ERRCHK_TIMEOUT"); ok {
