@@ -251,9 +251,12 @@ static int post_recv(struct op *o, long i, const struct plan *p)
 }
 
 static double last_arrival;
+static long received;	/* receiver: messages received and verified */
+static int is_receiver;
 
-/* drain reads completions; returns -1 on a failed check. */
-static int drain(long *got)
+/* drain reads completions, the receiver checking each message; returns
+ * -1 on a failed check or an unexpected error. */
+static int drain(void)
 {
 	struct fi_cq_tagged_entry e[16];
 	ssize_t n = fi_cq_read(cq, e, 16);
@@ -267,7 +270,8 @@ static int drain(long *got)
 				release(o);
 				return 0;
 			}
-			fprintf(stderr, "xfer: receive %ld failed: %s\n", o ? o->i : -2, fi_strerror(err.err));
+			fprintf(stderr, "xfer: %s %ld failed: %s\n", is_receiver ? "receive" : "send",
+				o ? o->i : -2, fi_strerror(err.err));
 			if (!survivor || !o)
 				return -1;
 			failed++;
@@ -283,13 +287,11 @@ static int drain(long *got)
 	}
 	for (ssize_t k = 0; k < n; k++) {
 		struct op *o = e[k].op_context;
-		if (o->i >= 0 || o->extra) {
-			if (recv_complete(o, &e[k], got))
-				return -1;
-			completed++;
-			last_arrival = ct_now();
-			release(o);
-		}
+		if (is_receiver && recv_complete(o, &e[k], &received))
+			return -1;
+		completed++;
+		last_arrival = ct_now();
+		release(o);
 	}
 	return 0;
 }
@@ -304,12 +306,13 @@ static int receiver(const char *namefile)
 {
 	char name[64], tmp[4096];
 	size_t namelen = sizeof(name);
-	long got = 0, next = 0;
+	long next = 0;
 	long progress_mark = nmsg / 10;
 	double t0;
 	int fd, ret;
 	uint64_t bytes = 0;
 
+	is_receiver = 1;
 	open_ep();
 	if ((ret = fi_getname(&ep->fid, name, &namelen)))
 		die("fi_getname", ret);
@@ -322,7 +325,7 @@ static int receiver(const char *namefile)
 	/* Receives are posted in plan order, W at a time: an untagged
 	 * receive matches the next untagged message, a tagged one its tag. */
 	t0 = last_arrival = ct_now();
-	while (got < nmsg) {
+	while (received < nmsg) {
 		struct op *o;
 		struct plan p;
 
@@ -335,12 +338,12 @@ static int receiver(const char *namefile)
 			bytes += p.size;
 			next++;
 		}
-		if (drain(&got))
+		if (drain())
 			return 1;
-		if (progress_file && got >= progress_mark) {
+		if (progress_file && received >= progress_mark) {
 			FILE *f = fopen(progress_file, "w");
 			if (f) {
-				fprintf(f, "%ld\n", got);
+				fprintf(f, "%ld\n", received);
 				fclose(f);
 			}
 			progress_file = NULL;
@@ -348,7 +351,7 @@ static int receiver(const char *namefile)
 		if (survivor && ct_now() - last_arrival > conn_timeout() + 1)
 			break;
 		if (!survivor && ct_now() - last_arrival > 120) {
-			fprintf(stderr, "xfer: nothing arrived for 120 s; %ld of %ld received\n", got, nmsg);
+			fprintf(stderr, "xfer: nothing arrived for 120 s; %ld of %ld received\n", received, nmsg);
 			return 1;
 		}
 	}
@@ -361,12 +364,12 @@ static int receiver(const char *namefile)
 				die("fi_cancel", ret);
 		t = ct_now();
 		while (inflight > 0 && ct_now() - t < 5)
-			if (drain(&got))
+			if (drain())
 				return 1;
 		printf("xfer: survivor receiver: %ld of %ld received and verified, %ld failed, %ld cancelled, %ld hung\n",
-		       got, nmsg, failed, cancelled, inflight);
+		       received, nmsg, failed, cancelled, inflight);
 		close_ep();
-		return inflight == 0 && got < nmsg ? 0 : 1;
+		return inflight == 0 && received < nmsg ? 0 : 1;
 	}
 	/* Exactly once: nothing more may arrive. */
 	{
@@ -383,13 +386,13 @@ static int receiver(const char *namefile)
 			die("post the final receives", ret);
 		t = ct_now();
 		while (ct_now() - t < 0.5)
-			if (drain(&got))
+			if (drain())
 				return 1;
 		fi_cancel(&ep->fid, &x->ctx);
 		fi_cancel(&ep->fid, &y->ctx);
 		t = ct_now();
 		while (inflight > 0 && ct_now() - t < 5)
-			if (drain(&got))
+			if (drain())
 				return 1;
 		if (inflight) {
 			fprintf(stderr, "xfer: the final receives did not cancel\n");
@@ -397,41 +400,12 @@ static int receiver(const char *namefile)
 		}
 	}
 	printf("xfer: %ld messages, %" PRIu64 " bytes received and verified in %.2f s, no duplicate\n",
-	       got, bytes, ct_now() - t0);
+	       received, bytes, ct_now() - t0);
 	close_ep();
 	return 0;
 }
 
 /* ---- sender ---- */
-
-static int send_drain(void)
-{
-	struct fi_cq_tagged_entry e[16];
-	ssize_t n = fi_cq_read(cq, e, 16);
-
-	if (n == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = { 0 };
-		if (fi_cq_readerr(cq, &err, 0) == 1) {
-			struct op *o = err.op_context;
-			fprintf(stderr, "xfer: send %ld failed: %s\n", o ? o->i : -2, fi_strerror(err.err));
-			if (!survivor || !o)
-				return -1;
-			failed++;
-			completed++;
-			release(o);
-		}
-		return 0;
-	}
-	if (n < 0 && n != -FI_EAGAIN) {
-		fprintf(stderr, "xfer: fi_cq_read: %zd\n", n);
-		return -1;
-	}
-	for (ssize_t k = 0; k < n; k++) {
-		completed++;
-		release(e[k].op_context);
-	}
-	return 0;
-}
 
 static int sender(const char *namefile)
 {
@@ -474,7 +448,7 @@ static int sender(const char *namefile)
 							  : fi_inject(ep, ibuf, p.size, peer);
 				if (ret != -FI_EAGAIN)
 					break;
-				if (send_drain())
+				if (drain())
 					return 1;
 			}
 			if (ret) {
@@ -488,7 +462,7 @@ static int sender(const char *namefile)
 			continue;
 		}
 		while (!(o = free_op()))
-			if (send_drain())
+			if (drain())
 				return 1;
 		o->i = i;
 		o->buf = malloc(p.size);
@@ -499,7 +473,7 @@ static int sender(const char *namefile)
 						 : fi_send(ep, o->buf, p.size, NULL, peer, &o->ctx);
 			if (ret != -FI_EAGAIN)
 				break;
-			if (send_drain())
+			if (drain())
 				return 1;
 		}
 		if (ret) {
@@ -516,7 +490,7 @@ static int sender(const char *namefile)
 	{
 		double t = ct_now(), limit = survivor ? conn_timeout() + 5 : 120;
 		while (inflight > 0 && ct_now() - t < limit)
-			if (send_drain())
+			if (drain())
 				return 1;
 	}
 	if (inflight) {

@@ -15,23 +15,30 @@ func (c *counter) Deliver(h *transport.Header, m *transport.Incoming) { c.got++ 
 func (c *counter) SendDone(uint64, error)                             { c.sends++ }
 func (c *counter) FetchDone(uint64, int, error)                       { c.fetches++ }
 
+// openUDPPair opens two endpoints over UDP on 127.0.0.1, closed when the
+// benchmark ends.
+func openUDPPair(tb testing.TB, spin time.Duration) (*Endpoint, *Endpoint) {
+	cfg := Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}, Spin: spin}
+	x, err := Open(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { x.Close() })
+	y, err := Open(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { y.Close() })
+	return x, y
+}
+
 // BenchmarkUDPPingPong: two endpoints over UDP on 127.0.0.1, each polled
 // by its own thread in hot mode; one op is a round trip of an eager
 // message. go test -bench UDPPingPong -benchmem ./hfi
 func BenchmarkUDPPingPong(b *testing.B) {
 	for _, size := range []int{8, 1024, 8192} {
 		b.Run(sizeName(size), func(b *testing.B) {
-			cfg := Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}, Spin: 10 * time.Millisecond}
-			x, err := Open(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer x.Close()
-			y, err := Open(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer y.Close()
+			x, y := openUDPPair(b, 10*time.Millisecond)
 			cx, _ := x.Connect(y.EPID())
 			cy, _ := y.Connect(x.EPID())
 			buf := [][]byte{make([]byte, size)}
@@ -125,17 +132,7 @@ func (f *fetcher) Deliver(h *transport.Header, m *transport.Incoming) {
 // thread polling the other endpoint; reports MB/s.
 func BenchmarkUDPStream(b *testing.B) {
 	const size = 1 << 20
-	cfg := Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}, Spin: 10 * time.Millisecond}
-	x, err := Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
-	y, err := Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer y.Close()
+	x, y := openUDPPair(b, 10*time.Millisecond)
 	cx, _ := x.Connect(y.EPID())
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -14,15 +14,15 @@ import (
 // further sockets on the same address with ports of their own, used only
 // to send, so a peer pair has n source ports for ECMP to spread.
 type udpBackend struct {
-	ip    [4]byte
-	port  uint16
-	fds   []int
-	efd   int // eventfd that Interrupt writes, to wake a waiting Recv
+	ip   [4]byte
+	port uint16
+	fds  []int
+	efd  int // eventfd that Interrupt writes, to wake a waiting Recv
 	// rh[0] for non-blocking receives (the polling thread), rh[1] for
 	// blocking ones (the receive thread): the two threads can be in Recv
 	// at once during a hand-over, each with its own buffers.
 	rh    [2]recvHdrs
-	gro   bool   // UDP_GRO is on: a receive may hold many packets
+	gro   bool // UDP_GRO is on: a receive may hold many packets
 	pfds  [2]unix.PollFd
 	close sync.Once
 
@@ -166,17 +166,28 @@ func (b *udpBackend) Send(path int, d *Dest, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	_, e := rawCall(unix.SYS_SENDTO, uintptr(b.fds[path]), uintptr(unsafe.Pointer(&p[0])),
+		uintptr(len(p)), 0, uintptr(unsafe.Pointer(&d.raw)), unix.SizeofSockaddrInet4)
+	return errOf(e)
+}
+
+// rawCall makes a system call that does not block (see Send), again
+// while a signal interrupts it.
+func rawCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
 	for {
-		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(b.fds[path]), uintptr(unsafe.Pointer(&p[0])),
-			uintptr(len(p)), 0, uintptr(unsafe.Pointer(&d.raw)), unix.SizeofSockaddrInet4)
-		switch e {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
+		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		if e != unix.EINTR {
+			return r, e
 		}
-		return e
 	}
+}
+
+// errOf is nil for errno 0, else the errno.
+func errOf(e unix.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
 }
 
 // SendBatch sends runs of equal-sized packets (the last of a run may be
@@ -225,16 +236,8 @@ func (b *udpBackend) sendGSO(path int, d *Dest, pkts [][]byte) error {
 	m.SetIovlen(len(pkts))
 	m.Control = &b.scmsg[0]
 	m.SetControllen(unix.CmsgSpace(2))
-	for {
-		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0)
-		switch e {
-		case 0:
-			return nil
-		case unix.EINTR:
-			continue
-		}
-		return e
-	}
+	_, e := rawCall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
+	return errOf(e)
 }
 
 // ctlSize is the control buffer of one message: room for the UDP_GRO
@@ -284,7 +287,7 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 	}
 	for {
 		// Raw: MSG_DONTWAIT never blocks (see Send).
-		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(b.fds[0]), uintptr(unsafe.Pointer(&hdrs[0])),
+		r, e := rawCall(unix.SYS_RECVMMSG, uintptr(b.fds[0]), uintptr(unsafe.Pointer(&hdrs[0])),
 			uintptr(n), unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case e == 0:
@@ -301,8 +304,6 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 				}
 			}
 			return int(r), nil
-		case e == unix.EINTR:
-			continue
 		case e != unix.EAGAIN:
 			return 0, e
 		}
