@@ -334,3 +334,31 @@ func FuzzNameServerMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestNameServerListensOnIface: FI_PSM2_IFACE as an interface name, an
+// address or a network puts the server on the wire's address too (a
+// network value used to leave it on loopback, unreachable from other
+// hosts).
+func TestNameServerListensOnIface(t *testing.T) {
+	var ip net.IP
+	var name string
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && ip == nil {
+				ip, name = n.IP.To4(), ifc.Name
+			}
+		}
+	}
+	if ip == nil {
+		t.Skip("no non-loopback IPv4 address here")
+	}
+	for _, iface := range []string{name, ip.String(), ip.String() + "/32"} {
+		ns := newNameServer(UUID{1}, iface, logger{})
+		got := ns.listenAddrs()
+		if len(got) != 2 || got[0] != "127.0.0.1" || got[1] != ip.String() {
+			t.Errorf("FI_PSM2_IFACE=%s: listens on %v, want 127.0.0.1 and %v", iface, got, ip)
+		}
+	}
+}
