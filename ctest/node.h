@@ -40,8 +40,9 @@ struct ct_node {
 	size_t namelen;
 };
 
-/* ct_open_node opens n (zeroed first): 0 or the failing call's -FI_E*. */
-static inline int ct_open_node(struct ct_node *n)
+/* ct_open_node_caps opens n (zeroed first) with capabilities caps: 0 or
+ * the failing call's -FI_E*. */
+static inline int ct_open_node_caps(struct ct_node *n, uint64_t caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
@@ -49,7 +50,7 @@ static inline int ct_open_node(struct ct_node *n)
 	int ret;
 
 	memset(n, 0, sizeof(*n));
-	hints->caps = FI_TAGGED;
+	hints->caps = caps;
 	hints->mode = FI_CONTEXT;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->fabric_attr->prov_name = strdup("psm2");
@@ -69,6 +70,12 @@ static inline int ct_open_node(struct ct_node *n)
 	    (ret = fi_getname(&n->ep->fid, n->name, &n->namelen)))
 		return ret;
 	return 0;
+}
+
+/* ct_open_node opens n for tagged messages. */
+static inline int ct_open_node(struct ct_node *n)
+{
+	return ct_open_node_caps(n, FI_TAGGED);
 }
 
 /* ct_close_node closes whatever of n is open. */

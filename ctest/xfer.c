@@ -75,8 +75,7 @@ static int survivor;
 static const char *progress_file;
 static size_t inject_size;
 
-static struct fid_fabric *fabric;
-static struct fid_domain *domain;
+static struct ct_node node;	/* what follows are its parts */
 static struct fid_av *av;
 static struct fid_cq *cq;
 static struct fid_ep *ep;
@@ -151,39 +150,20 @@ static void die(const char *what, int ret)
 
 static void open_ep(void)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	int ret;
+	int ret = ct_open_node_caps(&node, FI_TAGGED | FI_MSG);
 
-	hints->caps = FI_TAGGED | FI_MSG;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-	fi_freeinfo(hints);
 	if (ret)
-		die("fi_getinfo", ret);
-	inject_size = info->tx_attr->inject_size;
-	if ((ret = fi_fabric(info->fabric_attr, &fabric, NULL)) ||
-	    (ret = fi_domain(fabric, info, &domain, NULL)) ||
-	    (ret = fi_av_open(domain, &av_attr, &av, NULL)) ||
-	    (ret = fi_cq_open(domain, &cq_attr, &cq, NULL)) ||
-	    (ret = fi_endpoint(domain, info, &ep, NULL)) ||
-	    (ret = fi_ep_bind(ep, &av->fid, 0)) ||
-	    (ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(ep)))
 		die("open", ret);
+	info = node.info;
+	av = node.av;
+	cq = node.cq;
+	ep = node.ep;
+	inject_size = info->tx_attr->inject_size;
 }
 
 static void close_ep(void)
 {
-	fi_close(&ep->fid);
-	fi_close(&av->fid);
-	fi_close(&cq->fid);
-	fi_close(&domain->fid);
-	fi_close(&fabric->fid);
-	fi_freeinfo(info);
+	ct_close_node(&node);
 }
 
 static struct op ops[MAXW];
