@@ -522,7 +522,9 @@ func FuzzEndpointPacket(f *testing.F) {
 }
 
 // TestSelectiveRetransmit: one packet lost in the middle of a 30-packet
-// message is the only one sent again (go-back-N would send the rest too),
+// message is the only one sent again (go-back-N would send the rest too;
+// a slow run, -race, may send it twice: a later NAK can come more than a
+// quarter timeout after the resend),
 // and the packets after it that arrived are kept, not dropped.
 func TestSelectiveRetransmit(t *testing.T) {
 	net := newMemNet()
@@ -559,10 +561,10 @@ func TestSelectiveRetransmit(t *testing.T) {
 		t.Fatal("data differs")
 	}
 	st := a.Stats()
-	if !dropped || st.Retransmits-before.Retransmits != 1 {
-		t.Errorf("dropped %v, retransmitted %d packets, want 1", dropped, st.Retransmits-before.Retransmits)
+	if r := st.Retransmits - before.Retransmits; !dropped || r < 1 || r > 2 {
+		t.Errorf("dropped %v, retransmitted %d packets, want 1 (2 at most)", dropped, r)
 	}
-	if b.Stats().OutOfOrder == 0 || b.Stats().Dups != 0 {
+	if b.Stats().OutOfOrder == 0 || b.Stats().Dups > 1 {
 		t.Errorf("receiver: %+v", b.Stats())
 	}
 }
