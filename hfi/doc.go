@@ -4,13 +4,15 @@
 //
 // It owns the endpoint id's network half (addr.go: IPv4 address, UDP
 // port, context), the packet format (packet.go), the per-peer reliable
-// flows (flow.go: 31-bit PSNs, cumulative and coalesced ACKs, NAK on a
-// gap, go-back-N retransmission on PSM2_ERRCHK_TIMEOUT, flow credits,
-// duplicate suppression), connection set-up with the job key (conn.go),
-// the eager and rendezvous protocols (msg.go) and the receive thread that
-// drains the network into an arrival ring the C side can probe
-// (recv.go). It implements transport.Endpoint; package route puts it
-// beside shm under one provider endpoint.
+// flows (flow.go: 31-bit PSNs, cumulative and coalesced ACKs, a NAK with
+// a selective-acknowledgement bitmap on a gap, selective retransmission,
+// an adaptive PSM2_ERRCHK_TIMEOUT, flow credits, duplicate suppression),
+// peers and connection set-up with the job key (peer.go), the eager and
+// rendezvous protocols (msg.go), and the receive side (recv.go): a thread
+// that drains the network into an arrival ring the C side can probe, and
+// that hands the socket to the polling thread while packets flow
+// (endpoint.go, pollDirect). It implements transport.Endpoint; package
+// route puts it beside shm under one provider endpoint.
 //
 // The network itself is a Backend (backend.go): a datagram service that
 // may drop, reorder or duplicate. The one here is UDP (udp.go); a
