@@ -50,7 +50,7 @@ demo: deps all
 
 # The C programs of ctest/ are built against our headers only.
 CTESTS := $(patsubst ctest/%.c,$(BUILD)/ctest/%,$(wildcard ctest/*.c))
-$(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast.h $(shell find include -name '*.h') | $(LIB)
+$(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast.h $(SHIM)/layout.h $(shell find include -name '*.h') | $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
 

@@ -125,8 +125,8 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 	}
 	cq.ring = make([]cqEntry, size)
 	if cq.fast = fastPage(); cq.fast != nil && d.fast != nil {
-		atomic.StoreUint64(fastWord(cq.fast, 8), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
-		atomic.StoreUint64(fastWord(cq.fast, 16), uint64(cq.stride))
+		atomic.StoreUint64(fastWord(cq.fast, cqDomain), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
+		atomic.StoreUint64(fastWord(cq.fast, cqStride), uint64(cq.stride))
 	}
 	if cq.ws != nil {
 		cq.ws.add(cq)

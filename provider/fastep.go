@@ -84,6 +84,20 @@ type rqEntry struct {
 	_                                 uint64
 }
 
+// Offsets in a queued receive (bytes), for the C side (layout.go).
+const (
+	rqBuf     = int(unsafe.Offsetof(rqEntry{}.buf))
+	rqLen     = int(unsafe.Offsetof(rqEntry{}.len))
+	rqSrc     = int(unsafe.Offsetof(rqEntry{}.src))
+	rqTag     = int(unsafe.Offsetof(rqEntry{}.tag))
+	rqIgnore  = int(unsafe.Offsetof(rqEntry{}.ignore))
+	rqContext = int(unsafe.Offsetof(rqEntry{}.ctx))
+	rqFlags   = int(unsafe.Offsetof(rqEntry{}.flags))
+)
+
+// An entry is exactly rqEntrySize bytes (a compile error otherwise).
+var _ = [1]struct{}{}[rqEntrySize-unsafe.Sizeof(rqEntry{})]
+
 // fastEP is an endpoint's page and peer table.
 type fastEP struct {
 	page  []byte

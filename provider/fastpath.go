@@ -44,8 +44,11 @@ import (
 
 const maxFastRings = 8
 
-// Offsets in the domain page beyond the idle words.
+// Offsets in the domain page (bytes).
 const (
+	domBusy     = 0
+	domNRings   = 8
+	domRings    = 16
 	domLockWord = 128
 	domLocking  = 132
 	domQueued   = 192
@@ -56,8 +59,11 @@ const (
 // cqErrDataOff is where a CQ page keeps its err_data buffer.
 const cqErrDataOff = 64
 
-// The completions C queues in a CQ page.
+// Offsets in a CQ page (bytes), and the completions C queues there.
 const (
+	cqCount      = 0
+	cqDomain     = 8
+	cqStride     = 16
 	cqCQueued    = 24
 	cqCEntries   = 1024
 	cqCEntrySize = 48
@@ -127,7 +133,7 @@ func (cq *CQ) FastPath() unsafe.Pointer {
 // setAvail publishes the CQ's entry count.
 func (cq *CQ) setAvail() {
 	if cq.fast != nil {
-		atomicx.StoreRel64(fastWord(cq.fast, 0), uint64(cq.n))
+		atomicx.StoreRel64(fastWord(cq.fast, cqCount), uint64(cq.n))
 	}
 }
 
@@ -155,8 +161,8 @@ func (d *Domain) refreshFast() {
 			break
 		}
 	}
-	if atomic.LoadUint64(fastWord(d.fast, 0)) != busy {
-		atomicx.StoreRel64(fastWord(d.fast, 0), busy)
+	if atomic.LoadUint64(fastWord(d.fast, domBusy)) != busy {
+		atomicx.StoreRel64(fastWord(d.fast, domBusy), busy)
 	}
 }
 
@@ -166,7 +172,7 @@ func (d *Domain) publishRings() {
 	if d.fast == nil {
 		return
 	}
-	atomic.StoreUint64(fastWord(d.fast, 0), 1) // busy while the list changes
+	atomic.StoreUint64(fastWord(d.fast, domBusy), 1) // busy while the list changes
 	n, blind := 0, false
 	var words [maxFastRings]uint64
 	for _, ep := range d.eps {
@@ -176,15 +182,15 @@ func (d *Domain) publishRings() {
 			continue
 		}
 		for _, w := range ws {
-			atomic.StoreUint64(fastWord(d.fast, 16+8*n), w)
+			atomic.StoreUint64(fastWord(d.fast, domRings+8*n), w)
 			n++
 		}
 	}
-	atomic.StoreUint64(fastWord(d.fast, 8), uint64(n))
+	atomic.StoreUint64(fastWord(d.fast, domNRings), uint64(n))
 	for i := n; i < maxFastRings; i++ {
 		// No stale word past n: a reader that loaded an old n must find
 		// 0 (not idle) rather than a ring that went away.
-		atomic.StoreUint64(fastWord(d.fast, 16+8*i), 0)
+		atomic.StoreUint64(fastWord(d.fast, domRings+8*i), 0)
 	}
 	var sole uintptr
 	if len(d.eps) == 1 && d.eps[0].fast.page != nil {

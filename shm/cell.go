@@ -75,7 +75,11 @@ const (
 	// Data word; contPayload is what a continuation cell carries.
 	inlineHead     = CellPayload - offCellW3
 	inlineHeadData = CellPayload - offCellW4
-	contPayload    = CellPayload - 1
+	contPayload    = CellPayload - offContPayload
+
+	// A continuation cell has no common header: its kind, then payload.
+	offContKind    = 0
+	offContPayload = 1
 )
 
 // finStatus says how a rendezvous ended at the receiver (FIN), or why the

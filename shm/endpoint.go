@@ -395,6 +395,10 @@ func (e *Endpoint) RingProbe() uint64 {
 	return base | uint64(bits.TrailingZeros64(e.ring.n))
 }
 
+// ProbeLog2Mask is the part of a probe word that holds log2 of the cell
+// count; the rest is the ring's base address.
+const ProbeLog2Mask = 63
+
 // Probes appends the receive ring's probe word (transport.Endpoint).
 func (e *Endpoint) Probes(dst []uint64) []uint64 {
 	if w := e.RingProbe(); w != 0 {
@@ -632,8 +636,8 @@ func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int)
 	parts[0] = b[start:CellPayload]
 	for k := 1; k < cells; k++ {
 		c := b[k*CellPayload : (k+1)*CellPayload]
-		c[0] = cellCont
-		parts[k] = c[1:]
+		c[offContKind] = cellCont
+		parts[k] = c[offContPayload:]
 	}
 	g := gather{iov: iov}
 	if !g.readAll(parts[:cells]...) {

@@ -132,7 +132,7 @@ func (e *Endpoint) onInline(h transport.Handler) int {
 				return e.drop()
 			}
 			e.ring.TryPop(e.rx[:])
-			got += copy(e.payload[got:], e.rx[1:])
+			got += copy(e.payload[got:], e.rx[offContPayload:])
 		}
 		e.inc.Payload = e.payload[:n:n]
 	}

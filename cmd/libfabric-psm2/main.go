@@ -4,6 +4,10 @@
 // plugin for an installed libfabric). It holds the exported C entry points,
 // the static ops tables and the C<->Go conversions, and nothing else: the
 // behaviour lives in provider/ and internal/.
+//
+// layout.h, the memory layouts C shares with Go, is generated:
+//
+//go:generate go run ../../internal/cabi/cabigen -o layout.h
 package main
 
 /*
