@@ -79,19 +79,24 @@ static void fill_ring(char *r)
 		uint64_t pos = cons + (uint64_t) ((i - (int) (cons & (CELLS - 1)) + CELLS) % CELLS);
 		const uint64_t seqs[] = { pos + 1, pos + 1, pos, rnd(), 0 };
 
-		*(uint64_t *) c = pick(seqs, 5);
-		for (int k = 8; k < CELL_SIZE; k++)
+		unsigned char *p = c + CELL_PAYLOAD_OFF;
+
+		*(uint64_t *) (c + CELL_SEQ) = pick(seqs, 5);
+		for (int k = CELL_PAYLOAD_OFF; k < CELL_SIZE; k++)
 			c[k] = (unsigned char) rnd();
 		if (rnd() % 4) {
 			const uint64_t kinds[] = { CELL_INLINE, CELL_INLINE, CELL_CONT, 0, 3, 255 };
 			const uint64_t lens[] = { 0, 1, 24, 31, 32, 33, 56, 79, 87, 88, 200, 65535 };
 			uint64_t len = pick(lens, 12);
+			/* Mostly the flags C knows; now and then one it must
+			 * leave to Go. */
+			uint32_t hflags = rnd() % 8 ? (uint32_t) (rnd() % 4) : (uint32_t) rnd();
 
-			c[8] = (unsigned char) pick(kinds, 6);
-			c[9] = (unsigned char) (rnd() % 3);
-			c[10] = (unsigned char) len;
-			c[11] = (unsigned char) (len >> 8);
-			c[12] = (unsigned char) (rnd() % 4);	/* HF_TAGGED | HF_DATA */
+			p[CELL_KIND] = (unsigned char) pick(kinds, 6);
+			p[CELL_FLAGS] = (unsigned char) (rnd() % 3);
+			p[CELL_SHORT] = (unsigned char) len;
+			p[CELL_SHORT + 1] = (unsigned char) (len >> 8);
+			memcpy(p + CELL_HFLAGS, &hflags, 4);
 		}
 	}
 }
@@ -117,13 +122,13 @@ static void fill_queue(struct world *w)
 		const uint64_t srcs[] = { FI_ADDR_UNSPEC, 0, 1, 2, rnd() };
 
 		w->rlen[i] = rnd() % (RBUF + 1);
-		q[0] = (uint64_t) (uintptr_t) (w->rbuf[i] + RBUF - w->rlen[i]);
-		q[1] = w->rlen[i];
-		q[2] = pick(srcs, 5);
-		q[3] = rnd() % 2 ? rnd() : 0;
-		q[4] = rnd() % 2 ? 0 : rnd();
-		q[5] = 0x1000 + i;	/* the context names the entry */
-		q[6] = (rnd() % 2 ? FI_TAGGED : FI_MSG) | (rnd() % 2 ? FI_COMPLETION : 0);
+		q[RQ_BUF] = (uint64_t) (uintptr_t) (w->rbuf[i] + RBUF - w->rlen[i]);
+		q[RQ_LEN] = w->rlen[i];
+		q[RQ_SRC] = pick(srcs, 5);
+		q[RQ_TAG] = rnd() % 2 ? rnd() : 0;
+		q[RQ_IGNORE] = rnd() % 2 ? 0 : rnd();
+		q[RQ_CONTEXT] = 0x1000 + i;	/* the context names the entry */
+		q[RQ_FLAGS] = (rnd() % 2 ? FI_TAGGED : FI_MSG) | (rnd() % 2 ? FI_COMPLETION : 0);
 	}
 	w->desc[FP_PEER] = rnd() % 2 ? rnd() : 0;
 }
@@ -149,9 +154,9 @@ static int check_deliver(struct world *w, int round, long *entries)
 			fprintf(stderr, "round %d: entry %zd has context %#lx\n", round, k, (unsigned long) e[0]);
 			return 1;
 		}
-		if (e[2] > before[i][1] || e[3] != before[i][0]) {
+		if (e[2] > before[i][RQ_LEN] || e[3] != before[i][RQ_BUF]) {
 			fprintf(stderr, "round %d: entry of %lu bytes for a receive of %lu\n", round,
-				(unsigned long) e[2], (unsigned long) before[i][1]);
+				(unsigned long) e[2], (unsigned long) before[i][RQ_LEN]);
 			return 1;
 		}
 	}
@@ -209,9 +214,9 @@ int main(void)
 		if (psm2_push(w.ring, CELLS - 1, slot, (const uint64_t (*)[CELL_PAYLOAD / 8]) cells,
 			      1 + rnd() % 2) == 0) {
 			pushed++;
-			if (slot[1] < 1 || slot[1] > 2) {
+			if (slot[SLOT_N] < 1 || slot[SLOT_N] > 2) {
 				fprintf(stderr, "round %ld: slot announces %lu cells\n", round,
-					(unsigned long) slot[1]);
+					(unsigned long) slot[SLOT_N]);
 				bad++;
 			}
 		}

@@ -31,12 +31,13 @@ static inline int cq_idle(const struct psm2_cq *c)
 	const uint64_t *f = c->fast, *d;
 	uint64_t n;
 
-	if (!f || __atomic_load_n(&f[0], __ATOMIC_ACQUIRE) || __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
+	if (!f || __atomic_load_n(&f[CQF_COUNT], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
 		return 0;
-	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[1], __ATOMIC_ACQUIRE);
-	if (!d || __atomic_load_n(&d[0], __ATOMIC_ACQUIRE))
+	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!d || __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
 		return 0;
-	if (__atomic_load_n(&d[24], __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
 		/* Receives queued by fast.h: Go posts them, unless C delivers
 		 * to them itself (psm2_fast_deliver), which it does for
 		 * whatever arrives in the ring checked below. */
@@ -47,19 +48,19 @@ static inline int cq_idle(const struct psm2_cq *c)
 		    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
 			return 0;
 	}
-	n = __atomic_load_n(&d[1], __ATOMIC_ACQUIRE);
-	for (uint64_t i = 0; i < n && i < 8; i++) {
+	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
+	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {
 		/* One word: the ring and its validated size together. A ring
 		 * of an endpoint closing meanwhile stays mapped (retired, not
 		 * unmapped: shm/vm.go), so a stale word reads harmless memory. */
-		uint64_t w = __atomic_load_n(&d[2 + i], __ATOMIC_ACQUIRE), cons, seq;
+		uint64_t w = __atomic_load_n(&d[DOMF_RINGS / 8 + i], __ATOMIC_ACQUIRE), cons, seq;
 		const char *r = psm2_probe_ring(w);
 
 		if (!r)
 			return 0;
 		cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
-		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE),
-				      __ATOMIC_ACQUIRE);
+		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE +
+							  CELL_SEQ), __ATOMIC_ACQUIRE);
 		if (seq == cons + 1)
 			return 0;
 	}

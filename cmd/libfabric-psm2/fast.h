@@ -36,59 +36,22 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
 
 #define PSM2_FAST_DONE 0
 #define PSM2_FAST_GO 1
 
-/* PSM2_NO_COMPLETION marks the sends of the fi_inject* calls, which never
- * generate a completion (unlike a send with the FI_INJECT flag). An
- * operation flag bit libfabric leaves undefined; provider.NoCompletion is
- * the same bit. */
-#define PSM2_NO_COMPLETION (1ULL << 60)
+/* Every offset, size and flag of the memory C shares with Go, generated
+ * from the Go constants (internal/cabi). PSM2_NO_COMPLETION there marks
+ * the sends of the fi_inject* calls, which never generate a completion
+ * (unlike a send with the FI_INJECT flag): an operation flag bit libfabric
+ * leaves undefined. */
+#include "layout.h"
 
-/* Endpoint page words (uint64 index). */
-enum {
-	EPF_SEND_OK = 0, EPF_RECV_OK = 1, EPF_TAG_MASK = 2, EPF_INJECT = 3,
-	EPF_CAPS = 4, EPF_NPEERS = 5, EPF_PEERS = 6, EPF_DOMAIN = 7,
-	EPF_RQ_COUNT = 8, EPF_DELIVER = 9, EPF_RX_CQ = 10, EPF_RX_SEL = 11,
-	EPF_RING = 12, EPF_TX_CQ = 13, EPF_TX_SEL = 14, EPF_TX_CQ_OK = 15,
-	EPF_RQ = 16,	/* byte 128 */
-	EPF_RQ_CAP = 48, EPF_RQ_WORDS = 8,
-};
-
-/* Domain page: byte offsets. */
-#define DOMF_LOCK 128
-#define DOMF_LOCKING 132
-#define DOMF_QUEUED 192
-#define DOMF_SOLE_EP 208
-
-/* CQ page words. */
-enum { CQF_COUNT = 0, CQF_DOMAIN = 1, CQF_STRIDE = 2, CQF_CQUEUED = 3,
-       CQF_CENTRIES = 128 /* byte 1024 */, CQF_CCAP = 56, CQF_CWORDS = 6 };
-#define DOMF_CQUEUED 216
-
-/* Fast-peer descriptor words. */
-enum { FP_OK = 0, FP_RING = 1, FP_WAIT = 2, FP_SEQ = 3, FP_STATE = 4,
-       FP_EPID = 5, FP_SENT = 6, FP_FENCE = 7, FP_PEER = 8, FP_MASK = 9,
-       FP_SLOT = 10 };
-
-/* Ring (byte offsets) and cells. */
-#define RING_PROD 128
-#define RING_SEEN 136
-#define RING_CONS 256
-#define RING_HDR 384
-#define CELL_SIZE 64
-#define CELL_PAYLOAD 56
-#define CELL_INLINE 1
-#define CELL_CONT 2
-#define CELL_HAS_DATA 1
-#define INLINE_HEAD 32		/* payload bytes in a head cell without data */
-#define INLINE_HEAD_DATA 24	/* ... with the data word */
-#define CONT_PAYLOAD 55
-
-/* Message header flags (provider/msg.go). */
-#define HF_TAGGED 1u
-#define HF_DATA 2u
+/* The message header flags and cell flags this file handles; a message
+ * with any other is left to Go. */
+#define PSM2_FAST_HFLAGS (HF_TAGGED | HF_DATA)
+#define PSM2_FAST_CFLAGS CELL_HAS_DATA
 
 static inline long psm2_futex(uint32_t *w, int op, uint32_t val)
 {
@@ -141,8 +104,8 @@ static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 
 /* A ring probe word (transport.RingProbe): the base address with log2 of
  * the cell count in the low 6 bits. */
-static inline char *psm2_probe_ring(uint64_t w) { return (char *) (uintptr_t) (w & ~(uint64_t) 63); }
-static inline uint64_t psm2_probe_mask(uint64_t w) { return ((uint64_t) 1 << (w & 63)) - 1; }
+static inline char *psm2_probe_ring(uint64_t w) { return (char *) (uintptr_t) (w & ~(uint64_t) PROBE_LOG2_MASK); }
+static inline uint64_t psm2_probe_mask(uint64_t w) { return ((uint64_t) 1 << (w & PROBE_LOG2_MASK)) - 1; }
 
 /* psm2_push pushes n (1 or 2) cells into ring r of mask+1 cells, as the
  * producer owning slot (its pos word; n is the next): the same protocol
@@ -166,8 +129,8 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 		}
 		/* Announce before reserving (shm/slots.go); the locked CAS
 		 * orders these stores before the reservation. */
-		__atomic_store_n(&slot[1], n, __ATOMIC_RELAXED);
-		__atomic_store_n(&slot[0], pos, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot[SLOT_N], n, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot[SLOT_POS], pos, __ATOMIC_RELAXED);
 		if (__atomic_compare_exchange_n(prod, &pos, pos + n, 0, __ATOMIC_SEQ_CST,
 						__ATOMIC_RELAXED))
 			break;
@@ -175,10 +138,98 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 	for (uint64_t k = n; k-- > 0;) {
 		char *c = r + RING_HDR + ((pos + k) & mask) * CELL_SIZE;
 
-		memcpy(c + 8, cells[k], CELL_PAYLOAD);
-		__atomic_store_n((uint64_t *) c, pos + k + 1, __ATOMIC_RELEASE);
+		memcpy(c + CELL_PAYLOAD_OFF, cells[k], CELL_PAYLOAD);
+		__atomic_store_n((uint64_t *) (c + CELL_SEQ), pos + k + 1, __ATOMIC_RELEASE);
 	}
 	return 0;
+}
+
+/* An inline message as a head cell (and at most one continuation cell)
+ * carries it: the part of shm/cell.go's format C builds and parses. */
+struct psm2_inline {
+	uint64_t len, epid, tag, data;
+	uint32_t hflags;
+	int with_data;		/* the data word travels (data != 0) */
+};
+
+/* psm2_inline_build writes the payload of the cells of message m with
+ * buf's m->len bytes into cells and returns how many it took (1 or 2), or
+ * 0 if the message does not fit in two: the same cells as shm's
+ * sendInline. */
+static inline int psm2_inline_build(uint64_t cells[2][CELL_PAYLOAD / 8],
+				    const struct psm2_inline *m, const void *buf)
+{
+	unsigned char *h = (unsigned char *) cells[0], *c = (unsigned char *) cells[1];
+	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+	uint16_t short_len = (uint16_t) m->len;
+	int n;
+
+	if (m->len > head + CONT_PAYLOAD)
+		return 0;
+	n = m->len <= head ? 1 : 2;
+	memset(cells, 0, (size_t) n * CELL_PAYLOAD);
+	h[CELL_KIND] = CELL_INLINE;
+	h[CELL_FLAGS] = m->with_data ? CELL_HAS_DATA : 0;
+	memcpy(h + CELL_SHORT, &short_len, 2);
+	memcpy(h + CELL_HFLAGS, &m->hflags, 4);
+	memcpy(h + CELL_EPID, &m->epid, 8);
+	memcpy(h + CELL_TAG, &m->tag, 8);
+	if (m->with_data)
+		memcpy(h + CELL_DATA, &m->data, 8);
+	if (n == 1) {
+		memcpy(h + CELL_PAYLOAD - head, buf, m->len);
+	} else {
+		memcpy(h + CELL_PAYLOAD - head, buf, head);
+		c[CONT_KIND] = CELL_CONT;
+		memcpy(c + CONT_PAYLOAD_OFF, (const char *) buf + head, m->len - head);
+	}
+	return n;
+}
+
+/* psm2_inline_head parses the payload p of a head cell into m and returns
+ * the cells the message takes (1 or 2), or 0 when C must leave it to Go:
+ * another kind of cell, a flag C does not know, or a longer message. */
+static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m)
+{
+	uint16_t short_len;
+	uint64_t head;
+
+	if (p[CELL_KIND] != CELL_INLINE || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+		return 0;
+	memcpy(&short_len, p + CELL_SHORT, 2);
+	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
+	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
+		return 0;
+	m->len = short_len;
+	m->with_data = (p[CELL_FLAGS] & CELL_HAS_DATA) != 0;
+	memcpy(&m->epid, p + CELL_EPID, 8);
+	memcpy(&m->tag, p + CELL_TAG, 8);
+	m->data = 0;
+	if (m->with_data)
+		memcpy(&m->data, p + CELL_DATA, 8);
+	head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+	if (m->len <= head)
+		return 1;
+	return m->len <= head + CONT_PAYLOAD ? 2 : 0;
+}
+
+/* psm2_inline_cont says whether c, the payload of the cell after a head,
+ * is its continuation. */
+static inline int psm2_inline_cont(const unsigned char *c) { return c[CONT_KIND] == CELL_CONT; }
+
+/* psm2_inline_copy copies the message's bytes from its head cell's
+ * payload p (and continuation's c, for two cells) to dst. */
+static inline void psm2_inline_copy(void *dst, const struct psm2_inline *m,
+				    const unsigned char *p, const unsigned char *c)
+{
+	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+
+	if (m->len <= head) {
+		memcpy(dst, p + CELL_PAYLOAD - head, m->len);
+	} else {
+		memcpy(dst, p + CELL_PAYLOAD - head, head);
+		memcpy((char *) dst + head, c + CONT_PAYLOAD_OFF, m->len - head);
+	}
 }
 
 /* psm2_fast_send is a send of len bytes to dest, with the message's tag
@@ -194,10 +245,10 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 				 int has_data, uint64_t data, void *context, uint64_t flags)
 {
 	uint64_t cells[2][CELL_PAYLOAD / 8];
-	unsigned char *h = (unsigned char *) cells[0];
-	uint64_t *d, *cq = NULL, n, head, cc = 0;
-	uint32_t *lk, hflags;
-	int locking, ret = PSM2_FAST_GO, with_data, inject = (flags & FI_INJECT) != 0, comp = 0;
+	struct psm2_inline m;
+	uint64_t *d, *cq = NULL, cc = 0;
+	uint32_t *lk;
+	int locking, ret = PSM2_FAST_GO, n, inject = (flags & FI_INJECT) != 0, comp = 0;
 	int nocomp = (flags & PSM2_NO_COMPLETION) != 0;
 
 	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
@@ -213,30 +264,17 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		if (comp)
 			cq = (uint64_t *) (uintptr_t) f[EPF_TX_CQ];
 	}
-	with_data = has_data && data != 0;
-	head = with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
-	if (len > head + CONT_PAYLOAD)
-		return PSM2_FAST_GO;
-	n = len <= head ? 1 : 2;
 
-	/* The cells, built before taking the lock. */
-	memset(cells, 0, n * CELL_PAYLOAD);
-	hflags = (tagged ? HF_TAGGED : 0) | (has_data ? HF_DATA : 0);
-	h[0] = CELL_INLINE;
-	h[1] = with_data ? CELL_HAS_DATA : 0;
-	h[2] = (unsigned char) len;
-	h[3] = (unsigned char) (len >> 8);
-	memcpy(h + 4, &hflags, 4);
-	cells[0][2] = tagged ? tag & f[EPF_TAG_MASK] : 0;
-	if (with_data)
-		cells[0][3] = data;
-	if (n == 1) {
-		memcpy(h + CELL_PAYLOAD - head, buf, len);
-	} else {
-		memcpy(h + CELL_PAYLOAD - head, buf, head);
-		((unsigned char *) cells[1])[0] = CELL_CONT;
-		memcpy((unsigned char *) cells[1] + 1, (const char *) buf + head, len - head);
-	}
+	/* The cells, built before taking the lock (the sender id once the
+	 * descriptor is read under it). */
+	m.len = len;
+	m.epid = 0;
+	m.tag = tagged ? tag & f[EPF_TAG_MASK] : 0;
+	m.data = data;
+	m.with_data = has_data && data != 0;
+	m.hflags = (tagged ? HF_TAGGED : 0) | (has_data ? HF_DATA : 0);
+	if (!(n = psm2_inline_build(cells, &m, buf)))
+		return PSM2_FAST_GO;
 
 	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)
@@ -254,7 +292,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		goto out;
 	if (__atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
 		goto out;	/* the peer closed: Go fails the send */
-	cells[0][1] = d[FP_EPID];
+	memcpy((unsigned char *) cells[0] + CELL_EPID, &d[FP_EPID], 8);
 	if (!d[FP_SLOT] ||
 	    psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
 		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
@@ -263,12 +301,12 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	if (comp) {
 		/* The send is complete: the message is in the peer's ring (the
 		 * provider's choice for every completion level). */
-		uint64_t *e = cq + CQF_CENTRIES + cc * CQF_CWORDS;
+		struct fi_cq_tagged_entry *e = (struct fi_cq_tagged_entry *) (cq + CQF_CENTRIES + cc * CQF_CWORDS);
 		uint64_t *pending = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_CQUEUED);
 
-		e[0] = (uint64_t) (uintptr_t) context;
-		e[1] = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-		e[2] = e[3] = e[4] = e[5] = 0;
+		memset(e, 0, sizeof(*e));
+		e->op_context = context;
+		e->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 		__atomic_store_n(&cq[CQF_CQUEUED], cc + 1, __ATOMIC_RELEASE);
 		__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
 	}
@@ -357,13 +395,13 @@ static inline int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t s
 	if (n >= EPF_RQ_CAP)
 		goto out;	/* Go posts the queue and this one */
 	q = f + EPF_RQ + n * EPF_RQ_WORDS;
-	q[0] = (uint64_t) (uintptr_t) buf;
-	q[1] = len;
-	q[2] = src;
-	q[3] = tag;
-	q[4] = ignore;
-	q[5] = (uint64_t) (uintptr_t) context;
-	q[6] = flags;
+	q[RQ_BUF] = (uint64_t) (uintptr_t) buf;
+	q[RQ_LEN] = len;
+	q[RQ_SRC] = src;
+	q[RQ_TAG] = tag;
+	q[RQ_IGNORE] = ignore;
+	q[RQ_CONTEXT] = (uint64_t) (uintptr_t) context;
+	q[RQ_FLAGS] = flags;
 	__atomic_store_n(&f[EPF_RQ_COUNT], n + 1, __ATOMIC_RELAXED);
 	{
 		uint64_t *queued = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_QUEUED);
@@ -393,22 +431,40 @@ static inline int psm2_rq_match(const uint64_t *f, uint64_t n, int tagged, uint6
 	for (uint64_t i = 0; i < n; i++) {
 		const uint64_t *q = f + EPF_RQ + i * EPF_RQ_WORDS;
 
-		if (((q[6] & FI_TAGGED) != 0) != tagged)
+		if (((q[RQ_FLAGS] & FI_TAGGED) != 0) != tagged)
 			continue;
-		if (tagged && ((tag ^ (q[3] & mask)) & ~(q[4] | ~mask)))
+		if (tagged && ((tag ^ (q[RQ_TAG] & mask)) & ~(q[RQ_IGNORE] | ~mask)))
 			continue;
-		if (directed && q[2] != FI_ADDR_UNSPEC) {
+		if (directed && q[RQ_SRC] != FI_ADDR_UNSPEC) {
 			const uint64_t *d;
 
-			if (q[2] >= f[EPF_NPEERS])
+			if (q[RQ_SRC] >= f[EPF_NPEERS])
 				continue;
-			d = (const uint64_t *) (uintptr_t) ((const uint64_t *) (uintptr_t) f[EPF_PEERS])[q[2]];
+			d = (const uint64_t *) (uintptr_t) ((const uint64_t *) (uintptr_t) f[EPF_PEERS])[q[RQ_SRC]];
 			if (!d || d[FP_PEER] != epid)
 				continue;
 		}
 		return (int) i;
 	}
 	return -1;
+}
+
+/* psm2_recv_entry writes the completion of receive q taking message m
+ * in the CQ's format: stride is the size of its entries, each a prefix of
+ * struct fi_cq_tagged_entry (context; flags, len; buf, data; tag). */
+static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q,
+				   const struct psm2_inline *m)
+{
+	struct fi_cq_tagged_entry e;
+
+	e.op_context = (void *) (uintptr_t) q[RQ_CONTEXT];
+	e.flags = FI_RECV | ((m->hflags & HF_TAGGED) ? FI_TAGGED : FI_MSG) |
+		  ((m->hflags & HF_DATA) ? FI_REMOTE_CQ_DATA : 0);
+	e.len = m->len;
+	e.buf = (void *) (uintptr_t) q[RQ_BUF];
+	e.data = m->data;
+	e.tag = m->tag;
+	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
 /* psm2_fast_deliver is the receive half of the fast path: called by
@@ -458,60 +514,33 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
 		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & mask) * CELL_SIZE;
-		const unsigned char *p = c + 8, *c2 = NULL;
-		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED), len, head, epid, tag, data = 0;
-		uint64_t *q, *e;
-		uint32_t hflags;
-		int i, with_data;
+		const unsigned char *c2 = NULL;
+		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
+		uint64_t *q;
+		struct psm2_inline m;
+		int i, cells;
 
-		if (!n || __atomic_load_n((const uint64_t *) c, __ATOMIC_ACQUIRE) != cons + 1)
+		if (!n || __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
-		if (p[0] != CELL_INLINE)
+		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m)))
 			break;
-		len = p[2] | (uint64_t) p[3] << 8;
-		with_data = p[1] & CELL_HAS_DATA;
-		head = with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
-		if (len > head) {
-			/* One continuation at most here; the unit was published
-			 * before its head cell. */
-			if (len > head + CONT_PAYLOAD)
-				break;
+		if (cells == 2) {
+			/* The unit was published before its head cell. */
 			c2 = (const unsigned char *) r + RING_HDR + ((cons + 1) & mask) * CELL_SIZE;
-			if (__atomic_load_n((const uint64_t *) c2, __ATOMIC_ACQUIRE) != cons + 2 ||
-			    c2[8] != CELL_CONT)
+			if (__atomic_load_n((const uint64_t *) (c2 + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 2 ||
+			    !psm2_inline_cont(c2 + CELL_PAYLOAD_OFF))
 				break;
 		}
-		memcpy(&hflags, p + 4, 4);
-		memcpy(&epid, p + 8, 8);
-		memcpy(&tag, p + 16, 8);
-		if (with_data)
-			memcpy(&data, p + 24, 8);
-		i = psm2_rq_match(f, n, (hflags & HF_TAGGED) != 0, tag, epid);
+		i = psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid);
 		if (i < 0)
 			break;	/* unexpected: Go keeps it */
 		q = f + EPF_RQ + i * EPF_RQ_WORDS;
-		if (q[1] < len)
+		if (q[RQ_LEN] < m.len)
 			break;	/* truncated: Go reports it */
-		if (len <= head) {
-			memcpy((void *) (uintptr_t) q[0], p + CELL_PAYLOAD - head, len);
-		} else {
-			memcpy((void *) (uintptr_t) q[0], p + CELL_PAYLOAD - head, head);
-			memcpy((char *) (uintptr_t) q[0] + head, c2 + 9, len - head);
-		}
-		if (!f[EPF_RX_SEL] || (q[6] & FI_COMPLETION)) {
-			e = (uint64_t *) (out + got * stride);
-			e[0] = q[5];
-			if (stride > 8) {
-				e[1] = FI_RECV | ((hflags & HF_TAGGED) ? FI_TAGGED : FI_MSG) |
-				       ((hflags & HF_DATA) ? FI_REMOTE_CQ_DATA : 0);
-				e[2] = len;
-			}
-			if (stride > 24) {
-				e[3] = q[0];
-				e[4] = data;
-			}
-			if (stride > 40)
-				e[5] = tag;
+		psm2_inline_copy((void *) (uintptr_t) q[RQ_BUF], &m, c + CELL_PAYLOAD_OFF,
+				 c2 ? c2 + CELL_PAYLOAD_OFF : NULL);
+		if (!f[EPF_RX_SEL] || (q[RQ_FLAGS] & FI_COMPLETION)) {
+			psm2_recv_entry(out + got * stride, stride, q, &m);
 			got++;
 		}
 		/* Take the receive out of the queue, keeping the others' order. */
