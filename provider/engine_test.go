@@ -380,8 +380,8 @@ func TestEngineSelectiveCompletionAndInject(t *testing.T) {
 	// Rebind is not allowed after enable, so make a fresh endpoint pair
 	// with selective completion on b's CQ by hand.
 	p.b.rxSel, p.a.txSel = true, true
-	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x1, fi.TAGGED) // no FI_COMPLETION
-	p.send(p.a, p.bAddr, []byte("x"), 1, 0x2, fi.TAGGED)              // no FI_COMPLETION
+	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 1, 0, 0x1, fi.TAGGED)           // no FI_COMPLETION
+	p.send(p.a, p.bAddr, []byte("x"), 1, 0x2, fi.TAGGED)                        // no FI_COMPLETION
 	p.send(p.a, p.bAddr, []byte("y"), 2, 0x3, fi.TAGGED|fi.INJECT|NoCompletion) // fi_tinject
 	p.recv(p.b, make([]byte, 8), fi.AddrUnspec, 2, 0, 0x4, fi.TAGGED|fi.COMPLETION)
 	c, err := p.read(p.cqb)

@@ -425,12 +425,7 @@ func (ep *Endpoint) recvLocked(iov unsafe.Pointer, count int, src uint64, tag, i
 		}
 	}
 	sp := space(flags)
-	if sp == 0 {
-		tag, ignore = 0, ^uint64(0)
-	} else {
-		tag &= ep.tagMask
-		ignore |= ^ep.tagMask
-	}
+	tag, ignore = matchKey(sp, tag, ignore, ep.tagMask)
 	var srcEPID uint64
 	if src != fi.AddrUnspec && ep.caps&fi.DIRECTED_RECV != 0 {
 		name, ok := ep.av.nameLocked(src)
@@ -472,6 +467,16 @@ func (ep *Endpoint) recvLocked(iov unsafe.Pointer, count int, src uint64, tag, i
 	}
 	e.posted[sp].push(o)
 	return 0
+}
+
+// matchKey is the tag and ignore bits a receive of space sp matches
+// with: an untagged receive takes any message of its space, a tagged one
+// compares the bits of the tag mask that ignore does not set.
+func matchKey(sp uint8, tag, ignore, mask uint64) (uint64, uint64) {
+	if sp == 0 {
+		return 0, ^uint64(0)
+	}
+	return tag & mask, ignore | ^mask
 }
 
 func matches(o *op, h *transport.Header, src uint64) bool {

@@ -1,0 +1,155 @@
+// Package fastc lets Go tests call the C fast path (cmd/libfabric-psm2/
+// fast.h) on inputs of their choosing, so that what C does can be checked
+// against the Go code that does the same thing (the differential tests in
+// shm and provider). It is not part of the library.
+//
+// fast.h and layout.h here are links to cmd/libfabric-psm2's: the go
+// command rebuilds a package when files in its own directory change, not
+// headers it finds elsewhere, and a test of stale C would prove nothing.
+package fastc
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include -O2 -Wall -Wno-unused-function
+#include <stdlib.h>
+#include "fast.h"
+
+static int fastc_build(void *cells, struct psm2_inline *m, const void *buf)
+{
+	return psm2_inline_build((uint64_t (*)[CELL_PAYLOAD / 8]) cells, m, buf);
+}
+
+// fastc_parse parses the one or two cell payloads at cells (n of them) and
+// copies the message to dst: the cells it took, or 0 (left to Go).
+static int fastc_parse(const unsigned char *cells, int n, struct psm2_inline *m, void *dst)
+{
+	int k = psm2_inline_head(cells, m);
+
+	if (!k || k > n)
+		return 0;
+	if (k == 2 && !psm2_inline_cont(cells + CELL_PAYLOAD))
+		return 0;
+	psm2_inline_copy(dst, m, cells, k == 2 ? cells + CELL_PAYLOAD : NULL);
+	return k;
+}
+
+// fastc_match builds an endpoint page holding the n receives of q (each
+// EPF_RQ_WORDS words) and a peer table of np fi_addrs whose descriptors
+// name peers[i] (0: no descriptor), and asks psm2_rq_match.
+static int fastc_match(const uint64_t *q, uint64_t n, uint64_t mask, uint64_t caps,
+		       const uint64_t *peers, uint64_t np, int tagged, uint64_t tag, uint64_t epid)
+{
+	uint64_t *f = calloc(EPF_RQ + EPF_RQ_CAP * EPF_RQ_WORDS, 8);
+	uint64_t *tab = calloc(np ? np : 1, 8);
+	uint64_t *desc = calloc(np ? np : 1, 16 * 8);
+	int i;
+
+	if (!f || !tab || !desc) {
+		free(f), free(tab), free(desc);
+		return -2;
+	}
+	for (uint64_t k = 0; k < np; k++) {
+		if (peers[k]) {
+			desc[k * 16 + FP_PEER] = peers[k];
+			tab[k] = (uint64_t) (uintptr_t) &desc[k * 16];
+		}
+	}
+	f[EPF_TAG_MASK] = mask;
+	f[EPF_CAPS] = caps;
+	f[EPF_NPEERS] = np;
+	f[EPF_PEERS] = (uint64_t) (uintptr_t) tab;
+	memcpy(f + EPF_RQ, q, n * EPF_RQ_WORDS * 8);
+	f[EPF_RQ_COUNT] = n;
+	i = psm2_rq_match(f, n, tagged, tag, epid);
+	free(f), free(tab), free(desc);
+	return i;
+}
+*/
+import "C"
+
+import "unsafe"
+
+// CellPayload is the payload bytes of a cell, as C knows it.
+const CellPayload = C.CELL_PAYLOAD
+
+// Inline is an inline message's header as C builds and parses it.
+type Inline struct {
+	Len, EPID, Tag, Data uint64
+	HFlags               uint32
+	WithData             bool // the data word travels
+}
+
+func toC(m Inline) C.struct_psm2_inline {
+	var c C.struct_psm2_inline
+	c.len, c.epid, c.tag, c.data = C.uint64_t(m.Len), C.uint64_t(m.EPID), C.uint64_t(m.Tag), C.uint64_t(m.Data)
+	c.hflags = C.uint32_t(m.HFlags)
+	if m.WithData {
+		c.with_data = 1
+	}
+	return c
+}
+
+// Build returns the cell payloads (CellPayload bytes each) C builds for m
+// with payload p (len(p) == m.Len), or nil if C would not send it inline.
+func Build(m Inline, p []byte) []byte {
+	cells := make([]byte, 2*CellPayload)
+	c := toC(m)
+	var buf unsafe.Pointer
+	if len(p) > 0 {
+		buf = unsafe.Pointer(&p[0])
+	}
+	n := C.fastc_build(unsafe.Pointer(&cells[0]), &c, buf)
+	if n == 0 {
+		return nil
+	}
+	return cells[:int(n)*CellPayload]
+}
+
+// Parse returns what C reads from cell payloads (one or two, CellPayload
+// bytes each): the header and the message's bytes, or ok false when C
+// leaves the cells to Go.
+func Parse(cells []byte) (m Inline, payload []byte, ok bool) {
+	if len(cells) < CellPayload {
+		return m, nil, false
+	}
+	var c C.struct_psm2_inline
+	dst := make([]byte, 2*CellPayload)
+	k := C.fastc_parse((*C.uchar)(unsafe.Pointer(&cells[0])), C.int(len(cells)/CellPayload), &c,
+		unsafe.Pointer(&dst[0]))
+	if k == 0 {
+		return m, nil, false
+	}
+	m = Inline{Len: uint64(c.len), EPID: uint64(c.epid), Tag: uint64(c.tag), Data: uint64(c.data),
+		HFlags: uint32(c.hflags), WithData: c.with_data != 0}
+	return m, dst[:m.Len], true
+}
+
+// RQ is a receive as C queues it in the endpoint page.
+type RQ struct {
+	Buf, Len, Src, Tag, Ignore, Context, Flags uint64
+}
+
+// Match returns the index of the first receive of q that psm2_rq_match
+// gives a message (tagged, tag, from epid), or -1, for an endpoint with
+// tag mask mask and caps caps whose fi_addr i is the peer peers[i] (0:
+// not connected).
+func Match(q []RQ, mask, caps uint64, peers []uint64, tagged bool, tag, epid uint64) int {
+	words := make([]uint64, len(q)*int(C.EPF_RQ_WORDS)+1)
+	for i, r := range q {
+		w := words[i*int(C.EPF_RQ_WORDS):]
+		w[C.RQ_BUF], w[C.RQ_LEN], w[C.RQ_SRC], w[C.RQ_TAG] = r.Buf, r.Len, r.Src, r.Tag
+		w[C.RQ_IGNORE], w[C.RQ_CONTEXT], w[C.RQ_FLAGS] = r.Ignore, r.Context, r.Flags
+	}
+	t := 0
+	if tagged {
+		t = 1
+	}
+	var pp *C.uint64_t
+	if len(peers) > 0 {
+		pp = (*C.uint64_t)(unsafe.Pointer(&peers[0]))
+	}
+	return int(C.fastc_match((*C.uint64_t)(unsafe.Pointer(&words[0])), C.uint64_t(len(q)), C.uint64_t(mask),
+		C.uint64_t(caps), pp, C.uint64_t(len(peers)), C.int(t), C.uint64_t(tag), C.uint64_t(epid)))
+}
+
+// RQCap is how many receives C queues at most.
+const RQCap = C.EPF_RQ_CAP

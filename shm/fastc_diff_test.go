@@ -1,0 +1,106 @@
+//go:build cgo
+
+package shm
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fastc"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// The C fast path (cmd/libfabric-psm2/fast.h) builds inline cells for
+// fi_inject and parses them in fi_cq_read. These differential tests give C
+// and this package the same random messages and compare: cells C builds
+// must be delivered by Poll exactly as sent, and cells sendInline builds
+// must be read by C exactly as sent, or left to Go when C cannot take them
+// (longer than two cells, or header flags C does not know).
+
+// cHFlags are the message header flags C knows (provider's hfTagged and
+// hfData; this package carries them opaquely).
+const cHFlags = 3
+
+func randInline(r *rand.Rand, maxLen int) (transport.Header, []byte) {
+	n := r.IntN(maxLen + 1)
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(r.Uint32())
+	}
+	h := transport.Header{Len: uint64(n), Flags: uint32(r.IntN(cHFlags + 1)), Tag: r.Uint64()}
+	if r.IntN(2) == 0 {
+		h.Data = r.Uint64()
+	}
+	return h, p
+}
+
+func TestFastCBuildsWhatPollDelivers(t *testing.T) {
+	a, b, ab := pair(t)
+	p := a.peers[int(ab)-1]
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 3000; i++ {
+		h, payload := randInline(r, inlineHead+contPayload)
+		m := fastc.Inline{Len: h.Len, EPID: a.EPID(), Tag: h.Tag, Data: h.Data, HFlags: h.Flags,
+			WithData: h.Data != 0}
+		cells := fastc.Build(m, payload)
+		fits := h.Len <= uint64(inlineMax(2, h.Data != 0))
+		if (cells != nil) != fits {
+			t.Fatalf("message %d (%d bytes, data %v): C built %d bytes of cells", i, h.Len, h.Data != 0, len(cells))
+		}
+		if cells == nil {
+			continue
+		}
+		if err := p.ring.TryPushCells(cells); err != nil {
+			t.Fatal(err)
+		}
+		d := recvOne(t, a, b)
+		if d.Hdr != h || !bytes.Equal(d.Payload, payload) || d.SrcEPID != a.EPID() {
+			t.Fatalf("message %d: C sent %+v %x; Poll delivered %+v %x from %#x", i, h, payload, d.Hdr, d.Payload, d.SrcEPID)
+		}
+	}
+}
+
+func TestFastCParsesWhatSendBuilds(t *testing.T) {
+	a, b, ab := pair(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	taken, left := 0, 0
+	for i := 0; i < 3000; i++ {
+		h, payload := randInline(r, inlineMax(a.inlineCells, false))
+		if r.IntN(8) == 0 {
+			h.Flags |= 1 << (2 + r.IntN(30)) // a flag C does not know
+		}
+		if h.Len > uint64(inlineMax(a.inlineCells, h.Data != 0)) {
+			continue
+		}
+		before := len(b.rec.got)
+		sendAll(t, a, b, ab, h, [][]byte{payload}, uint64(i), 0)
+		// The cells are in b's ring: C reads them as fi_cq_read would.
+		pos := b.ring.cons.Load()
+		var cells []byte
+		for k := uint64(0); k < 2; k++ {
+			if b.ring.seq(b.ring.cellOff(pos+k)).Load() == pos+k+1 {
+				cells = append(cells, b.ring.payload(b.ring.cellOff(pos+k))...)
+			}
+		}
+		m, got, ok := fastc.Parse(cells)
+		want := h.Flags&^cHFlags == 0 && h.Len <= uint64(inlineMax(2, h.Data != 0))
+		if ok != want {
+			t.Fatalf("message %d (%d bytes, flags %#x, data %v): C took it: %v, want %v", i, h.Len, h.Flags, h.Data != 0, ok, want)
+		}
+		if ok {
+			taken++
+			if m.Len != h.Len || m.Tag != h.Tag || m.Data != h.Data || m.HFlags != h.Flags ||
+				m.WithData != (h.Data != 0) || m.EPID != a.EPID() || !bytes.Equal(got, payload) {
+				t.Fatalf("message %d: sent %+v %x from %#x; C read %+v %x", i, h, payload, a.EPID(), m, got)
+			}
+		} else {
+			left++
+		}
+		pollUntil(t, 10*time.Second, func() bool { return len(b.rec.got) > before }, a, b)
+	}
+	if taken == 0 || left == 0 {
+		t.Fatalf("C took %d messages and left %d: both kinds should occur", taken, left)
+	}
+}
