@@ -77,6 +77,17 @@ const (
 	inlineHeadData = CellPayload - offCellW4
 	contPayload    = CellPayload - offContPayload
 
+	// FastInlineCells is the most cells the C fast path (fast.h) puts in
+	// one inline message it sends: up to 1077 bytes (1069 with CQ data).
+	// fi_cq_read delivers them in C too. Measured against Go's bounce
+	// buffers (scripts/msgrate.c, fi_pingpong, same run): 128 B latency
+	// 0.66 -> 0.16 us, message rate 2.9 -> 6-8 M/s; at 1 KiB about even
+	// in rate and 0.65 -> 0.48 us; at 1.5 KiB the rate falls behind, so
+	// longer messages take a bounce buffer. Go's own sends keep
+	// InlineCells (2 by default): its multi-cell path is slower than its
+	// bounce buffer (BenchmarkEndpointPingPong).
+	FastInlineCells = 20
+
 	// A continuation cell has no common header: its kind, then payload.
 	offContKind    = 0
 	offContPayload = 1

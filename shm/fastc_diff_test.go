@@ -17,7 +17,7 @@ import (
 // and this package the same random messages and compare: cells C builds
 // must be delivered by Poll exactly as sent, and cells sendInline builds
 // must be read by C exactly as sent, or left to Go when C cannot take them
-// (longer than two cells, or header flags C does not know).
+// (header flags C does not know).
 
 // cHFlags are the message header flags C knows (provider's hfTagged and
 // hfData; this package carries them opaquely).
@@ -41,11 +41,11 @@ func TestFastCBuildsWhatPollDelivers(t *testing.T) {
 	p := a.peers[int(ab)-1]
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 3000; i++ {
-		h, payload := randInline(r, inlineHead+contPayload)
+		h, payload := randInline(r, inlineMax(FastInlineCells, false)+contPayload)
 		m := fastc.Inline{Len: h.Len, EPID: a.EPID(), Tag: h.Tag, Data: h.Data, HFlags: h.Flags,
 			WithData: h.Data != 0}
 		cells := fastc.Build(m, payload)
-		fits := h.Len <= uint64(inlineMax(2, h.Data != 0))
+		fits := h.Len <= uint64(inlineMax(FastInlineCells, h.Data != 0))
 		if (cells != nil) != fits {
 			t.Fatalf("message %d (%d bytes, data %v): C built %d bytes of cells", i, h.Len, h.Data != 0, len(cells))
 		}
@@ -63,7 +63,7 @@ func TestFastCBuildsWhatPollDelivers(t *testing.T) {
 }
 
 func TestFastCParsesWhatSendBuilds(t *testing.T) {
-	a, b, ab := pair(t)
+	a, b, ab := pair(t, func(c *Config) { c.InlineCells = MaxPushCells })
 	r := rand.New(rand.NewPCG(3, 4))
 	taken, left := 0, 0
 	for i := 0; i < 3000; i++ {
@@ -79,13 +79,14 @@ func TestFastCParsesWhatSendBuilds(t *testing.T) {
 		// The cells are in b's ring: C reads them as fi_cq_read would.
 		pos := b.ring.cons.Load()
 		var cells []byte
-		for k := uint64(0); k < 2; k++ {
-			if b.ring.seq(b.ring.cellOff(pos+k)).Load() == pos+k+1 {
-				cells = append(cells, b.ring.payload(b.ring.cellOff(pos+k))...)
+		for k := uint64(0); k < MaxPushCells; k++ {
+			if b.ring.seq(b.ring.cellOff(pos+k)).Load() != pos+k+1 {
+				break
 			}
+			cells = append(cells, b.ring.payload(b.ring.cellOff(pos+k))...)
 		}
 		m, got, ok := fastc.Parse(cells)
-		want := h.Flags&^cHFlags == 0 && h.Len <= uint64(inlineMax(2, h.Data != 0))
+		want := h.Flags&^cHFlags == 0
 		if ok != want {
 			t.Fatalf("message %d (%d bytes, flags %#x, data %v): C took it: %v, want %v", i, h.Len, h.Flags, h.Data != 0, ok, want)
 		}

@@ -43,6 +43,8 @@ func CLayout() []cabi.Group {
 			b("CONT_KIND", offContKind, "in a continuation cell: its kind byte"),
 			b("CONT_PAYLOAD_OFF", offContPayload, "... then its payload"),
 			b("CONT_PAYLOAD", contPayload, "payload bytes in a continuation cell"),
+			b("PUSH_CELLS_MAX", MaxPushCells, "cells of one unit (an inline message) at most"),
+			b("FAST_INLINE_CELLS", FastInlineCells, "cells of an inline message C sends, at most"),
 		}},
 		{Title: "Fast-peer descriptor, words", Source: "shm/fastpeer.go", Consts: []cabi.Const{
 			w("FP_OK", fpOK, ""),

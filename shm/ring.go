@@ -272,8 +272,9 @@ func (r *Ring) TryPush(payload []byte) error {
 	return nil
 }
 
-// MaxPushCells is the most cells TryPushCells takes at once.
-const MaxPushCells = 8
+// MaxPushCells is the most cells TryPushCells takes at once, and so the
+// longest inline message a receiver takes (1737 bytes).
+const MaxPushCells = 32
 
 // TryPushCells pushes len(cells)/CellPayload consecutive cells as one
 // unit: they occupy consecutive positions, so no other producer's cell

@@ -144,30 +144,42 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 	return 0;
 }
 
-/* An inline message as a head cell (and at most one continuation cell)
- * carries it: the part of shm/cell.go's format C builds and parses. */
+/* An inline message as its head cell and up to PUSH_CELLS_MAX - 1
+ * continuation cells carry it: the part of shm/cell.go's format C builds
+ * and parses. */
 struct psm2_inline {
 	uint64_t len, epid, tag, data;
 	uint32_t hflags;
 	int with_data;		/* the data word travels (data != 0) */
 };
 
-/* psm2_inline_build writes the payload of the cells of message m with
- * buf's m->len bytes into cells and returns how many it took (1 or 2), or
- * 0 if the message does not fit in two: the same cells as shm's
- * sendInline. */
-static inline int psm2_inline_build(uint64_t cells[2][CELL_PAYLOAD / 8],
+/* psm2_inline_cells is the number of cells message m takes, or 0 if more
+ * than max (shm's inlineCells). */
+static inline int psm2_inline_cells(const struct psm2_inline *m, uint64_t max)
+{
+	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD, n;
+
+	if (m->len <= head)
+		return 1;
+	n = 1 + (m->len - head + CONT_PAYLOAD - 1) / CONT_PAYLOAD;
+	return n <= max ? (int) n : 0;
+}
+
+/* psm2_inline_build writes the payloads of the cells of message m with
+ * buf's m->len bytes into cells and returns how many it took, or 0 if
+ * the message takes more than FAST_INLINE_CELLS (Go's bounce buffers
+ * serve it better): the same cells as shm's sendInline. */
+static inline int psm2_inline_build(uint64_t cells[][CELL_PAYLOAD / 8],
 				    const struct psm2_inline *m, const void *buf)
 {
-	unsigned char *h = (unsigned char *) cells[0], *c = (unsigned char *) cells[1];
-	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+	unsigned char *h = (unsigned char *) cells[0];
+	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD, off;
 	uint16_t short_len = (uint16_t) m->len;
-	int n;
+	int n = psm2_inline_cells(m, FAST_INLINE_CELLS);
 
-	if (m->len > head + CONT_PAYLOAD)
+	if (!n)
 		return 0;
-	n = m->len <= head ? 1 : 2;
-	memset(cells, 0, (size_t) n * CELL_PAYLOAD);
+	memset(h, 0, CELL_PAYLOAD);
 	h[CELL_KIND] = CELL_INLINE;
 	h[CELL_FLAGS] = m->with_data ? CELL_HAS_DATA : 0;
 	memcpy(h + CELL_SHORT, &short_len, 2);
@@ -178,21 +190,28 @@ static inline int psm2_inline_build(uint64_t cells[2][CELL_PAYLOAD / 8],
 		memcpy(h + CELL_DATA, &m->data, 8);
 	if (n == 1) {
 		memcpy(h + CELL_PAYLOAD - head, buf, m->len);
-	} else {
-		memcpy(h + CELL_PAYLOAD - head, buf, head);
+		return 1;
+	}
+	memcpy(h + CELL_PAYLOAD - head, buf, head);
+	off = head;
+	for (int k = 1; k < n; k++) {
+		unsigned char *c = (unsigned char *) cells[k];
+		uint64_t part = m->len - off < CONT_PAYLOAD ? m->len - off : CONT_PAYLOAD;
+
 		c[CONT_KIND] = CELL_CONT;
-		memcpy(c + CONT_PAYLOAD_OFF, (const char *) buf + head, m->len - head);
+		memcpy(c + CONT_PAYLOAD_OFF, (const char *) buf + off, part);
+		memset(c + CONT_PAYLOAD_OFF + part, 0, CONT_PAYLOAD - part);
+		off += part;
 	}
 	return n;
 }
 
 /* psm2_inline_head parses the payload p of a head cell into m and returns
- * the cells the message takes (1 or 2), or 0 when C must leave it to Go:
- * another kind of cell, a flag C does not know, or a longer message. */
+ * the cells the message takes, or 0 when C must leave it to Go: another
+ * kind of cell, a flag C does not know, or a longer message. */
 static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m)
 {
 	uint16_t short_len;
-	uint64_t head;
 
 	if (p[CELL_KIND] != CELL_INLINE || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
 		return 0;
@@ -207,28 +226,29 @@ static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m
 	m->data = 0;
 	if (m->with_data)
 		memcpy(&m->data, p + CELL_DATA, 8);
-	head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
-	if (m->len <= head)
-		return 1;
-	return m->len <= head + CONT_PAYLOAD ? 2 : 0;
+	return psm2_inline_cells(m, PUSH_CELLS_MAX);
 }
 
-/* psm2_inline_cont says whether c, the payload of the cell after a head,
- * is its continuation. */
+/* psm2_inline_cont says whether c, the payload of a cell after a head, is
+ * a continuation. */
 static inline int psm2_inline_cont(const unsigned char *c) { return c[CONT_KIND] == CELL_CONT; }
 
 /* psm2_inline_copy copies the message's bytes from its head cell's
- * payload p (and continuation's c, for two cells) to dst. */
+ * payload p and its continuations' payloads cont[0..] to dst. */
 static inline void psm2_inline_copy(void *dst, const struct psm2_inline *m,
-				    const unsigned char *p, const unsigned char *c)
+				    const unsigned char *p, const unsigned char *const *cont)
 {
-	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD;
+	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD, off;
 
 	if (m->len <= head) {
 		memcpy(dst, p + CELL_PAYLOAD - head, m->len);
-	} else {
-		memcpy(dst, p + CELL_PAYLOAD - head, head);
-		memcpy((char *) dst + head, c + CONT_PAYLOAD_OFF, m->len - head);
+		return;
+	}
+	memcpy(dst, p + CELL_PAYLOAD - head, head);
+	for (off = head; off < m->len; off += CONT_PAYLOAD, cont++) {
+		uint64_t part = m->len - off < CONT_PAYLOAD ? m->len - off : CONT_PAYLOAD;
+
+		memcpy((char *) dst + off, *cont + CONT_PAYLOAD_OFF, part);
 	}
 }
 
@@ -244,7 +264,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 				 fi_addr_t dest, int tagged, uint64_t tag,
 				 int has_data, uint64_t data, void *context, uint64_t flags)
 {
-	uint64_t cells[2][CELL_PAYLOAD / 8];
+	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
 	struct psm2_inline m;
 	uint64_t *d, *cq = NULL, cc = 0;
 	uint32_t *lk;
@@ -514,31 +534,34 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
 		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & mask) * CELL_SIZE;
-		const unsigned char *c2 = NULL;
+		const unsigned char *cont[PUSH_CELLS_MAX];
 		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
 		uint64_t *q;
 		struct psm2_inline m;
-		int i, cells;
+		int i, cells, k;
 
 		if (!n || __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m)))
 			break;
-		if (cells == 2) {
-			/* The unit was published before its head cell. */
-			c2 = (const unsigned char *) r + RING_HDR + ((cons + 1) & mask) * CELL_SIZE;
-			if (__atomic_load_n((const uint64_t *) (c2 + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 2 ||
-			    !psm2_inline_cont(c2 + CELL_PAYLOAD_OFF))
+		/* The unit's cells were published before its head cell. */
+		for (k = 1; k < cells; k++) {
+			const unsigned char *ck = (const unsigned char *) r + RING_HDR + ((cons + k) & mask) * CELL_SIZE;
+
+			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
+			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
 				break;
+			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
 		}
+		if (k < cells)
+			break;
 		i = psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid);
 		if (i < 0)
 			break;	/* unexpected: Go keeps it */
 		q = f + EPF_RQ + i * EPF_RQ_WORDS;
 		if (q[RQ_LEN] < m.len)
 			break;	/* truncated: Go reports it */
-		psm2_inline_copy((void *) (uintptr_t) q[RQ_BUF], &m, c + CELL_PAYLOAD_OFF,
-				 c2 ? c2 + CELL_PAYLOAD_OFF : NULL);
+		psm2_inline_copy((void *) (uintptr_t) q[RQ_BUF], &m, c + CELL_PAYLOAD_OFF, cont);
 		if (!f[EPF_RX_SEL] || (q[RQ_FLAGS] & FI_COMPLETION)) {
 			psm2_recv_entry(out + got * stride, stride, q, &m);
 			got++;
@@ -552,7 +575,7 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 			__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) - 1,
 					 __ATOMIC_RELEASE);
 		}
-		__atomic_store_n(consp, cons + (c2 ? 2 : 1), __ATOMIC_RELEASE);
+		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 	}
 out:
 	if (locking)

@@ -18,17 +18,21 @@ static int fastc_build(void *cells, struct psm2_inline *m, const void *buf)
 	return psm2_inline_build((uint64_t (*)[CELL_PAYLOAD / 8]) cells, m, buf);
 }
 
-// fastc_parse parses the one or two cell payloads at cells (n of them) and
-// copies the message to dst: the cells it took, or 0 (left to Go).
+// fastc_parse parses the n cell payloads at cells and copies the message
+// to dst: the cells it took, or 0 (left to Go).
 static int fastc_parse(const unsigned char *cells, int n, struct psm2_inline *m, void *dst)
 {
+	const unsigned char *cont[PUSH_CELLS_MAX];
 	int k = psm2_inline_head(cells, m);
 
 	if (!k || k > n)
 		return 0;
-	if (k == 2 && !psm2_inline_cont(cells + CELL_PAYLOAD))
-		return 0;
-	psm2_inline_copy(dst, m, cells, k == 2 ? cells + CELL_PAYLOAD : NULL);
+	for (int i = 1; i < k; i++) {
+		if (!psm2_inline_cont(cells + i * CELL_PAYLOAD))
+			return 0;
+		cont[i - 1] = cells + i * CELL_PAYLOAD;
+	}
+	psm2_inline_copy(dst, m, cells, cont);
 	return k;
 }
 
@@ -71,6 +75,9 @@ import "unsafe"
 // CellPayload is the payload bytes of a cell, as C knows it.
 const CellPayload = C.CELL_PAYLOAD
 
+// MaxCells is the most cells C builds or parses for one message.
+const MaxCells = C.PUSH_CELLS_MAX
+
 // Inline is an inline message's header as C builds and parses it.
 type Inline struct {
 	Len, EPID, Tag, Data uint64
@@ -91,7 +98,7 @@ func toC(m Inline) C.struct_psm2_inline {
 // Build returns the cell payloads (CellPayload bytes each) C builds for m
 // with payload p (len(p) == m.Len), or nil if C would not send it inline.
 func Build(m Inline, p []byte) []byte {
-	cells := make([]byte, 2*CellPayload)
+	cells := make([]byte, MaxCells*CellPayload)
 	c := toC(m)
 	var buf unsafe.Pointer
 	if len(p) > 0 {
@@ -104,15 +111,15 @@ func Build(m Inline, p []byte) []byte {
 	return cells[:int(n)*CellPayload]
 }
 
-// Parse returns what C reads from cell payloads (one or two, CellPayload
-// bytes each): the header and the message's bytes, or ok false when C
+// Parse returns what C reads from cell payloads (up to MaxCells,
+// CellPayload bytes each): the header and the message's bytes, or ok false when C
 // leaves the cells to Go.
 func Parse(cells []byte) (m Inline, payload []byte, ok bool) {
 	if len(cells) < CellPayload {
 		return m, nil, false
 	}
 	var c C.struct_psm2_inline
-	dst := make([]byte, 2*CellPayload)
+	dst := make([]byte, MaxCells*CellPayload)
 	k := C.fastc_parse((*C.uchar)(unsafe.Pointer(&cells[0])), C.int(len(cells)/CellPayload), &c,
 		unsafe.Pointer(&dst[0]))
 	if k == 0 {
