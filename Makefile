@@ -75,6 +75,7 @@ multihost: all
 
 # Benchmarks beside the references (Debian's libfabric shm, Open MPI's vader).
 bench: deps all
+	@scripts/deps.sh bench
 	scripts/bench.sh
 
 check: deps all gotest abi ctest mpi multihost

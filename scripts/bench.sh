@@ -38,6 +38,10 @@
 # run failed (a failed transport is reported as "psm2 run failed" and its
 # remaining measurements are skipped).
 #
+# Then scripts/sweep.sh compares every size (fi_pingpong 1 B - 4 MiB and a
+# message rate against shm, NetPIPE 1 B - 8 MiB against vader), with a plot
+# in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
+#
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_QUICK=1 (a tenth of the iterations), BENCH_SKIP_PSM2=1 (reference
 # rows only, to check the harness), BENCH_PIN=1 (taskset fi_pingpong's
@@ -361,6 +365,9 @@ if [ "$internode" = 1 ]; then
 	target "hosts: 1 MiB MB/s, psm2/tcp" "${BW[net-psm2:1048576]:-}" "${BW[net-tcp:1048576]:-}" ">=" 1.5 net-psm2 net-tcp
 	target "hosts: NetPIPE 1 B latency, psm2/tcp" "${LAT[mpinet-psm2:$NP_NET_SMALL]:-}" "${LAT[mpinet-tcp:$NP_NET_SMALL]:-}" "<=" 0.8 mpinet-psm2 mpinet-tcp
 	target "hosts: NetPIPE 1 MiB Mbps, psm2/tcp" "${BW[mpinet-psm2:$NP_BIG]:-}" "${BW[mpinet-tcp:$NP_BIG]:-}" ">=" 1.2 mpinet-psm2 mpinet-tcp
+fi
+if [ "${BENCH_SWEEP:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
+	scripts/sweep.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

@@ -10,6 +10,10 @@ pkgs=(
 	openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
 	libpsm2-dev
 )
+# `deps.sh bench`: also what make bench uses beyond the tests (the plot).
+if [ "${1:-}" = bench ]; then
+	pkgs+=(gnuplot-nox)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,274 @@
+/* msgrate: a windowed message-rate benchmark over libfabric, for make bench.
+ *
+ *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [SIZE...]
+ *
+ * One process forks (before any libfabric call) into a sender and a
+ * receiver on this host; they swap endpoint names through a pipe. For each
+ * size (default 8 B to 64 KiB, powers of two) the receiver posts WINDOW
+ * (default 64) tagged receives, the sender posts WINDOW tagged sends, and
+ * when the receiver has them all it posts the next WINDOW and answers with
+ * a 4-byte message the sender waits for: WINDOW messages in flight, as
+ * osu_mbw_mr does, and every message finds its receive posted. Each size runs for about SECONDS (default 0.5) after a
+ * warm-up. The sender prints one line per size:
+ *
+ *   SIZE MESSAGES_PER_SECOND MB_PER_SECOND
+ *
+ * Built against this repository's include/rdma and linked with -lfabric,
+ * it runs unchanged on our library and on Debian's (LD_LIBRARY_PATH picks
+ * which); completions are read by busy-polling fi_cq_read. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+
+#define MAXW 1024
+#define TAG_DATA 0x1
+#define TAG_ACK 0x2
+
+struct node {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	fi_addr_t peer;
+	struct fi_context2 ctx[MAXW + 1];
+};
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "msgrate: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void open_node(struct node *n, const char *prov)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW };
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	int rc;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup(prov);
+	if ((rc = fi_getinfo(FI_VERSION(1, 6), NULL, NULL, 0, hints, &n->info)))
+		die("fi_getinfo", rc);
+	if (n->info->domain_attr->mr_mode & FI_MR_LOCAL)
+		die("provider needs FI_MR_LOCAL (not supported here)", -FI_ENOSYS);
+	fi_freeinfo(hints);
+	if ((rc = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)))
+		die("fi_fabric", rc);
+	if ((rc = fi_domain(n->fabric, n->info, &n->domain, NULL)))
+		die("fi_domain", rc);
+	if ((rc = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)))
+		die("fi_cq_open", rc);
+	if ((rc = fi_av_open(n->domain, &av_attr, &n->av, NULL)))
+		die("fi_av_open", rc);
+	if ((rc = fi_endpoint(n->domain, n->info, &n->ep, NULL)))
+		die("fi_endpoint", rc);
+	if ((rc = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
+		die("endpoint set-up", rc);
+}
+
+/* swap sends our name on fd w and reads the peer's from fd r. */
+static void swap(struct node *n, int r, int w)
+{
+	char name[256], peer[256];
+	size_t len = sizeof(name);
+	int rc;
+
+	if ((rc = fi_getname(&n->ep->fid, name, &len)))
+		die("fi_getname", rc);
+	if (write(w, &len, sizeof(len)) != sizeof(len) || write(w, name, len) != (ssize_t) len)
+		die("write name", -FI_EIO);
+	if (read(r, &len, sizeof(len)) != sizeof(len) || len > sizeof(peer) ||
+	    read(r, peer, len) != (ssize_t) len)
+		die("read name", -FI_EIO);
+	if ((rc = fi_av_insert(n->av, peer, 1, &n->peer, 0, NULL)) != 1)
+		die("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
+}
+
+/* wait_comps takes want completions off the CQ, and no more: one of the
+ * next round may already be there. */
+static void wait_comps(struct node *n, int want)
+{
+	struct fi_cq_tagged_entry e[64];
+	struct fi_cq_err_entry err;
+
+	while (want > 0) {
+		ssize_t got = fi_cq_read(n->cq, e, want < 64 ? (size_t) want : 64);
+
+		if (got > 0) {
+			want -= (int) got;
+		} else if (got == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(n->cq, &err, 0);
+			die("completion error", -err.err);
+		} else if (got != -FI_EAGAIN) {
+			die("fi_cq_read", (int) got);
+		}
+	}
+}
+
+/* post retries an operation while it says -FI_EAGAIN, reading completions
+ * meanwhile (they are counted in *done). */
+#define POST(n, call, done)                                                     \
+	do {                                                                    \
+		ssize_t rc_;                                                    \
+		while ((rc_ = (call)) == -FI_EAGAIN) {                          \
+			struct fi_cq_tagged_entry e_[64];                       \
+			ssize_t g_ = fi_cq_read((n)->cq, e_, 64);               \
+			if (g_ > 0)                                             \
+				*(done) += (int) g_;                            \
+		}                                                               \
+		if (rc_)                                                        \
+			die(#call, (int) rc_);                                  \
+	} while (0)
+
+static void post_recvs(struct node *n, char *buf, size_t size, int win, int *done)
+{
+	for (int i = 0; i < win; i++)
+		POST(n, fi_trecv(n->ep, buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &n->ctx[i]), done);
+}
+
+/* One round: the sender sends win messages and waits for the ack; the
+ * receiver takes them, reposts, and acks. */
+static void round_send(struct node *n, char *buf, size_t size, int win, char *ack)
+{
+	int done = 0;
+
+	POST(n, fi_trecv(n->ep, ack, 4, NULL, FI_ADDR_UNSPEC, TAG_ACK, 0, &n->ctx[MAXW]), &done);
+	for (int i = 0; i < win; i++)
+		POST(n, fi_tsend(n->ep, buf, size, NULL, n->peer, TAG_DATA, &n->ctx[i]), &done);
+	wait_comps(n, win + 1 - done);
+}
+
+/* round_recv: *early receives of this round already completed (while
+ * posting); on return, *early is how many of the next round's did. */
+static void round_recv(struct node *n, char *buf, size_t size, int win, char *ack, int last, int *early)
+{
+	int done = 0;
+
+	wait_comps(n, win - *early);
+	/* Nothing of the next round can complete before the ack goes, so
+	 * done stays 0 through here. */
+	if (!last)
+		post_recvs(n, buf, size, win, &done);
+	POST(n, fi_tsend(n->ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
+	wait_comps(n, 1 - done);
+	*early = 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *prov = NULL;
+	int win = 64, opt, p2c[2], c2p[2], nsizes = 0, child;
+	double secs = 0.5;
+	size_t sizes[64];
+	struct node n;
+	char ack[4] = { 0 };
+
+	while ((opt = getopt(argc, argv, "p:w:t:")) != -1) {
+		switch (opt) {
+		case 'p': prov = optarg; break;
+		case 'w': win = atoi(optarg); break;
+		case 't': secs = atof(optarg); break;
+		default: goto usage;
+		}
+	}
+	if (!prov || win < 1 || win > MAXW)
+		goto usage;
+	for (int i = optind; i < argc && nsizes < 64; i++)
+		sizes[nsizes++] = strtoull(argv[i], NULL, 0);
+	if (!nsizes)
+		for (size_t s = 8; s <= 65536; s *= 2)
+			sizes[nsizes++] = s;
+	if (pipe(p2c) || pipe(c2p))
+		die("pipe", -FI_EIO);
+	child = fork();
+	if (child < 0)
+		die("fork", -FI_EIO);
+	memset(&n, 0, sizeof(n));
+	open_node(&n, prov);
+	if (child == 0)
+		swap(&n, p2c[0], c2p[1]);
+	else
+		swap(&n, c2p[0], p2c[1]);
+
+	for (int k = 0; k < nsizes; k++) {
+		size_t size = sizes[k];
+		char *buf = calloc(1, size ? size : 1);
+
+		if (!buf)
+			die("calloc", -FI_ENOMEM);
+		/* Two phases a size: 20 rounds of warm-up that also time one
+		 * round, then as many as fill about secs. The sender chooses
+		 * each phase's count and passes it down the pipe. */
+		for (int phase = 0; phase < 2; phase++) {
+			long rounds;
+			int done = 0;
+
+			if (child == 0) {
+				if (read(p2c[0], &rounds, sizeof(rounds)) != sizeof(rounds))
+					die("read rounds", -FI_EIO);
+				post_recvs(&n, buf, size, win, &done);
+				/* Ready: every message of the phase finds its
+				 * receive posted (none is unexpected). */
+				if (write(c2p[1], &rounds, sizeof(rounds)) != sizeof(rounds))
+					die("write ready", -FI_EIO);
+				for (long r = 0; r < rounds; r++)
+					round_recv(&n, buf, size, win, ack, r == rounds - 1, &done);
+				continue;
+			}
+			static double per;
+			double t0;
+
+			rounds = phase == 0 ? 20 : (long) (secs / per);
+			if (rounds < 10)
+				rounds = 10;
+			if (rounds > 1000000)
+				rounds = 1000000;
+			if (write(p2c[1], &rounds, sizeof(rounds)) != sizeof(rounds) ||
+			    read(c2p[0], &rounds, sizeof(rounds)) != sizeof(rounds))
+				die("rounds", -FI_EIO);
+			t0 = now();
+			for (long r = 0; r < rounds; r++)
+				round_send(&n, buf, size, win, ack);
+			per = (now() - t0) / rounds;
+			if (phase == 1) {
+				double rate = (double) win / per;
+
+				printf("%zu %.0f %.2f\n", size, rate, rate * (double) size / 1e6);
+				fflush(stdout);
+			}
+		}
+		free(buf);
+	}
+	if (child)
+		waitpid(child, NULL, 0);
+	return 0;
+usage:
+	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [SIZE...]\n");
+	return 2;
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# sweep.sh: ours against the references at every size, on this host (make
+# bench runs it after its fixed-size targets; BENCH_SWEEP=0 skips it).
+#
+#   fi_pingpong -e rdm at every power of two from 1 B to 4 MiB: our psm2
+#     (build/lib) against Debian's libfabric shm; one-way latency and MB/s
+#   NetPIPE (NPopenmpi -p 0) from 1 B to 8 MiB: Open MPI cm + ofi on our
+#     psm2 against ob1 + vader; one-way latency at every power of two
+#   scripts/msgrate.c, 8 B to 64 KiB, 64 tagged sends in flight: our psm2
+#     against libfabric shm; messages per second
+#
+# Each is run SWEEP_REPEAT times (default 2) and the best kept. It prints
+# one table per sweep with the ratio at each size and the worst ratio (the
+# target: latency ours/reference <= 1.0, bandwidth and rate >= 1.0), and
+# writes the data and a plot of ours against each reference to
+# build/bench/ (sweep.png, with gnuplot; the .dat files are plain columns).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+libdir=$repo/build/lib
+out=$repo/build/bench
+REPEAT=${SWEEP_REPEAT:-2}
+TMO=${BENCH_TIMEOUT:-120}
+work=$(mktemp -d /tmp/psm2-sweep.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+port=$(( 20000 + RANDOM % 20000 ))
+note() { printf '%s\n' "$*" >&2; }
+
+# best FILE: keeps, per size (column 1), the lowest value of column 2 and
+# the highest of column 3 over the runs appended to FILE.
+best() {
+	awk '{ if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if (!($1 in hi) || $3 > hi[$1]) hi[$1] = $3 }
+	     END { for (s in lo) print s, lo[s], hi[s] }' "$1" | sort -n
+}
+
+# pp PROVIDER LIBPATH SIZE: "size usec MBps" of one fi_pingpong run.
+pp() {
+	local prov=$1 lp=$2 size=$3 iters spid env=(env)
+	iters=$(( 1000000000 / (size + 1000) ))
+	(( iters > 20000 )) && iters=20000
+	(( iters < 100 )) && iters=100
+	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	port=$(( port + 1 ))
+	"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
+	spid=$!
+	sleep 0.3
+	"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" 127.0.0.1 >"$work/cli.out" 2>&1
+	wait "$spid"
+	awk -v s="$size" 'NR == 2 && NF >= 7 { print s, $7, $6; found = 1 } END { exit !found }' "$work/cli.out"
+}
+
+# ratio_table TITLE FILE OURS_COL REF_COL LABEL OP: prints FILE's rows with
+# the ratio of two columns, then the worst ratio against 1.0.
+ratio_table() {
+	local title=$1 file=$2 a=$3 b=$4 label=$5 op=$6
+	echo
+	echo "$title"
+	awk -v a="$a" -v b="$b" -v label="$label" -v op="$op" '
+		BEGIN { printf "%-9s %12s %12s %7s\n", "size", "psm2", label, "ratio" }
+		$a > 0 && $b > 0 {
+			r = $a / $b
+			printf "%-9s %12s %12s %7.2f\n", $1, $a, $b, r
+			bad = (op == "<=") ? r > 1.0 : r < 1.0
+			if (bad) missed++
+			if (n == 0 || (op == "<=" ? r > worst : r < worst)) { worst = r; at = $1 }
+			n++
+		}
+		END {
+			if (n == 0) { print "no data"; exit }
+			printf "worst ratio %.2f at %s B (goal %s 1.0); %d of %d sizes miss it\n", worst, at, op, missed, n
+		}' "$file"
+}
+
+note "sweep: fi_pingpong 1 B - 4 MiB, psm2 and shm (best of $REPEAT)"
+: >"$work/pp-psm2" && : >"$work/pp-shm"
+for ((r = 0; r < REPEAT; r++)); do
+	for ((s = 1; s <= 4194304; s *= 2)); do
+		pp psm2 "$libdir" $s >>"$work/pp-psm2" || note "  psm2 fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+		pp shm "" $s >>"$work/pp-shm" || note "  shm fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+	done
+done
+join <(best "$work/pp-psm2") <(best "$work/pp-shm") >"$out/pingpong.dat"   # size lat bw lat bw
+
+note "sweep: NetPIPE 1 B - 8 MiB, cm/ofi on psm2 and ob1 + vader (best of $REPEAT)"
+: >"$work/np-psm2" && : >"$work/np-vader"
+for ((r = 0; r < REPEAT; r++)); do
+	for mode in psm2 vader; do
+		rm -f "$work/np.out"
+		if timeout 600 scripts/mpirun.sh "--$mode" -np 2 NPopenmpi -l 1 -u 8388608 -p 0 \
+			-o "$work/np.out" >"$work/np.log" 2>&1; then
+			# Powers of two only: usec one-way, Mbps.
+			awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s { printf "%d %.3f %.2f\n", s, $3 * 1e6, $2 }' \
+				"$work/np.out" >>"$work/np-$mode"
+		else
+			note "  NetPIPE $mode failed: $(tail -3 "$work/np.log" | tr '\n' ' ')"
+		fi
+	done
+done
+join <(best "$work/np-psm2") <(best "$work/np-vader") >"$out/netpipe.dat"   # size lat Mbps lat Mbps
+
+note "sweep: message rate 8 B - 64 KiB, psm2 and shm (best of $REPEAT)"
+gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric || exit 1
+: >"$work/mr-psm2" && : >"$work/mr-shm"
+for ((r = 0; r < REPEAT; r++)); do
+	# Columns for best: size, -rate (lowest = highest rate), rate.
+	LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/msgrate" -p psm2 -t 0.3 | awk '{ print $1, -$2, $2 }' >>"$work/mr-psm2" ||
+		note "  msgrate psm2 failed"
+	env -u LD_LIBRARY_PATH timeout "$TMO" "$work/msgrate" -p shm -t 0.3 | awk '{ print $1, -$2, $2 }' >>"$work/mr-shm" ||
+		note "  msgrate shm failed"
+done
+join <(best "$work/mr-psm2" | awk '{ print $1, $3 }') <(best "$work/mr-shm" | awk '{ print $1, $3 }') >"$out/msgrate.dat"
+
+ratio_table "fi_pingpong -e rdm latency (usec, one-way), psm2/shm; best of $REPEAT" "$out/pingpong.dat" 2 4 shm "<="
+ratio_table "fi_pingpong -e rdm bandwidth (MB/s), psm2/shm" "$out/pingpong.dat" 3 5 shm ">="
+ratio_table "NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + vader; best of $REPEAT" "$out/netpipe.dat" 2 4 vader "<="
+ratio_table "Message rate (messages/s, 64 in flight, tagged), psm2/shm; best of $REPEAT" "$out/msgrate.dat" 2 3 shm ">="
+
+if command -v gnuplot >/dev/null; then
+	gnuplot <<EOF
+set terminal png size 1400,1000
+set output "$out/sweep.png"
+set multiplot layout 2,2 title "psm2 (ours) against the references, this host"
+set termoption noenhanced
+set logscale xy 2
+set xtics ("1 B" 1, "8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "256 KiB" 262144, "2 MiB" 2097152)
+set format y "%.3g"
+set key top left
+set grid
+set xlabel "message size"
+set ylabel "one-way latency (us)"
+set title "fi_pingpong -e rdm: latency"
+plot "$out/pingpong.dat" using 1:2 with linespoints title "psm2", "" using 1:4 with linespoints title "libfabric shm"
+set ylabel "MB/s"
+set title "fi_pingpong -e rdm: bandwidth"
+plot "$out/pingpong.dat" using 1:3 with linespoints title "psm2", "" using 1:5 with linespoints title "libfabric shm"
+set ylabel "one-way latency (us)"
+set title "NetPIPE (Open MPI)"
+plot "$out/netpipe.dat" using 1:2 with linespoints title "cm/ofi on psm2", "" using 1:4 with linespoints title "ob1 + vader"
+set ylabel "messages/s"
+set title "message rate, 64 in flight"
+plot "$out/msgrate.dat" using 1:2 with linespoints title "psm2", "" using 1:3 with linespoints title "libfabric shm"
+unset multiplot
+EOF
+	echo
+	echo "sweep: plot $out/sweep.png (data: $out/*.dat)"
+else
+	echo
+	echo "sweep: gnuplot is not installed (scripts/deps.sh installs gnuplot-nox); data in $out/*.dat"
+fi
