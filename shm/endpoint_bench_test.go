@@ -48,6 +48,9 @@ func BenchmarkEndpointPingPong(b *testing.B) {
 			vs = append(vs, variant{n, 1}) // the same size by eager
 		case n > inlineMax(DefaultInlineCells, false) && n <= inlineMax(4, false):
 			vs = append(vs, variant{n, 4}) // the same size inline
+		case n > inlineMax(DefaultInlineCells, false) && n <= inlineMax(FastInlineCells, false):
+			// The same size inline, as the C fast path sends it.
+			vs = append(vs, variant{n, FastInlineCells})
 		}
 	}
 	for _, v := range vs {
