@@ -568,3 +568,33 @@ func TestSelectiveRetransmit(t *testing.T) {
 		t.Errorf("receiver: %+v", b.Stats())
 	}
 }
+
+// TestOpenCloseReusesArrivalRing: endpoints opened and closed one after
+// another share one arrival-ring mapping (recv.go, rxRings). Before, each
+// left its mapping behind: 2000 cycles kept about 105 MB resident.
+func TestOpenCloseReusesArrivalRing(t *testing.T) {
+	open := func() *Endpoint {
+		e, err := Open(Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	open().Close() // the pool holds at least one mapping now
+	rxRings.Lock()
+	before := rxRings.mmaps
+	rxRings.Unlock()
+	for i := 0; i < 200; i++ {
+		e := open()
+		if e.rx.ring.Cells() != rxBuffers || !e.rx.ring.Empty() {
+			t.Fatalf("cycle %d: a reused ring is not a fresh one", i)
+		}
+		e.Close()
+	}
+	rxRings.Lock()
+	made := rxRings.mmaps - before
+	rxRings.Unlock()
+	if made != 0 {
+		t.Fatalf("200 open/close cycles mapped %d new arrival rings, want 0", made)
+	}
+}
