@@ -107,10 +107,11 @@ static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 static inline char *psm2_probe_ring(uint64_t w) { return (char *) (uintptr_t) (w & ~(uint64_t) PROBE_LOG2_MASK); }
 static inline uint64_t psm2_probe_mask(uint64_t w) { return ((uint64_t) 1 << (w & PROBE_LOG2_MASK)) - 1; }
 
-/* psm2_push pushes n (1 or 2) cells into ring r of mask+1 cells, as the
- * producer owning slot (its pos word; n is the next): the same protocol
- * as shm's TryPushCells through a claimed view. 0 on success, -1 if the
- * ring has no room (or looks corrupt: Go sorts that out). */
+/* psm2_push pushes n (1 to FAST_INLINE_CELLS) cells into ring r of
+ * mask+1 cells, as the producer owning slot (its pos word; n is the
+ * next): the same protocol as shm's TryPushCells through a claimed view.
+ * 0 on success, -1 if the ring has no room (or looks corrupt: Go sorts
+ * that out). */
 static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 			    const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
 {
