@@ -20,6 +20,17 @@ type Const struct {
 	Doc   string
 }
 
+// Word is the constant for the native-endian uint64 word at byte offset
+// off: its index, off/8.
+func Word(name string, off int, doc string) Const {
+	return Const{Name: name, Value: uint64(off / 8), Doc: doc}
+}
+
+// Value is the constant v itself (a byte offset, a size, a flag).
+func Value[T ~int | ~uint32 | ~uint64](name string, v T, doc string) Const {
+	return Const{Name: name, Value: uint64(v), Doc: doc}
+}
+
 // Group is the constants of one layout, with where Go documents it.
 type Group struct {
 	Title  string // what the layout is
