@@ -76,18 +76,24 @@ func BenchmarkUDPPingPong(b *testing.B) {
 					x.Poll(&c, 16)
 				}
 			}
-			for i := 0; i < 100; i++ {
-				pingpong()
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				pingpong()
-			}
-			b.StopTimer()
-			close(stop)
-			<-done
+			timeRoundTrips(b, pingpong, stop, done)
 		})
 	}
+}
+
+// timeRoundTrips times b.N calls of pingpong after 100 of warm-up, then
+// stops the echo side (close stop, wait for done).
+func timeRoundTrips(b *testing.B, pingpong func(), stop, done chan struct{}) {
+	for i := 0; i < 100; i++ {
+		pingpong()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pingpong()
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
 }
 
 func sizeName(n int) string {

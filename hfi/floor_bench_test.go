@@ -56,16 +56,7 @@ func BenchmarkRawUDPPingPong(b *testing.B) {
 					}
 				}
 			}
-			for i := 0; i < 100; i++ {
-				pingpong()
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				pingpong()
-			}
-			b.StopTimer()
-			close(stop)
-			<-done
+			timeRoundTrips(b, pingpong, stop, done)
 		})
 	}
 }
