@@ -164,20 +164,18 @@ static void round_send(struct node *n, char *buf, size_t size, int win, char *ac
 	wait_comps(n, win + 1 - done);
 }
 
-/* round_recv: *early receives of this round already completed (while
- * posting); on return, *early is how many of the next round's did. */
-static void round_recv(struct node *n, char *buf, size_t size, int win, char *ack, int last, int *early)
+/* round_recv: every receive of the round was posted before the sender
+ * could send (the ready handshake, then each ack after the reposts), so
+ * none completes while posting: done stays 0 until the ack is posted. */
+static void round_recv(struct node *n, char *buf, size_t size, int win, char *ack, int last)
 {
 	int done = 0;
 
-	wait_comps(n, win - *early);
-	/* Nothing of the next round can complete before the ack goes, so
-	 * done stays 0 through here. */
+	wait_comps(n, win);
 	if (!last)
 		post_recvs(n, buf, size, win, &done);
 	POST(n, fi_tsend(n->ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
 	wait_comps(n, 1 - done);
-	*early = 0;
 }
 
 int main(int argc, char **argv)
@@ -225,6 +223,8 @@ int main(int argc, char **argv)
 		/* Two phases a size: 20 rounds of warm-up that also time one
 		 * round, then as many as fill about secs. The sender chooses
 		 * each phase's count and passes it down the pipe. */
+		double per = 0;	/* the sender's time for one round */
+
 		for (int phase = 0; phase < 2; phase++) {
 			long rounds;
 			int done = 0;
@@ -238,10 +238,9 @@ int main(int argc, char **argv)
 				if (write(c2p[1], &rounds, sizeof(rounds)) != sizeof(rounds))
 					die("write ready", -FI_EIO);
 				for (long r = 0; r < rounds; r++)
-					round_recv(&n, buf, size, win, ack, r == rounds - 1, &done);
+					round_recv(&n, buf, size, win, ack, r == rounds - 1);
 				continue;
 			}
-			static double per;
 			double t0;
 
 			rounds = phase == 0 ? 20 : (long) (secs / per);
