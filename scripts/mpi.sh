@@ -13,7 +13,17 @@ out=build/mpi
 mkdir -p "$out"
 pass=0 failed=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
-fail() { echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/    /' <<<"$2" | tail -25; failed=$((failed + 1)); }
+# fail NAME [OUTPUT]: the lines of OUTPUT that say what went wrong (test
+# failures, a crashed rank's signal and backtrace, a Go panic), then its end.
+fail() {
+	echo "FAIL $1"
+	failed=$((failed + 1))
+	[ $# -gt 1 ] || return 0
+	{
+		printf '%s\n' "$2" | grep -E '^(FAIL|# rank)|[Ss]ignal|Failing at|^\[[^]]*\] *\[ *[0-9]+\]|panic|fatal error' | head -40
+		printf '%s\n' "$2" | tail -15
+	} | sed 's/^/    /'
+}
 
 # fi_pingpong: the server first, then the client on 127.0.0.1.
 pingpong() {
