@@ -40,9 +40,11 @@ struct ct_node {
 	size_t namelen;
 };
 
-/* ct_open_node_caps opens n (zeroed first) with capabilities caps: 0 or
- * the failing call's -FI_E*. */
-static inline int ct_open_node_caps(struct ct_node *n, uint64_t caps)
+/* ct_open_node_hook opens n (zeroed first) with capabilities caps,
+ * calling hook(n, arg) (if not NULL) just before fi_enable, to bind more:
+ * 0 or the failing call's -FI_E*. */
+static inline int ct_open_node_hook(struct ct_node *n, uint64_t caps,
+				    int (*hook)(struct ct_node *, void *), void *arg)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
@@ -66,10 +68,17 @@ static inline int ct_open_node_caps(struct ct_node *n, uint64_t caps)
 	    (ret = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
 	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
 	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (hook && (ret = hook(n, arg))) ||
 	    (ret = fi_enable(n->ep)) ||
 	    (ret = fi_getname(&n->ep->fid, n->name, &n->namelen)))
 		return ret;
 	return 0;
+}
+
+/* ct_open_node_caps opens n with capabilities caps. */
+static inline int ct_open_node_caps(struct ct_node *n, uint64_t caps)
+{
+	return ct_open_node_hook(n, caps, NULL, NULL);
 }
 
 /* ct_open_node opens n for tagged messages. */

@@ -34,7 +34,11 @@ type Endpoint struct {
 	rxSel    bool
 	sendCntr *Cntr
 	recvCntr *Cntr
-	rmaCntrs []*Cntr // read/write/remote counters: bound, counted by RMA later
+	rmaCntrs []*Cntr // every counter bound with an RMA flag (for unbinding)
+	// The RMA counters (rma.go): this endpoint's completed reads
+	// (FI_READ) and writes (FI_WRITE), and the reads and writes other
+	// endpoints did here (FI_REMOTE_READ, FI_REMOTE_WRITE).
+	readCntr, writeCntr, remReadCntr, remWriteCntr *Cntr
 
 	enabled bool
 	closed  bool
@@ -229,6 +233,18 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 			ep.rmaCntrs = append(ep.rmaCntrs, o)
 			o.bound.Add(1)
 		}
+		if flags&fi.READ != 0 {
+			ep.readCntr = o
+		}
+		if flags&fi.WRITE != 0 {
+			ep.writeCntr = o
+		}
+		if flags&fi.REMOTE_READ != 0 {
+			ep.remReadCntr = o
+		}
+		if flags&fi.REMOTE_WRITE != 0 {
+			ep.remWriteCntr = o
+		}
 	case *EQ:
 		if o == nil {
 			return fi.EINVAL
@@ -415,11 +431,19 @@ func (ep *Endpoint) Close() error {
 
 // poll services the wire once; the caller holds the domain lock.
 func (ep *Endpoint) poll() int {
-	if ep.tp.Idle() {
-		return 0
-	}
 	ep.events = 0
+	if len(ep.rmaOut) > 0 {
+		ep.rmaFlush()
+	}
+	if ep.tp.Idle() {
+		return ep.events
+	}
+	ep.inPoll = true
 	ep.tp.Poll((*epEvents)(ep), pollBudget)
+	ep.inPoll = false
+	if len(ep.rmaOut) > 0 {
+		ep.rmaFlush()
+	}
 	return ep.events
 }
 

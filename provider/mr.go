@@ -256,28 +256,36 @@ func (t *mrTable) count() int {
 // has the key or the address translates to 0; EACCES if the MR does not
 // grant access or no segment holds the whole range.
 func (t *mrTable) validate(key, addr, length, access uint64) error {
+	if _, _, errno := t.resolve(key, addr, length, access); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// resolve is validate that also returns the virtual address and the MR.
+func (t *mrTable) resolve(key, addr, length, access uint64) (uintptr, *MR, fi.Errno) {
 	mr := t.lookup(key)
 	if mr == nil {
-		return fi.EINVAL
+		return 0, nil, fi.EINVAL
 	}
 	addr += mr.offset
 	if addr == 0 {
-		return fi.EINVAL
+		return 0, nil, fi.EINVAL
 	}
 	if access&mr.access != access {
-		return fi.EACCES
+		return 0, nil, fi.EACCES
 	}
 	end := addr + length
 	if end < addr {
-		return fi.EACCES
+		return 0, nil, fi.EACCES
 	}
 	for _, s := range mr.iov {
 		base := uint64(s.Base)
 		if base <= addr && end <= base+s.Len {
-			return nil
+			return uintptr(addr), mr, 0
 		}
 	}
-	return fi.EACCES
+	return 0, nil, fi.EACCES
 }
 
 // mrLookup returns the domain's MR with key, or nil.

@@ -23,6 +23,7 @@ import (
 const (
 	hfTagged uint32 = 1 << iota // FI_TAGGED message (else FI_MSG)
 	hfData                      // Data holds FI_REMOTE_CQ_DATA
+	hfRMA                       // an RMA protocol message (rma.go), never matched
 )
 
 // Op kinds.
@@ -31,6 +32,8 @@ const (
 	opSend
 	opRecv
 	opMultiChild // one message landing in a multi-receive buffer
+	opRMA        // an RMA read or write this endpoint started (rma.go)
+	opRMATarget  // a peer's RMA being served here (rma.go)
 )
 
 // op is a send or a receive the engine tracks. ops live in engine.ops and
@@ -61,6 +64,9 @@ type op struct {
 	rhflags uint32
 	rlen    uint64 // the message's length
 	rsrc    uint64 // sender epid
+
+	gen uint32 // bumped each time the op is reused: RMA ids carry it
+	rma rmaOp  // RMA state (rma.go)
 }
 
 // unexpected is an arrived message no receive has taken yet.
@@ -139,6 +145,10 @@ type engine struct {
 	iov    [IovLimit][]byte
 	hdr    transport.Header
 	events int // completions produced by the current poll
+
+	inPoll  bool     // inside the wire's Poll: RMA sends wait in the outbox
+	rmaOut  []rmaMsg // RMA sends waiting for the wire (rma.go)
+	rmaWait *op      // write-long requests waiting for their bytes
 }
 
 func (e *engine) init(ep *Endpoint) { e.ep = ep }
@@ -186,8 +196,8 @@ func (e *engine) newOp(kind uint8) *op {
 		o = &op{id: uint64(len(e.ops))}
 		e.ops = append(e.ops, o)
 	}
-	id := o.id
-	*o = op{id: id, kind: kind}
+	id, gen := o.id, o.gen+1
+	*o = op{id: id, kind: kind, gen: gen}
 	return o
 }
 
@@ -743,6 +753,10 @@ type epEvents Endpoint
 func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 	ep := (*Endpoint)(h)
 	e := &ep.engine
+	if hdr.Flags&hfRMA != 0 {
+		ep.rmaDeliver(hdr, m)
+		return
+	}
 	sp := uint8(0)
 	if hdr.Flags&hfTagged != 0 {
 		sp = 1
@@ -785,6 +799,10 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 func (h *epEvents) SendDone(cookie uint64, err error) {
 	ep := (*Endpoint)(h)
 	o := ep.engine.opByCookie(cookie)
+	if o != nil && (o.kind == opRMA || o.kind == opRMATarget) || cookie == rmaReplyCookie {
+		ep.rmaSendDone(o, cookie, err)
+		return
+	}
 	if o == nil || o.kind != opSend {
 		return
 	}
@@ -798,6 +816,10 @@ func (h *epEvents) FetchDone(cookie uint64, n int, err error) {
 	ep := (*Endpoint)(h)
 	e := &ep.engine
 	t := e.opByCookie(cookie)
+	if t != nil && (t.kind == opRMA || t.kind == opRMATarget) {
+		ep.rmaFetchDone(t, n, err)
+		return
+	}
 	if t == nil || (t.kind != opRecv && t.kind != opMultiChild) {
 		return
 	}

@@ -10,8 +10,9 @@
  * FI_INJECT alone (an op flag of the fid, or fi_sendmsg's) only frees the
  * buffer at once; the send still completes as any other.
  *
- * RMA, atomics and collectives are not offered: every slot answers
- * -FI_ENOSYS (never NULL: the inline wrappers call through unchecked). */
+ * RMA goes to Go too (provider/rma.go). Atomics and collectives are not
+ * offered: every slot answers -FI_ENOSYS (never NULL: the inline wrappers
+ * call through unchecked). */
 #include <stdlib.h>
 #include "shim.h"
 #include "fast.h"
@@ -590,15 +591,25 @@ static struct fi_ops_tagged ep_tagged_ops = {
 	.injectdata = tagged_injectdata,
 };
 
-/* ---- fi_ops_rma: not offered yet ---- */
+/* ---- fi_ops_rma ----
+ *
+ * Every call goes to Go (provider/rma.go) with FI_RMA and FI_READ or
+ * FI_WRITE added to its flags: the fid's transmit op flags, or
+ * fi_readmsg/fi_writemsg's. The *msg calls take exactly one remote
+ * segment (rma_iov_limit is 1). */
+
+#define RMA_READ_FLAGS(e) (EP(e)->tx_op_flags | FI_RMA | FI_READ)
+#define RMA_WRITE_FLAGS(e) (EP(e)->tx_op_flags | FI_RMA | FI_WRITE)
 
 static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) len; (void) desc; (void) src_addr;
-	(void) addr; (void) key; (void) context;
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, src_addr, addr, key, 0, context,
+			     RMA_READ_FLAGS(ep));
 }
 
 static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
@@ -606,17 +617,20 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 			 uint64_t key, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) iov; (void) desc; (void) count; (void) src_addr;
-	(void) addr; (void) key; (void) context;
-	return -FI_ENOSYS;
+	(void) desc;
+	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) iov, count, src_addr, addr, key, 0,
+			     context, RMA_READ_FLAGS(ep));
 }
 
 static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			   uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) flags;
-	return -FI_ENOSYS;
+	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			     msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, 0,
+			     msg->context, (flags | FI_RMA | FI_READ) & ~FI_WRITE);
 }
 
 static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
@@ -624,9 +638,11 @@ static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *d
 			 void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) len; (void) desc; (void) dest_addr;
-	(void) addr; (void) key; (void) context;
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, dest_addr, addr, key, 0, context,
+			     RMA_WRITE_FLAGS(ep));
 }
 
 static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
@@ -634,25 +650,30 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **des
 			  uint64_t key, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
-	(void) addr; (void) key; (void) context;
-	return -FI_ENOSYS;
+	(void) desc;
+	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, addr, key, 0,
+			     context, RMA_WRITE_FLAGS(ep));
 }
 
 static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) flags;
-	return -FI_ENOSYS;
+	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
+			     msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data,
+			     msg->context, (flags | FI_RMA | FI_WRITE) & ~FI_READ);
 }
 
 static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 			  fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) len; (void) dest_addr; (void) addr; (void) key;
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, dest_addr, addr, key, 0, NULL,
+			     INJECT_FLAGS(RMA_WRITE_FLAGS(ep)));
 }
 
 static ssize_t rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
@@ -660,9 +681,11 @@ static ssize_t rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			     uint64_t addr, uint64_t key, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) len; (void) desc; (void) data;
-	(void) dest_addr; (void) addr; (void) key; (void) context;
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	(void) desc;
+	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, dest_addr, addr, key, data, context,
+			     RMA_WRITE_FLAGS(ep) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
@@ -670,9 +693,10 @@ static ssize_t rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t key)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) len; (void) data; (void) dest_addr;
-	(void) addr; (void) key;
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, dest_addr, addr, key, data, NULL,
+			     INJECT_FLAGS(RMA_WRITE_FLAGS(ep) | FI_REMOTE_CQ_DATA));
 }
 
 static struct fi_ops_rma ep_rma_ops = {

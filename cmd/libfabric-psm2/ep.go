@@ -192,6 +192,22 @@ func psm2go_ep_send(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, 
 	return C.ssize_t(errnoOf(err))
 }
 
+// psm2go_ep_rma is every call of the rma table: iov (count entries) is the
+// local memory, dest the peer, addr and key the remote memory; flags has
+// FI_READ or FI_WRITE and the op flags (see ep.c).
+//
+//export psm2go_ep_rma
+func psm2go_ep_rma(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, addr, key, data C.uint64_t,
+	context unsafe.Pointer, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_rma")
+	ep := objTable.ep.lookup(uint32(slot))
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.RMA(unsafe.Pointer(iov), int(count), uint64(dest), uint64(addr), uint64(key), uint64(data), context, uint64(flags))
+	return C.ssize_t(errnoOf(err))
+}
+
 // psm2go_ep_recv is every receive of the msg and tagged tables.
 //
 //export psm2go_ep_recv

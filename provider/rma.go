@@ -1,0 +1,610 @@
+package provider
+
+import (
+	"encoding/binary"
+	"errors"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// RMA: fi_read* and fi_write* as provider protocol messages over any
+// wire's Send and Fetch, so they work alike over shm, hfi and to self.
+// The target's provider serves them while it progresses (its polls, or
+// its progress thread with FI_PROGRESS_AUTO); the initiator completes an
+// operation when the target's answer comes, so every completion level
+// (inject, transmit, delivery complete) is met and a bad key or range
+// fails at the initiator, with the target's memory untouched.
+//
+// Every RMA message has hfRMA in its header flags and its kind in bits
+// 8-15; Tag carries the initiator's id of the operation (its index with a
+// generation, so a late answer never reaches a reused op). Requests start
+// with a 24-byte prefix: key, address and length (little-endian).
+//
+//	write       prefix + the bytes (writes up to rmaShortMax); Data: the
+//	            remote CQ data with hfData
+//	write-long  prefix; the bytes follow in a write-data message with the
+//	            same Tag, which the wire may send by rendezvous: the
+//	            target fetches it straight into the registered memory
+//	ack         a write's answer: Data is 0 or the errno
+//	read        prefix
+//	read-resp   a read's answer: the bytes (by rendezvous when large: the
+//	            initiator fetches them into its buffer), or Data = errno
+//
+// Messages from one sender arrive in order, so a write-data message
+// always finds its write-long request waiting. Answers and data that the
+// wire cannot take at once wait in the endpoint's outbox, which every
+// poll flushes first; new operations are refused with EAGAIN while it
+// holds anything, so operations reach a target in the order posted.
+const (
+	rmaKindShift = 8
+	rmaKindMask  = 0xff << rmaKindShift
+
+	rmaWrite     = 1
+	rmaWriteLong = 2
+	rmaWriteData = 3
+	rmaAck       = 4
+	rmaRead      = 5
+	rmaReadResp  = 6
+
+	rmaPrefix = 24
+
+	// rmaShortMax: writes up to this size carry their bytes in the
+	// request (one message; the wire copies them); larger ones are
+	// fetched by the target (one copy, process_vm_readv on shm).
+	rmaShortMax = 16 << 10
+
+	// rmaReplyCookie names the sends of answers: nothing waits for them.
+	rmaReplyCookie = ^uint64(0)
+)
+
+// rmaOp is the RMA part of an op.
+type rmaOp struct {
+	conn     transport.Conn
+	write    bool
+	addr     uint64   // initiator: the remote address; target: the local one
+	key      uint64   // initiator: the remote key
+	iov      []iovec  // initiator, several local buffers: where a read lands
+	stage    []byte   // a bounce buffer: a scattered read, a staged request
+	wire     int      // this op's sends and fetches in flight
+	answered bool     // initiator: the target's answer (or a failure) came
+	err      fi.Errno // the op's outcome so far
+	peerID   uint64   // target: the initiator's id of the op
+	src      uint64   // target: the initiator's epid
+	mr       *MR      // target: the region written
+	hdr      transport.Header
+	next     *op // target: the write-long requests waiting for their bytes
+}
+
+// rmaMsg is a send waiting in the outbox.
+type rmaMsg struct {
+	c      transport.Conn
+	h      transport.Header
+	iov    [][]byte
+	cookie uint64
+	flags  uint32
+}
+
+func rmaKind(h *transport.Header) uint32 { return (h.Flags & rmaKindMask) >> rmaKindShift }
+
+func rmaID(o *op) uint64 { return uint64(o.gen)<<32 | o.id }
+
+// rmaByID returns the initiator op named id, or nil if it is gone.
+func (e *engine) rmaByID(id uint64) *op {
+	o := e.opByCookie(id & 0xffffffff)
+	if o == nil || o.kind != opRMA || o.gen != uint32(id>>32) {
+		return nil
+	}
+	return o
+}
+
+// RMA starts an fi_read* (flags has FI_READ) or fi_write* (FI_WRITE)
+// call: iov (count C iovecs) is the local memory, dest the peer, addr
+// and key the remote memory; with FI_REMOTE_CQ_DATA a write carries data
+// to the target's CQ.
+func (ep *Endpoint) RMA(iov unsafe.Pointer, count int, dest, addr, key, data uint64, ctx unsafe.Pointer, flags uint64) error {
+	if count < 0 || count > IovLimit || (count > 0 && iov == nil) || flags&(fi.READ|fi.WRITE) == 0 {
+		return fi.EINVAL
+	}
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	err := ep.rmaLocked(unsafe.Slice((*iovec)(iov), count), dest, addr, key, data, uintptr(ctx), flags)
+	d.refreshFast()
+	if err != 0 {
+		return err
+	}
+	return nil
+}
+
+func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx uintptr, flags uint64) fi.Errno {
+	if !ep.enabled {
+		return fi.EOPBADSTATE
+	}
+	e := &ep.engine
+	write := flags&fi.WRITE != 0
+	var total uint64
+	for i := range vecs {
+		n := vecs[i].len
+		if n > 0 && vecs[i].base == nil {
+			return fi.EINVAL
+		}
+		if n > ep.maxMsgSize {
+			return fi.EMSGSIZE
+		}
+		total += n
+	}
+	if total > ep.maxMsgSize {
+		return fi.EMSGSIZE
+	}
+	if flags&fi.INJECT != 0 && write && total > ep.injectSize {
+		return fi.EMSGSIZE
+	}
+	if len(e.rmaOut) > 0 {
+		if ep.rmaFlush(); len(e.rmaOut) > 0 {
+			return fi.EAGAIN
+		}
+	}
+	c, errno := ep.conn(dest)
+	if errno != 0 {
+		return errno
+	}
+	o := e.newOp(opRMA)
+	o.ctx, o.flags, o.len, o.rdata = ctx, flags, total, data
+	o.rma.conn, o.rma.write, o.rma.addr, o.rma.key = c, write, addr, key
+	if len(vecs) == 1 {
+		o.buf = uintptr(vecs[0].base)
+	} else if !write {
+		o.rma.iov = append(o.rma.iov[:0], vecs...)
+	}
+	var prefix [rmaPrefix]byte
+	binary.LittleEndian.PutUint64(prefix[0:], key)
+	binary.LittleEndian.PutUint64(prefix[8:], addr)
+	binary.LittleEndian.PutUint64(prefix[16:], total)
+	h := &e.hdr
+	*h = transport.Header{Tag: rmaID(o), Len: rmaPrefix}
+	iov := e.iov[:1]
+	iov[0] = prefix[:]
+	switch {
+	case !write:
+		h.Flags = hfRMA | rmaRead<<rmaKindShift
+	case total <= rmaShortMax:
+		h.Flags = hfRMA | rmaWrite<<rmaKindShift
+		h.Len += total
+		for i := range vecs {
+			iov = append(iov, unsafe.Slice((*byte)(vecs[i].base), vecs[i].len))
+		}
+	default:
+		h.Flags = hfRMA | rmaWriteLong<<rmaKindShift
+	}
+	if write && flags&fi.REMOTE_CQ_DATA != 0 {
+		h.Flags |= hfData
+		h.Data = data
+	}
+	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
+	clear(iov)
+	if errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong) {
+		e.freeOp(o)
+		return errnoOf(err)
+	}
+	if err != nil {
+		o.rma.err, o.rma.answered = errnoOf(err), true
+		ep.rmaMaybeDone(o)
+		return 0
+	}
+	if !done {
+		ep.rmaWire(o, 1)
+	}
+	if write && total > rmaShortMax {
+		bytes := make([][]byte, len(vecs))
+		for i := range vecs {
+			bytes[i] = unsafe.Slice((*byte)(vecs[i].base), vecs[i].len)
+		}
+		ep.rmaWire(o, 1) // the data's send, until it is done
+		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaWriteData<<rmaKindShift, Tag: rmaID(o), Len: total},
+			bytes, o.id, 0)
+	}
+	return 0
+}
+
+// rmaPost sends h and iov to c now, or after the outbox drains; inside a
+// poll (a wire's callback) it always queues. cookie is an op's id or
+// rmaReplyCookie. The caller accounts for an op's send (rma.wire).
+func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, cookie uint64, flags uint32) {
+	e := &ep.engine
+	if len(e.rmaOut) == 0 && !e.inPoll {
+		done, err := ep.tp.Send(c, &h, iov, cookie, flags)
+		if !errors.Is(err, transport.ErrAgain) {
+			ep.rmaSent(cookie, done, err)
+			return
+		}
+	}
+	if flags&transport.SendCopy != 0 {
+		var n int
+		for _, b := range iov {
+			n += len(b)
+		}
+		own := make([]byte, 0, n)
+		for _, b := range iov {
+			own = append(own, b...)
+		}
+		iov = [][]byte{own}
+	}
+	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, iov: iov, cookie: cookie, flags: flags})
+	e.pending++ // queued: the domain is not idle
+}
+
+// rmaFlush sends what waits in the outbox, in order, until the wire
+// refuses one.
+func (ep *Endpoint) rmaFlush() {
+	e := &ep.engine
+	for len(e.rmaOut) > 0 {
+		m := &e.rmaOut[0]
+		done, err := ep.tp.Send(m.c, &m.h, m.iov, m.cookie, m.flags)
+		if errors.Is(err, transport.ErrAgain) {
+			return
+		}
+		cookie := m.cookie
+		*m = rmaMsg{}
+		e.rmaOut = e.rmaOut[1:]
+		e.pending--
+		ep.rmaSent(cookie, done, err)
+	}
+	e.rmaOut = nil
+}
+
+// rmaWire counts a send or fetch of op o starting (+1) or ending (-1).
+// Those are the engine's pending work (the domain is busy meanwhile); an
+// op only waiting for its answer is not: the answer shows in a ring.
+func (ep *Endpoint) rmaWire(o *op, d int) {
+	o.rma.wire += d
+	ep.engine.pending += d
+}
+
+// rmaSent accounts for a send the wire took (or failed at once).
+func (ep *Endpoint) rmaSent(cookie uint64, done bool, err error) {
+	e := &ep.engine
+	if !done && err == nil {
+		if cookie == rmaReplyCookie {
+			e.pending++ // SendDone takes it back
+		}
+		return
+	}
+	if cookie == rmaReplyCookie {
+		return
+	}
+	ep.rmaSendDone(e.opByCookie(cookie), cookie, err)
+}
+
+// rmaSendDone: a send of RMA op o (or an answer) finished.
+func (ep *Endpoint) rmaSendDone(o *op, cookie uint64, err error) {
+	e := &ep.engine
+	if cookie == rmaReplyCookie {
+		e.pending--
+		return
+	}
+	if o == nil {
+		return
+	}
+	ep.rmaWire(o, -1)
+	switch o.kind {
+	case opRMA:
+		if err != nil && o.rma.err == 0 {
+			// The request or the data did not get there: no answer
+			// will come (one that does finds the op gone).
+			o.rma.err, o.rma.answered = errnoOf(err), true
+		}
+		ep.rmaMaybeDone(o)
+	case opRMATarget: // a read's bytes went out
+		ep.rmaTargetDone(o)
+	}
+}
+
+// rmaFetchDone: a fetch of RMA op o finished with n bytes.
+func (ep *Endpoint) rmaFetchDone(o *op, n int, err error) {
+	ep.rmaWire(o, -1)
+	if o.kind == opRMA {
+		ep.rmaFetched(o, n, err)
+		return
+	}
+	if o.rma.stage != nil { // a request that came by rendezvous
+		if err == nil && uint64(n) == o.rma.hdr.Len {
+			ep.rmaServe(&o.rma.hdr, o.rma.src, o.rma.stage[:n])
+		}
+		ep.rmaTargetDone(o)
+		return
+	}
+	// A long write's bytes are in place.
+	errno := fi.Errno(0)
+	if err != nil {
+		errno = fi.EIO
+	}
+	ep.rmaWriteLanded(o, errno)
+}
+
+// rmaDeliver handles an arrived RMA message (from Deliver).
+func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
+	e := &ep.engine
+	switch rmaKind(h) {
+	case rmaAck:
+		if o := e.rmaByID(h.Tag); o != nil && o.rma.write && !o.rma.answered {
+			o.rma.answered, o.rma.err = true, fi.Errno(h.Data)
+			ep.rmaMaybeDone(o)
+		}
+		ep.rmaDrop(m)
+	case rmaReadResp:
+		o := e.rmaByID(h.Tag)
+		if o == nil || o.rma.write || o.rma.answered {
+			ep.rmaDrop(m)
+			return
+		}
+		o.rma.answered = true
+		if h.Data != 0 || h.Len > o.len {
+			if o.rma.err = fi.Errno(h.Data); h.Data == 0 {
+				o.rma.err = fi.EIO
+			}
+			ep.rmaDrop(m)
+			ep.rmaMaybeDone(o)
+			return
+		}
+		if !m.IsRndv {
+			ep.rmaFetched(o, ep.rmaScatter(o, m.Payload), nil)
+			return
+		}
+		var dst []byte
+		if o.rma.iov == nil {
+			dst = cbytes(o.buf, h.Len)
+		} else {
+			o.rma.stage = make([]byte, h.Len)
+			dst = o.rma.stage
+		}
+		ep.rmaWire(o, 1)
+		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, o.id); done || err != nil {
+			ep.rmaWire(o, -1)
+			ep.rmaFetched(o, n, err)
+		}
+	case rmaWrite, rmaWriteLong, rmaRead:
+		if !m.IsRndv {
+			ep.rmaServe(h, m.SrcEPID, m.Payload)
+			return
+		}
+		// A request larger than the wire's eager size: stage it.
+		t := e.newOp(opRMATarget)
+		t.rma.hdr, t.rma.src, t.rma.stage = *h, m.SrcEPID, make([]byte, h.Len)
+		ep.rmaWire(t, 1)
+		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
+			ep.rmaFetchDone(t, n, err)
+		}
+	case rmaWriteData:
+		var prev *op
+		t := e.rmaWait
+		for ; t != nil; prev, t = t, t.rma.next {
+			if t.rma.src == m.SrcEPID && t.rma.peerID == h.Tag {
+				break
+			}
+		}
+		if t == nil {
+			ep.rmaDrop(m)
+			return
+		}
+		if prev == nil {
+			e.rmaWait = t.rma.next
+		} else {
+			prev.rma.next = t.rma.next
+		}
+		t.rma.next = nil
+		if t.rma.err != 0 || h.Len != t.len {
+			if t.rma.err == 0 {
+				t.rma.err = fi.EIO
+			}
+			ep.rmaDrop(m)
+			ep.rmaWriteLanded(t, t.rma.err)
+			return
+		}
+		if !m.IsRndv {
+			ep.rmaWriteLanded(t, copyIn(cbytes(uintptr(t.rma.addr), t.len), m.Payload))
+			return
+		}
+		var dst []byte
+		if t.len > 0 {
+			dst = cbytes(uintptr(t.rma.addr), t.len)
+		}
+		ep.rmaWire(t, 1)
+		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, t.id); done || err != nil {
+			ep.rmaFetchDone(t, n, err)
+		}
+	default:
+		ep.rmaDrop(m)
+	}
+}
+
+// rmaDrop lets go of a message nobody takes.
+func (ep *Endpoint) rmaDrop(m *transport.Incoming) {
+	if m.IsRndv {
+		_ = ep.tp.Discard(&m.Rndv)
+	}
+}
+
+// copyIn copies an arrived payload into registered memory.
+func copyIn(dst, src []byte) fi.Errno {
+	if len(src) == 0 {
+		return 0
+	}
+	switch _, bad, _ := umem.Copy(dst, src); bad {
+	case umem.Dst:
+		return fi.EFAULT
+	case umem.Src:
+		return fi.EIO
+	}
+	return 0
+}
+
+// rmaServe serves a request that arrived whole: payload is its prefix
+// and, for a short write, its bytes.
+func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
+	e := &ep.engine
+	if len(payload) < rmaPrefix {
+		return // malformed: nothing to answer to
+	}
+	key := binary.LittleEndian.Uint64(payload[0:])
+	addr := binary.LittleEndian.Uint64(payload[8:])
+	n := binary.LittleEndian.Uint64(payload[16:])
+	c, err := ep.tp.Connect(src)
+	if err != nil {
+		return // the initiator is gone or not of this job
+	}
+	kind := rmaKind(h)
+	access := fi.REMOTE_WRITE
+	if kind == rmaRead {
+		access = fi.REMOTE_READ
+	}
+	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
+	switch kind {
+	case rmaWrite:
+		if errno == 0 && uint64(len(payload)-rmaPrefix) != n {
+			errno = fi.EIO
+		}
+		if errno == 0 && n > 0 {
+			errno = copyIn(cbytes(va, n), payload[rmaPrefix:])
+		}
+		if errno == 0 {
+			ep.rmaWritten(h, src, va, n, mr)
+		}
+		ep.rmaAnswer(c, rmaAck, h.Tag, errno)
+	case rmaWriteLong:
+		t := e.newOp(opRMATarget)
+		t.len, t.rma.conn, t.rma.peerID, t.rma.src = n, c, h.Tag, src
+		t.rma.addr, t.rma.mr, t.rma.err, t.rma.hdr, t.rma.write = uint64(va), mr, errno, *h, true
+		t.rma.next, e.rmaWait = e.rmaWait, t
+	case rmaRead:
+		if errno != 0 {
+			ep.rmaAnswer(c, rmaReadResp, h.Tag, errno)
+			return
+		}
+		t := e.newOp(opRMATarget)
+		ep.rmaWire(t, 1)
+		var b [][]byte
+		if n > 0 {
+			b = [][]byte{cbytes(va, n)}
+		}
+		var flags uint32
+		if n <= rmaShortMax {
+			flags = transport.SendCopy // eager anyway: the wire is done at once
+		}
+		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaReadResp<<rmaKindShift, Tag: h.Tag, Len: n}, b, t.id, flags)
+		if ep.remReadCntr != nil {
+			ep.remReadCntr.inc()
+		}
+	}
+}
+
+// rmaWriteLanded finishes a long write at the target.
+func (ep *Endpoint) rmaWriteLanded(t *op, errno fi.Errno) {
+	if errno == 0 {
+		ep.rmaWritten(&t.rma.hdr, t.rma.src, uintptr(t.rma.addr), t.len, t.rma.mr)
+	}
+	ep.rmaAnswer(t.rma.conn, rmaAck, t.rma.peerID, errno)
+	ep.rmaTargetDone(t)
+}
+
+// rmaWritten reports a remote write at the target: the CQ entry of its
+// remote CQ data, the remote-write counter and the region's counter.
+func (ep *Endpoint) rmaWritten(h *transport.Header, src uint64, va uintptr, n uint64, mr *MR) {
+	if h.Flags&hfData != 0 && ep.rxCQ != nil {
+		ep.rxCQ.complete(0, fi.REMOTE_WRITE|fi.RMA|fi.REMOTE_CQ_DATA, n, va, h.Data, 0, src, ep.av)
+		ep.events++
+	}
+	if ep.remWriteCntr != nil {
+		ep.remWriteCntr.inc()
+	}
+	if mr != nil {
+		if c := mr.Cntr(); c != nil && c != ep.remWriteCntr {
+			c.inc()
+		}
+	}
+}
+
+// rmaAnswer sends an ack or a failed read's answer.
+func (ep *Endpoint) rmaAnswer(c transport.Conn, kind uint32, id uint64, errno fi.Errno) {
+	ep.rmaPost(c, transport.Header{Flags: hfRMA | kind<<rmaKindShift, Tag: id, Data: uint64(errno)},
+		nil, rmaReplyCookie, transport.SendCopy)
+}
+
+// rmaTargetDone frees a served op once nothing of it is in flight.
+func (ep *Endpoint) rmaTargetDone(t *op) {
+	if t.rma.wire > 0 || t.kind != opRMATarget {
+		return
+	}
+	ep.engine.freeOp(t)
+}
+
+// rmaScatter copies a read's bytes into its local buffers; it returns
+// the count, or -1 if a buffer could not be written.
+func (ep *Endpoint) rmaScatter(o *op, b []byte) int {
+	if o.rma.iov == nil {
+		if copyIn(cbytes(o.buf, uint64(len(b))), b) != 0 {
+			return -1
+		}
+		return len(b)
+	}
+	off := 0
+	for _, v := range o.rma.iov {
+		if off == len(b) {
+			break
+		}
+		k := min(uint64(len(b)-off), v.len)
+		if copyIn(unsafe.Slice((*byte)(v.base), k), b[off:off+int(k)]) != 0 {
+			return -1
+		}
+		off += int(k)
+	}
+	return off
+}
+
+// rmaFetched: a read's bytes arrived (n of them, or err).
+func (ep *Endpoint) rmaFetched(o *op, n int, err error) {
+	switch {
+	case err != nil:
+		o.rma.err = errnoOf(err)
+	case n < 0:
+		o.rma.err = fi.EFAULT
+	case o.rma.stage != nil:
+		if ep.rmaScatter(o, o.rma.stage[:n]) < 0 {
+			o.rma.err = fi.EFAULT
+		}
+		o.rma.stage = nil
+	}
+	ep.rmaMaybeDone(o)
+}
+
+// rmaMaybeDone completes initiator op o once its answer came and nothing
+// of it is in flight: a CQ entry (unless an inject or selective
+// completion leaves it out) and the read or write counter.
+func (ep *Endpoint) rmaMaybeDone(o *op) {
+	if !o.rma.answered || o.rma.wire > 0 || o.kind != opRMA {
+		return
+	}
+	flags, cntr := fi.RMA|fi.READ, ep.readCntr
+	if o.rma.write {
+		flags, cntr = fi.RMA|fi.WRITE, ep.writeCntr
+	}
+	ep.events++
+	if o.rma.err != 0 {
+		if ep.txCQ != nil {
+			ep.txCQ.completeErr(o.ctx, flags, 0, 0, 0, 0, o.rma.err, 0, nil)
+		}
+		if cntr != nil {
+			cntr.incErr()
+		}
+	} else {
+		if ep.txCQ != nil && o.flags&NoCompletion == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
+			ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, 0, nil)
+		}
+		if cntr != nil {
+			cntr.inc()
+		}
+	}
+	ep.engine.freeOp(o)
+}

@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// rmaCall starts an RMA from ep on buf (one iovec).
+func (p *pair) rma(ep *Endpoint, buf []byte, dest, addr, key, data uint64, ctx uintptr, flags uint64) error {
+	p.keep = append(p.keep, buf)
+	v := iovec{len: uint64(len(buf))}
+	if len(buf) > 0 {
+		v.base = unsafe.Pointer(&buf[0])
+	}
+	return ep.RMA(unsafe.Pointer(&v), 1, dest, addr, key, data, cptr(ctx), flags)
+}
+
+// settle progresses the domain until a's CQ has an entry (success or
+// error) and returns it: the entry, or the error entry's errno.
+func (p *pair) settle() (cqTagged, fi.Errno) {
+	p.t.Helper()
+	for i := 0; i < 1000; i++ {
+		var e cqTagged
+		n, err := p.cqa.Read(unsafe.Pointer(&e), 1, nil)
+		if n == 1 {
+			return e, 0
+		}
+		if errors.Is(err, fi.EAVAIL) {
+			return cqTagged{}, fi.Errno(p.readErr(p.cqa).err)
+		}
+	}
+	p.t.Fatal("no RMA completion")
+	return cqTagged{}, 0
+}
+
+func (p *pair) region(n int, access uint64) ([]byte, *MR) {
+	p.t.Helper()
+	mem := make([]byte, n)
+	p.keep = append(p.keep, mem)
+	mr, err := p.dom.RegMR([]MRIov{{Base: uintptr(unsafe.Pointer(&mem[0])), Len: uint64(n)}}, access, 0, uint64(len(p.keep)), 0, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { mr.Close() })
+	return mem, mr
+}
+
+// Every size over a wire that sends by rendezvous above 1000 bytes:
+// short writes, long writes fetched by the target, reads answered eager
+// and by rendezvous, each checked at both ends.
+func TestRMAWriteReadSizes(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	mem, mr := p.region(300000, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	for _, n := range []int{0, 1, 999, 1001, rmaShortMax, rmaShortMax + 1, 200000} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i*13 + n)
+		}
+		clear(mem)
+		if err := p.rma(p.a, src, p.bAddr, 5, mr.Key(), 0, 0xA1, fi.RMA|fi.WRITE); err != nil {
+			t.Fatalf("write %d: %v", n, err)
+		}
+		if e, errno := p.settle(); errno != 0 || e.ctx != 0xA1 || e.flags != fi.RMA|fi.WRITE {
+			t.Fatalf("write %d: completion %+v, errno %v", n, e, errno)
+		}
+		if !bytes.Equal(mem[5:5+n], src) || mem[4] != 0 || mem[5+n] != 0 {
+			t.Fatalf("write %d: the region does not hold exactly the bytes", n)
+		}
+		got := make([]byte, n)
+		if err := p.rma(p.a, got, p.bAddr, 5, mr.Key(), 0, 0xA2, fi.RMA|fi.READ); err != nil {
+			t.Fatalf("read %d: %v", n, err)
+		}
+		if e, errno := p.settle(); errno != 0 || e.ctx != 0xA2 || e.flags != fi.RMA|fi.READ {
+			t.Fatalf("read %d: completion %+v, errno %v", n, e, errno)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("read %d: wrong bytes", n)
+		}
+	}
+	if p.a.engine.pending != 0 || p.b.engine.pending != 0 || p.b.engine.rmaWait != nil {
+		t.Fatalf("left over: pending %d/%d, waiting %v", p.a.engine.pending, p.b.engine.pending, p.b.engine.rmaWait)
+	}
+}
+
+// A key nobody registered, a range past the region and a region without
+// the access fail at the initiator; the target's memory stays as it was.
+func TestRMAErrors(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	mem, mr := p.region(4096, fi.REMOTE_READ)
+	for i := range mem {
+		mem[i] = 0x5a
+	}
+	buf := bytes.Repeat([]byte{1}, 30000)
+	for _, c := range []struct {
+		name      string
+		n         int
+		addr, key uint64
+		flags     uint64
+		want      fi.Errno
+	}{
+		{"bad key", 10, 0, mr.Key() + 99, fi.WRITE, fi.EINVAL},
+		{"read-only region", 10, 0, mr.Key(), fi.WRITE, fi.EACCES},
+		{"long write to a read-only region", 30000, 0, mr.Key(), fi.WRITE, fi.EACCES},
+		{"read past the end", 100, 4000, mr.Key(), fi.READ, fi.EACCES},
+		{"read with a bad key", 100, 0, 12345, fi.READ, fi.EINVAL},
+	} {
+		if err := p.rma(p.a, buf[:c.n], p.bAddr, c.addr, c.key, 0, 0, fi.RMA|c.flags); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if _, errno := p.settle(); errno != c.want {
+			t.Errorf("%s: errno %v, want %v", c.name, errno, c.want)
+		}
+	}
+	if !bytes.Equal(mem, bytes.Repeat([]byte{0x5a}, 4096)) {
+		t.Fatal("a failed access changed the region")
+	}
+}
+
+// Answers the wire refuses wait in the target's outbox and go out on a
+// later poll; new operations wait (EAGAIN) while the outbox is not empty.
+func TestRMAOutbox(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	mem, mr := p.region(100, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	copy(mem, "remote bytes")
+	got := make([]byte, 12)
+	if err := p.rma(p.a, got, p.bAddr, 0, mr.Key(), 0, 7, fi.RMA|fi.READ); err != nil {
+		t.Fatal(err)
+	}
+	wa := p.a.tp.(*loopWire)
+	wa.full = true // b's answer to a is refused
+	p.dom.progress()
+	if len(p.b.engine.rmaOut) != 1 {
+		t.Fatalf("outbox holds %d, want the answer", len(p.b.engine.rmaOut))
+	}
+	if err := p.rma(p.b, got, p.aAddr, 0, mr.Key(), 0, 8, fi.RMA|fi.READ); !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("a new op while the outbox holds one: %v, want EAGAIN", err)
+	}
+	wa.full = false
+	if e, errno := p.settle(); errno != 0 || e.ctx != 7 || string(got) != "remote bytes" {
+		t.Fatalf("after the outbox drained: %+v %v %q", e, errno, got)
+	}
+}
+
+// The remote CQ data of a write reaches the target's CQ, and the
+// counters count: local reads and writes, remote writes, errors.
+func TestRMAEventsAndCounters(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA|fi.RMA_EVENT, 1000)
+	mem, mr := p.region(100000, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	cr, _ := p.dom.OpenCntr(&CntrAttr{})
+	cw, _ := p.dom.OpenCntr(&CntrAttr{})
+	crw, _ := p.dom.OpenCntr(&CntrAttr{})
+	p.a.readCntr, p.a.writeCntr, p.b.remWriteCntr = cr, cw, crw
+	for _, n := range []int{8, 50000} {
+		if err := p.rma(p.a, make([]byte, n), p.bAddr, 0, mr.Key(), 0xDA7A, 1, fi.RMA|fi.WRITE|fi.REMOTE_CQ_DATA); err != nil {
+			t.Fatal(err)
+		}
+		if _, errno := p.settle(); errno != 0 {
+			t.Fatal(errno)
+		}
+		e, err := p.read(p.cqb)
+		want := cqTagged{flags: fi.REMOTE_WRITE | fi.RMA | fi.REMOTE_CQ_DATA, len: uint64(n), data: 0xDA7A,
+			buf: uintptr(unsafe.Pointer(&mem[0]))}
+		if err != nil || e != want {
+			t.Fatalf("target entry %+v, %v; want %+v", e, err, want)
+		}
+	}
+	if err := p.rma(p.a, make([]byte, 8), p.bAddr, 0, mr.Key(), 0, 1, fi.RMA|fi.READ); err != nil {
+		t.Fatal(err)
+	}
+	p.settle()
+	if err := p.rma(p.a, make([]byte, 8), p.bAddr, 0, 999, 0, 1, fi.RMA|fi.READ); err != nil {
+		t.Fatal(err)
+	}
+	p.settle()
+	if cw.Read() != 2 || cr.Read() != 1 || cr.ReadErr() != 1 || crw.Read() != 2 {
+		t.Fatalf("counters: write %d, read %d (errors %d), remote write %d", cw.Read(), cr.Read(), cr.ReadErr(), crw.Read())
+	}
+	p.a.readCntr, p.a.writeCntr, p.b.remWriteCntr = nil, nil, nil
+	for _, c := range []*Cntr{cr, cw, crw} {
+		c.Close()
+	}
+}
+
+// An answer for an op that completed and was reused is dropped.
+func TestRMAStaleAnswer(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	e := &p.a.engine
+	o := e.newOp(opRMA)
+	id := rmaID(o)
+	e.freeOp(o)
+	o2 := e.newOp(opRMA)
+	if o2 != o || e.rmaByID(id) != nil || e.rmaByID(rmaID(o2)) != o2 {
+		t.Fatal("a reused op answers to its old id")
+	}
+	e.freeOp(o2)
+}
