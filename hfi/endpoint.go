@@ -489,6 +489,32 @@ func (e *Endpoint) conn(c transport.Conn) *peer {
 	return e.peers[i]
 }
 
+// Watch implements transport.Watcher: a watched peer that stays silent
+// is pinged, as one a fetch waits on, and declared dead when the pings go
+// unanswered for the connection timeout.
+func (e *Endpoint) Watch(c transport.Conn, delta int) {
+	p := e.conn(c)
+	if p == nil {
+		return
+	}
+	if p.watch += delta; p.watch > 0 && delta > 0 {
+		p.heard = max(p.heard, e.clock.Now())
+		e.markBusy(p)
+	}
+}
+
+// PeerErr implements transport.Watcher.
+func (e *Endpoint) PeerErr(c transport.Conn) error {
+	p := e.conn(c)
+	if p == nil {
+		return ErrBadConn
+	}
+	if p.state == stDead {
+		return p.deadErr()
+	}
+	return nil
+}
+
 func (e *Endpoint) connOf(p *peer) transport.Conn {
 	return transport.Conn(p.idx+1) | e.cfg.ConnBase
 }

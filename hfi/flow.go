@@ -444,7 +444,7 @@ func (p *peer) due(e *Endpoint) int64 {
 	}
 	if p.unacked.len() > 0 {
 		at(p.rtxAt)
-	} else if p.fetching > 0 {
+	} else if p.fetching > 0 || p.watch > 0 {
 		at(max(p.heard, p.pingAt) + e.rto(p))
 	}
 	return t
@@ -500,9 +500,10 @@ func (e *Endpoint) timers(p *peer, now int64) {
 			p.rtxWait = min(p.rtxWait*int64(e.cfg.ErrchkFactor), int64(e.cfg.ErrchkMax))
 			e.resend(p)
 		}
-	} else if p.fetching > 0 && now >= max(p.heard, p.pingAt)+e.rto(p) {
-		// Waiting for the peer's data and hearing nothing: a sequenced
-		// ping makes its liveness the flow's business.
+	} else if (p.fetching > 0 || p.watch > 0) && now >= max(p.heard, p.pingAt)+e.rto(p) {
+		// Waiting for the peer's data (or, watched, for the provider's
+		// answer) and hearing nothing: a sequenced ping makes its
+		// liveness the flow's business.
 		p.pingAt = now
 		p.queued.push(txPkt{b: e.newPkt(p, tPing)[:hdrLen]})
 		e.pump(p)

@@ -57,6 +57,7 @@ type peer struct {
 	nKept    int
 	heard    int64 // when a packet last came
 	fetching int   // fetches waiting for this peer's data
+	watch    int   // the provider's waits on this peer (Watch)
 	pingAt   int64
 
 	// Eager reassembly (messages over one packet arrive in PSN order).

@@ -435,6 +435,13 @@ func (ep *Endpoint) poll() int {
 	if len(ep.rmaOut) > 0 {
 		ep.rmaFlush()
 	}
+	if ep.rmaWatched > 0 {
+		// Answers that will never come: an idle poll (the C side's
+		// safety net sends one every 10 ms) or every 64th looks.
+		if ep.polls++; ep.polls%64 == 0 || ep.tp.Idle() {
+			ep.rmaSweep()
+		}
+	}
 	if ep.tp.Idle() {
 		return ep.events
 	}

@@ -149,6 +149,9 @@ type engine struct {
 	inPoll  bool     // inside the wire's Poll: RMA sends wait in the outbox
 	rmaOut  []rmaMsg // RMA sends waiting for the wire (rma.go)
 	rmaWait *op      // write-long requests waiting for their bytes
+
+	rmaWatched int // RMA ops whose peer the wire watches (rmaSweep)
+	polls      int // ep.poll calls, to space the sweeps
 }
 
 func (e *engine) init(ep *Endpoint) { e.ep = ep }

@@ -75,7 +75,8 @@ type rmaOp struct {
 	src      uint64   // target: the initiator's epid
 	mr       *MR      // target: the region written
 	hdr      transport.Header
-	next     *op // target: the write-long requests waiting for their bytes
+	next     *op  // target: the write-long requests waiting for their bytes
+	watched  bool // initiator: the wire watches the peer until the answer (rmaSweep)
 }
 
 // rmaMsg is a send waiting in the outbox.
@@ -196,6 +197,11 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	}
 	if !done {
 		ep.rmaWire(o, 1)
+	}
+	if w, ok := ep.tp.(transport.Watcher); ok {
+		w.Watch(c, 1)
+		o.rma.watched = true
+		e.rmaWatched++
 	}
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
@@ -586,6 +592,11 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 	if !o.rma.answered || o.rma.wire > 0 || o.kind != opRMA {
 		return
 	}
+	if o.rma.watched {
+		ep.tp.(transport.Watcher).Watch(o.rma.conn, -1)
+		o.rma.watched = false
+		ep.engine.rmaWatched--
+	}
 	flags, cntr := fi.RMA|fi.READ, ep.readCntr
 	if o.rma.write {
 		flags, cntr = fi.RMA|fi.WRITE, ep.writeCntr
@@ -607,4 +618,23 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 		}
 	}
 	ep.engine.freeOp(o)
+}
+
+// rmaSweep fails the RMA ops whose target the wire has declared dead:
+// their answers will not come. ep.poll runs it now and then while any op
+// waits for an answer.
+func (ep *Endpoint) rmaSweep() {
+	w, ok := ep.tp.(transport.Watcher)
+	if !ok {
+		return
+	}
+	for _, o := range ep.engine.ops {
+		if o.kind != opRMA || !o.rma.watched || o.rma.answered {
+			continue
+		}
+		if err := w.PeerErr(o.rma.conn); err != nil {
+			o.rma.answered, o.rma.err = true, errnoOf(err)
+			ep.rmaMaybeDone(o)
+		}
+	}
 }

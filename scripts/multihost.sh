@@ -14,6 +14,8 @@
 #     loss, reordering and duplication, exactly once and intact (the
 #     retransmission counts reported); a receiver, then a sender, killed
 #     mid-transfer: the survivor ends within the connection timeout;
+#   - ctest/rmakill.c: RMA reads and writes across hosts, then the target
+#     killed: the pending RMA fails within the connection timeout;
 # Everything is removed afterwards, also on failure. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -233,6 +235,34 @@ if [ "$(cat "$out/kills.rc")" = 0 ] && [ "$(echo "$dt < 9" | bc)" = 1 ] && [ "${
 	ok "sender killed mid-transfer across hosts: the receiver was done $dt s later: $(grep '^xfer: survivor' "$out/kills-recv.log" | cut -c7-)"
 else
 	fail "sender killed mid-transfer (receiver exit $(cat "$out/kills.rc"), $dt s after the kill)" "$(cat "$out/kills-recv.log")"
+fi
+
+# RMA across hosts (ctest/rmakill.c over hfi): reads and writes of 1 B to
+# 60 KB checked at both ends, then the target is killed: an RMA to it must
+# fail within FI_PSM2_CONN_TIMEOUT (2 s) plus a margin.
+if cc -std=gnu11 -O2 -Wall -Iinclude -o "$out/rmakill" ctest/rmakill.c -L"$lib" -lfabric 2>"$out/cc.log"; then
+	rm -f "$out/rk.in" && mkfifo "$out/rk.in"
+	$ns exec 1 "${env[@]}" timeout 120 "$out/rmakill" target >"$out/rk-target.log" 2>&1 &
+	rt=$!
+	for ((i = 0; i < 200; i++)); do [ -s "$out/rk-target.log" ] && break; sleep 0.1; done
+	$ns exec 2 "${env[@]}" timeout 120 "$out/rmakill" remote <"$out/rk.in" >"$out/rk-init.log" 2>&1 &
+	rk=$!
+	exec 7>"$out/rk.in"
+	head -1 "$out/rk-target.log" >&7
+	for ((i = 0; i < 600; i++)); do grep -q '^kill' "$out/rk-init.log" && break; sleep 0.1; done
+	pkill -KILL -f "$out/rmakill target"
+	echo killed >&7
+	exec 7>&-
+	wait $rk
+	rc=$?
+	{ wait $rt; } 2>/dev/null # (killed on purpose: no "Killed" line)
+	if [ $rc = 0 ] && grep -q '^rmakill: .* 0 failed' "$out/rk-init.log"; then
+		ok "RMA across hosts, 1 B to 60 KB read and written, then the target killed: $(grep '^# read to a dead' "$out/rk-init.log" | cut -c3-)"
+	else
+		fail "RMA across hosts (initiator exit $rc)" "$(cat "$out/rk-init.log" "$out/rk-target.log")"
+	fi
+else
+	fail "cc ctest/rmakill.c" "$(cat "$out/cc.log")"
 fi
 
 echo

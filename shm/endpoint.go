@@ -159,6 +159,7 @@ type Endpoint struct {
 	freeFetches []int32
 	streams     []int32 // sends streaming through bounce buffers
 	pending     int     // sends and fetches outstanding
+	watched     int     // Watch counts over all peers
 	ctlPeers    []int32 // peers with queued control cells
 	doomed      bool    // some peer died with operations pending
 	nextCheck   int64
@@ -240,6 +241,7 @@ type peer struct {
 
 	full      bool   // a send found its ring full since the last check
 	ops       int    // our operations that wait on it
+	watch     int    // the provider's waits on it (Watch)
 	lastCons  uint64 // its consumer counter at the last check
 	consSince int64  // when lastCons last changed
 }
@@ -747,7 +749,7 @@ func (e *Endpoint) publishHint() {
 	switch {
 	case len(e.ctlPeers) > 0 || len(e.streams) > 0 || e.again || e.starved || e.blocked:
 		h = hintBusy
-	case e.pending > 0:
+	case e.pending > 0 || e.watched > 0:
 		h = hintPending
 	}
 	if h != e.hintShadow {
@@ -955,7 +957,7 @@ func (e *Endpoint) Idle() bool {
 		return false
 	}
 	return len(e.ctlPeers) == 0 && len(e.streams) == 0 &&
-		!e.doomed && ((e.pending == 0 && !e.starved && !e.blocked) || e.now() < e.nextCheck)
+		!e.doomed && ((e.pending == 0 && e.watched == 0 && !e.starved && !e.blocked) || e.now() < e.nextCheck)
 }
 
 // idleProbeEvery: how many idle answers in a row share one look at the

@@ -44,7 +44,7 @@ func (e *Endpoint) check(h transport.Handler) int {
 			if p.self || p.dead != nil {
 				continue
 			}
-			if p.ops > 0 || p.ctlHead < len(p.ctl) || p.full || (starved && e.holds(p)) {
+			if p.ops > 0 || p.watch > 0 || p.ctlHead < len(p.ctl) || p.full || (starved && e.holds(p)) {
 				e.probe(p, now)
 			} else {
 				p.consSince = 0 // not watched: start afresh next time
@@ -261,4 +261,27 @@ func (e *Endpoint) linger() {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// Watch implements transport.Watcher: a watched peer is probed at every
+// liveness check, as one an operation waits on.
+func (e *Endpoint) Watch(c transport.Conn, delta int) {
+	p := e.conn(c)
+	if p == nil || p.self {
+		return
+	}
+	p.watch += delta
+	e.watched += delta
+}
+
+// PeerErr implements transport.Watcher.
+func (e *Endpoint) PeerErr(c transport.Conn) error {
+	if c == 0 || uint64(c) > uint64(len(e.peers)) {
+		return ErrBadConn
+	}
+	p := e.peers[c-1]
+	if p.dead == nil && !p.self && p.seg.Closed() {
+		e.kill(p, transport.ErrPeerDead, "closed")
+	}
+	return p.dead
 }

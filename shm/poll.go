@@ -41,7 +41,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	if len(e.streams) > 0 {
 		ev += e.pump(h)
 	}
-	if e.doomed || ((e.pending > 0 || len(e.ctlPeers) > 0 || e.starved || e.blocked) && e.now() >= e.nextCheck) {
+	if e.doomed || ((e.pending > 0 || e.watched > 0 || len(e.ctlPeers) > 0 || e.starved || e.blocked) && e.now() >= e.nextCheck) {
 		ev += e.check(h)
 	}
 	e.publishHint()

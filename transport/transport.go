@@ -173,6 +173,20 @@ type Reporter interface {
 	Report() string
 }
 
+// Watcher is implemented by wires that can watch a peer for the provider
+// while it waits for something from that peer that no wire operation
+// stands for (the answer to an RMA request, whose send is complete).
+// Watch(c, +1) starts watching and Watch(c, -1) stops; while c is
+// watched, the wire checks the peer's liveness as if an operation of its
+// own were pending on it (Idle turns false when a check is due, Poll
+// runs it), so a peer that died, closed or stopped answering within the
+// connection timeout is declared dead. PeerErr says why c is unusable
+// (an error wrapping ErrPeerDead or ErrTimeout), nil while it is alive.
+type Watcher interface {
+	Watch(c Conn, delta int)
+	PeerErr(c Conn) error
+}
+
 type FastSender interface {
 	FastPeer(c Conn) unsafe.Pointer
 }

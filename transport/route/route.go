@@ -278,6 +278,35 @@ func (e *Endpoint) Probes(dst []uint64) []uint64 {
 	return dst
 }
 
+// Watch watches c on its wire (transport.Watcher).
+func (e *Endpoint) Watch(c transport.Conn, delta int) {
+	if w, ok := e.wireOf(c).(transport.Watcher); ok {
+		w.Watch(c, delta)
+	}
+}
+
+// PeerErr asks c's wire (transport.Watcher).
+func (e *Endpoint) PeerErr(c transport.Conn) error {
+	if w, ok := e.wireOf(c).(transport.Watcher); ok {
+		return w.PeerErr(c)
+	}
+	return nil
+}
+
+// wireOf is c's wire, or nil.
+func (e *Endpoint) wireOf(c transport.Conn) transport.Endpoint {
+	if e.isHfi(c) {
+		if e.hfi == nil {
+			return nil
+		}
+		return e.hfi
+	}
+	if e.shm == nil {
+		return nil
+	}
+	return e.shm
+}
+
 // FastPeer: only shm connections have C-side sends.
 func (e *Endpoint) FastPeer(c transport.Conn) unsafe.Pointer {
 	if e.isHfi(c) || e.shm == nil {

@@ -1,0 +1,188 @@
+/* rmakill.c: RMA to another process, and an RMA whose target dies: it
+ * fails within the connection timeout instead of waiting for ever (its
+ * request was delivered, so no wire operation stands for the answer: the
+ * provider has the wire watch the peer).
+ *
+ * The target is this program run again ("target" argument, a fresh
+ * process): it registers a region holding region[i] = i % 251, prints
+ * its name and key, and serves RMA until it is killed. The initiator
+ * reads and writes sizes from 1 B to 60 KB and checks the bytes at both
+ * ends (through the target), then kills the target with SIGKILL and
+ * starts a read and a write: both must complete with an error entry
+ * within FI_PSM2_CONN_TIMEOUT (2 s here) plus the liveness checks' slack.
+ *
+ * Without arguments both run here (over shared memory). Across hosts
+ * (scripts/multihost.sh, over hfi) the script starts "rmakill target" on
+ * one host and "rmakill remote" on another, feeds the target's line to
+ * the initiator's stdin, waits for its "kill" line, kills the target and
+ * answers "killed".
+ *
+ * ctest: no-valgrind (it waits out a connection timeout on purpose; the
+ * RMA entry points run under valgrind in rma.c).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <rdma/fi_rma.h>
+#include "check.h"
+#include "node.h"
+
+#define CONN_TIMEOUT "2"
+
+static int target(void)
+{
+	static uint8_t region[1 << 17];
+	struct ct_node n;
+	struct fid_mr *mr;
+	struct fi_cq_tagged_entry e;
+
+	for (size_t i = 0; i < sizeof(region); i++)
+		region[i] = (uint8_t) (i % 251);
+	if (ct_open_node_caps(&n, FI_TAGGED | FI_RMA) ||
+	    fi_mr_reg(n.domain, region, sizeof(region), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 9, 0, &mr, NULL))
+		return 1;
+	for (size_t i = 0; i < n.namelen; i++)
+		printf("%02x", (unsigned char) n.name[i]);
+	printf(" %lu\n", (unsigned long) fi_mr_key(mr));
+	fflush(stdout);
+	for (;;) {
+		fi_cq_read(n.cq, &e, 1);
+		usleep(100);
+	}
+}
+
+static int wait_one(struct ct_node *a, double limit, double *took)
+{
+	struct fi_cq_tagged_entry e;
+	double t0 = ct_now();
+
+	for (;;) {
+		ssize_t n = fi_cq_read(a->cq, &e, 1);
+
+		*took = ct_now() - t0;
+		if (n == 1)
+			return 0;
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(a->cq, &err, 0);
+			return err.err ? err.err : -1;
+		}
+		if (*took > limit)
+			return -FI_ETIMEDOUT;
+	}
+}
+
+/* transfers checks reads and writes of several sizes against the
+ * target's pattern. */
+static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
+{
+	static const size_t sz[] = { 1, 100, 4096, 16385, 60000 };
+	static uint8_t buf[60000], back[60000];
+	double took;
+	int ret;
+
+	for (unsigned k = 0; k < sizeof(sz) / sizeof(sz[0]); k++) {
+		size_t n = sz[k], bad = n;
+
+		memset(buf, 0, n);
+		ret = fi_read(a->ep, buf, n, NULL, peer, 7, key, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "read %zu: %d", n, ret);
+		for (size_t i = 0; i < n && bad == n; i++)
+			if (buf[i] != (uint8_t) ((i + 7) % 251))
+				bad = i;
+		CHECK(bad == n, "read %zu: byte %zu is wrong", n, bad);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (uint8_t) (i * 7 + k);
+		ret = fi_write(a->ep, buf, n, NULL, peer, 65536, key, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "write %zu: %d", n, ret);
+		ret = fi_read(a->ep, back, n, NULL, peer, 65536, key, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0 && !memcmp(buf, back, n),
+		      "write %zu read back: %d", n, ret);
+	}
+}
+
+/* after_kill checks that RMA to the dead target fails in time. */
+static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
+{
+	static uint8_t buf[4096];
+	double took;
+	int ret;
+
+	ret = fi_read(a->ep, buf, sizeof(buf), NULL, peer, 0, key, NULL);
+	CHECK(ret == 0 || (ret < 0 && ret != -FI_EAGAIN), "read to the dead target: %d", ret);
+	if (ret == 0) {
+		ret = wait_one(a, 10, &took);
+		CHECK(ret > 0 && took < 5, "the read fails within the timeout: %d after %.2f s", ret, took);
+		printf("# read to a dead target: error %d after %.2f s\n", ret, took);
+	}
+	ret = fi_write(a->ep, buf, 100, NULL, peer, 0, key, NULL);
+	if (ret == 0) {
+		ret = wait_one(a, 10, &took);
+		CHECK(ret > 0 && took < 5, "the write fails: %d after %.2f s", ret, took);
+	} else {
+		CHECK(ret < 0 && ret != -FI_EAGAIN, "a write to a dead target is refused: %d", ret);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ct_node a;
+	char line[256], hex[3] = { 0 };
+	unsigned char name[64];
+	unsigned long key;
+	size_t namelen = 0;
+	fi_addr_t peer;
+	int pfd[2], ret, remote = argc > 1 && !strcmp(argv[1], "remote");
+	pid_t pid = 0;
+	FILE *in = stdin;
+
+	if (argc > 1 && !strcmp(argv[1], "target"))
+		return target();
+	setenv("FI_PSM2_CONN_TIMEOUT", CONN_TIMEOUT, 1);
+	if (!remote) {
+		if (pipe(pfd))
+			return 1;
+		if ((pid = fork()) == 0) {
+			dup2(pfd[1], 1);
+			close(pfd[0]);
+			execl("/proc/self/exe", argv[0], "target", (char *) NULL);
+			_exit(127);
+		}
+		close(pfd[1]);
+		in = fdopen(pfd[0], "r");
+	}
+	if (!fgets(line, sizeof(line), in) || !strchr(line, ' ')) {
+		printf("FAIL: no target line\n");
+		return 1;
+	}
+	for (char *p = line; p[0] && p[1] && p[0] != ' ' && namelen < sizeof(name); p += 2) {
+		hex[0] = p[0], hex[1] = p[1];
+		name[namelen++] = (unsigned char) strtoul(hex, NULL, 16);
+	}
+	key = strtoul(strchr(line, ' ') + 1, NULL, 10);
+
+	ret = ct_open_node_caps(&a, FI_TAGGED | FI_RMA);
+	CHECK(ret == 0, "open: %d", ret);
+	if (ret)
+		return finish("rmakill");
+	CHECK(fi_av_insert(a.av, name, 1, &peer, 0, NULL) == 1, "insert the target");
+	transfers(&a, peer, key);
+	if (remote) {
+		printf("kill\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), in))
+			return finish("rmakill");
+	} else {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	after_kill(&a, peer, key);
+	ct_close_node(&a);
+	return finish("rmakill");
+}
