@@ -7,7 +7,7 @@
  * process): it registers a region holding region[i] = i % 251, prints
  * its name and key, and serves RMA until it is killed. The initiator
  * reads and writes sizes from 1 B to 60 KB and checks the bytes at both
- * ends (through the target), then kills the target with SIGKILL and
+ * ends (through the target), runs a few atomics, then kills the target with SIGKILL and
  * starts a read and a write: both must complete with an error entry
  * within FI_PSM2_CONN_TIMEOUT (2 s here) plus the liveness checks' slack.
  *
@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include "check.h"
 #include "node.h"
@@ -104,6 +105,27 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 		ret = fi_read(a->ep, back, n, NULL, peer, 65536, key, NULL);
 		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0 && !memcmp(buf, back, n),
 		      "write %zu read back: %d", n, ret);
+	}
+
+	/* Atomics from another process: fetch-add on uint64 and a long
+	 * double sum (applied by the target's C side). */
+	{
+		uint64_t v = 5, old = 0, zero = 0;
+		long double x = 2.5L, got = 0;
+
+		ret = fi_write(a->ep, &zero, 8, NULL, peer, 4096, key, NULL);
+		CHECK(ret == 0 && wait_one(a, 10, &took) == 0, "zero the word");
+		for (int i = 0; i < 3; i++) {
+			ret = fi_fetch_atomic(a->ep, &v, 1, NULL, &old, NULL, peer, 4096, key, FI_UINT64, FI_SUM, NULL);
+			CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0 && old == 5u * i,
+			      "fetch-add %d: %d, old %lu", i, ret, (unsigned long) old);
+		}
+		ret = fi_write(a->ep, &x, sizeof(x), NULL, peer, 8192, key, NULL);
+		CHECK(ret == 0 && wait_one(a, 10, &took) == 0, "write a long double");
+		ret = fi_atomic(a->ep, &x, 1, NULL, peer, 8192, key, FI_LONG_DOUBLE, FI_SUM, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "long double sum: %d", ret);
+		ret = fi_read(a->ep, &got, sizeof(got), NULL, peer, 8192, key, NULL);
+		CHECK(ret == 0 && wait_one(a, 10, &took) == 0 && got == 5.0L, "long double sum: %Lg", got);
 	}
 }
 

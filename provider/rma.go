@@ -77,6 +77,7 @@ type rmaOp struct {
 	hdr      transport.Header
 	next     *op  // target: the write-long requests waiting for their bytes
 	watched  bool // initiator: the wire watches the peer until the answer (rmaSweep)
+	atomic   bool // initiator: an atomic (atomic.go), not an RMA
 }
 
 // rmaMsg is a send waiting in the outbox.
@@ -340,7 +341,7 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaMaybeDone(o)
 		}
 		ep.rmaDrop(m)
-	case rmaReadResp:
+	case rmaReadResp, rmaAtomicResp:
 		o := e.rmaByID(h.Tag)
 		if o == nil || o.rma.write || o.rma.answered {
 			ep.rmaDrop(m)
@@ -371,7 +372,7 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaWire(o, -1)
 			ep.rmaFetched(o, n, err)
 		}
-	case rmaWrite, rmaWriteLong, rmaRead:
+	case rmaWrite, rmaWriteLong, rmaRead, rmaAtomic, rmaAtomicFetch, rmaAtomicCompare:
 		if !m.IsRndv {
 			ep.rmaServe(h, m.SrcEPID, m.Payload)
 			return
@@ -462,6 +463,10 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		return // the initiator is gone or not of this job
 	}
 	kind := rmaKind(h)
+	if kind >= rmaAtomic {
+		ep.atomicServe(h, src, c, payload)
+		return
+	}
 	access := fi.REMOTE_WRITE
 	if kind == rmaRead {
 		access = fi.REMOTE_READ
@@ -600,6 +605,9 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 	flags, cntr := fi.RMA|fi.READ, ep.readCntr
 	if o.rma.write {
 		flags, cntr = fi.RMA|fi.WRITE, ep.writeCntr
+	}
+	if o.rma.atomic {
+		flags ^= fi.RMA | fi.ATOMIC
 	}
 	ep.events++
 	if o.rma.err != 0 {

@@ -198,3 +198,93 @@ func TestRMAStaleAnswer(t *testing.T) {
 	}
 	e.freeOp(o2)
 }
+
+// Atomics over the loop wire: a fetch-add and a compare-swap land and
+// return the old values; an unknown key, a read-only region and a pair
+// the table refuses fail.
+func TestAtomicOverLoopWire(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.ATOMIC, 1000)
+	mem, mr := p.region(80000, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), 10000)
+	const n = 9000 // past the chunk: the request and the answer go by rendezvous
+	opnd, old := make([]uint64, n), make([]uint64, n)
+	for i := range opnd {
+		words[i], opnd[i] = uint64(i), 3
+	}
+	ioc := func(s []uint64) iovec { return iovec{base: unsafe.Pointer(&s[0]), len: uint64(len(s))} }
+	b, r := ioc(opnd), ioc(old)
+	if err := p.a.Atomic(AtomicFetch, unsafe.Pointer(&b), 1, nil, 0, unsafe.Pointer(&r), 1, p.bAddr, 0, mr.Key(),
+		dtUint64, opSum, cptr(5), fi.ATOMIC|fi.READ); err != nil {
+		t.Fatal(err)
+	}
+	if e, errno := p.settle(); errno != 0 || e.flags != fi.ATOMIC|fi.READ || e.ctx != 5 {
+		t.Fatalf("fetch-add: %+v %v", e, errno)
+	}
+	for i := 0; i < n; i++ {
+		if words[i] != uint64(i)+3 || old[i] != uint64(i) {
+			t.Fatalf("element %d: %d (old %d)", i, words[i], old[i])
+		}
+	}
+	cmp := []uint64{3, 99}
+	sw := []uint64{7, 8}
+	b, c, r := ioc(sw), ioc(cmp), ioc(old[:2])
+	if err := p.a.Atomic(AtomicCompare, unsafe.Pointer(&b), 1, unsafe.Pointer(&c), 1, unsafe.Pointer(&r), 1, p.bAddr, 0,
+		mr.Key(), dtUint64, opCswap, nil, fi.ATOMIC|fi.READ); err != nil {
+		t.Fatal(err)
+	}
+	if _, errno := p.settle(); errno != 0 || words[0] != 7 || words[1] != 4 || old[0] != 3 || old[1] != 4 {
+		t.Fatalf("cswap: errno %v, words %d %d, old %d %d", errno, words[0], words[1], old[0], old[1])
+	}
+	b = ioc(opnd[:1])
+	if err := p.a.Atomic(AtomicWrite, unsafe.Pointer(&b), 1, nil, 0, nil, 0, p.bAddr, 0, mr.Key()+9,
+		dtUint64, opSum, nil, fi.ATOMIC|fi.WRITE); err != nil {
+		t.Fatal(err)
+	}
+	if _, errno := p.settle(); errno != fi.EINVAL {
+		t.Fatalf("bad key: %v", errno)
+	}
+	if err := p.a.Atomic(AtomicWrite, unsafe.Pointer(&b), 1, nil, 0, nil, 0, p.bAddr, 0, mr.Key(),
+		dtFloat, opBor, nil, fi.ATOMIC|fi.WRITE); !errors.Is(err, fi.EOPNOTSUPP) {
+		t.Fatalf("BOR on float: %v", err)
+	}
+}
+
+// The element ops against their definitions, for a few types.
+func TestAtomicApply(t *testing.T) {
+	type c struct {
+		op, dt    int
+		x, y, cmp int64
+		want      int64
+	}
+	for _, k := range []c{
+		{opMin, dtInt32, 5, -2, 0, -2}, {opMax, dtInt32, 5, -2, 0, 5}, {opSum, dtInt8, 127, 1, 0, -128},
+		{opProd, dtInt16, 300, 3, 0, 900}, {opLor, dtUint8, 0, 7, 0, 1}, {opLand, dtUint8, 2, 0, 0, 0},
+		{opBor, dtUint32, 5, 2, 0, 7}, {opBand, dtUint32, 6, 3, 0, 2}, {opLxor, dtInt64, 4, 4, 0, 0},
+		{opBxor, dtInt64, 6, 3, 0, 5}, {opAtomicWrite, dtInt64, 6, 3, 0, 3}, {opCswap, dtInt64, 6, 3, 6, 3},
+		{opCswapNe, dtInt64, 6, 3, 6, 6}, {opCswapLe, dtInt64, 6, 3, 5, 3}, {opCswapLt, dtInt64, 6, 3, 6, 6},
+		{opCswapGe, dtInt64, 6, 3, 6, 3}, {opCswapGt, dtInt64, 6, 3, 7, 3}, {opMswap, dtUint64, 0xf0, 0x0f, 0x3c, 0xcc},
+	} {
+		size := dtSize[k.dt]
+		x, y, cm, res := make([]byte, 8), make([]byte, 8), make([]byte, 8), make([]byte, 8)
+		putN(x, k.x, size)
+		putN(y, k.y, size)
+		putN(cm, k.cmp, size)
+		if errno := atomicApply(k.op, k.dt, x[:size], y[:size], cm[:size], res[:size]); errno != 0 {
+			t.Fatalf("op %d: %v", k.op, errno)
+		}
+		want := make([]byte, 8)
+		putN(want, k.want, size)
+		if !bytes.Equal(x[:size], want[:size]) || !bytes.Equal(res[:size], func() []byte { b := make([]byte, 8); putN(b, k.x, size); return b[:size] }()) {
+			t.Errorf("op %d dt %d: %x, want %x", k.op, k.dt, x[:size], want[:size])
+		}
+	}
+	if errno := atomicApply(opBor, dtDouble, make([]byte, 8), make([]byte, 8), nil, nil); errno != fi.EOPNOTSUPP {
+		t.Fatalf("BOR on double: %v", errno)
+	}
+}
+
+func putN(b []byte, v int64, size int) {
+	for i := 0; i < size; i++ {
+		b[i] = byte(v >> (8 * i))
+	}
+}

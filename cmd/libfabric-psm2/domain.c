@@ -179,8 +179,8 @@ static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datat
 			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) domain; (void) datatype; (void) op; (void) attr; (void) flags;
-	return -FI_ENOSYS;
+	(void) domain;
+	return psm2_query_atomic(datatype, op, attr, flags);
 }
 
 static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,

@@ -10,9 +10,9 @@
  * FI_INJECT alone (an op flag of the fid, or fi_sendmsg's) only frees the
  * buffer at once; the send still completes as any other.
  *
- * RMA goes to Go too (provider/rma.go). Atomics and collectives are not
- * offered: every slot answers -FI_ENOSYS (never NULL: the inline wrappers
- * call through unchecked). */
+ * RMA and atomics go to Go too (provider/rma.go, atomic.go). Collectives
+ * are not offered: every slot answers -FI_ENOSYS (never NULL: the inline
+ * wrappers call through unchecked). */
 #include <stdlib.h>
 #include "shim.h"
 #include "fast.h"
@@ -712,7 +712,24 @@ static struct fi_ops_rma ep_rma_ops = {
 	.injectdata = rma_injectdata,
 };
 
-/* ---- fi_ops_atomic: not offered ---- */
+/* ---- fi_ops_atomic ----
+ *
+ * Every call goes to Go (provider/atomic.go) with its operand, compare and
+ * result struct fi_ioc arrays, the kind (0 atomic, 1 fetch, 2 compare),
+ * and FI_ATOMIC with FI_WRITE (atomic) or FI_READ (fetch, compare) added
+ * to the flags. The *msg calls take exactly one remote segment. */
+
+#define ATOMIC_WRITE_FLAGS(e) (EP(e)->tx_op_flags | FI_ATOMIC | FI_WRITE)
+#define ATOMIC_READ_FLAGS(e) (EP(e)->tx_op_flags | FI_ATOMIC | FI_READ)
+
+static ssize_t atomic_call(struct fid_ep *ep, int kind, const struct fi_ioc *buf, size_t nbuf,
+			   const struct fi_ioc *cmp, size_t ncmp, struct fi_ioc *res, size_t nres,
+			   fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype datatype,
+			   enum fi_op op, void *context, uint64_t flags)
+{
+	return psm2go_ep_atomic(EP(ep)->slot, kind, (void *) buf, nbuf, (void *) cmp, ncmp, res, nres,
+				dest, addr, key, (int) datatype, (int) op, context, flags);
+}
 
 static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 			    void *desc, fi_addr_t dest_addr, uint64_t addr,
@@ -720,9 +737,11 @@ static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 			    void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) dest_addr;
-	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = { .addr = (void *) buf, .count = count };
+
+	(void) desc;
+	return atomic_call(ep, 0, &ioc, 1, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op,
+			   context, ATOMIC_WRITE_FLAGS(ep));
 }
 
 static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
@@ -731,17 +750,20 @@ static ssize_t atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov,
 			     enum fi_op op, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) iov; (void) desc; (void) count; (void) dest_addr;
-	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	(void) desc;
+	return atomic_call(ep, 0, iov, count, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op,
+			   context, ATOMIC_WRITE_FLAGS(ep));
 }
 
 static ssize_t atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			       uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) flags;
-	return -FI_ENOSYS;
+	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_call(ep, 0, msg->msg_iov, msg->iov_count, NULL, 0, NULL, 0, msg->addr,
+			   msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->datatype, msg->op,
+			   msg->context, (flags | FI_ATOMIC | FI_WRITE) & ~FI_READ);
 }
 
 static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
@@ -749,36 +771,36 @@ static ssize_t atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
 			     enum fi_datatype datatype, enum fi_op op)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) dest_addr; (void) addr;
-	(void) key; (void) datatype; (void) op;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = { .addr = (void *) buf, .count = count };
+
+	return atomic_call(ep, 0, &ioc, 1, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op,
+			   NULL, INJECT_FLAGS(ATOMIC_WRITE_FLAGS(ep)));
 }
 
 static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count,
 				void *desc, void *result, void *result_desc,
 				fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-				enum fi_datatype datatype, enum fi_op op,
-				void *context)
+				enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
-	(void) result_desc; (void) dest_addr; (void) addr; (void) key;
-	(void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = { .addr = (void *) buf, .count = count };
+	struct fi_ioc res = { .addr = result, .count = count };
+
+	(void) desc; (void) result_desc;
+	return atomic_call(ep, 1, &ioc, buf ? 1 : 0, NULL, 0, &res, 1, dest_addr, addr, key,
+			   datatype, op, context, ATOMIC_READ_FLAGS(ep));
 }
 
 static ssize_t atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov,
 				 void **desc, size_t count, struct fi_ioc *resultv,
 				 void **result_desc, size_t result_count,
 				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op,
-				 void *context)
+				 enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) iov; (void) desc; (void) count; (void) resultv;
-	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
-	(void) key; (void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	(void) desc; (void) result_desc;
+	return atomic_call(ep, 1, iov, count, NULL, 0, resultv, result_count, dest_addr, addr, key,
+			   datatype, op, context, ATOMIC_READ_FLAGS(ep));
 }
 
 static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
@@ -786,9 +808,12 @@ static ssize_t atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic
 				   size_t result_count, uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) resultv; (void) result_desc;
-	(void) result_count; (void) flags;
-	return -FI_ENOSYS;
+	(void) result_desc;
+	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_call(ep, 1, msg->msg_iov, msg->iov_count, NULL, 0, resultv, result_count,
+			   msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->datatype,
+			   msg->op, msg->context, (flags | FI_ATOMIC | FI_READ) & ~FI_WRITE);
 }
 
 static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count,
@@ -798,48 +823,96 @@ static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count
 				enum fi_op op, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) compare;
-	(void) compare_desc; (void) result; (void) result_desc; (void) dest_addr;
-	(void) addr; (void) key; (void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	struct fi_ioc ioc = { .addr = (void *) buf, .count = count };
+	struct fi_ioc cmp = { .addr = (void *) compare, .count = count };
+	struct fi_ioc res = { .addr = result, .count = count };
+
+	(void) desc; (void) compare_desc; (void) result_desc;
+	return atomic_call(ep, 2, &ioc, 1, &cmp, 1, &res, 1, dest_addr, addr, key, datatype, op,
+			   context, ATOMIC_READ_FLAGS(ep));
 }
 
 static ssize_t atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov,
-				 void **desc, size_t count,
-				 const struct fi_ioc *comparev, void **compare_desc,
-				 size_t compare_count, struct fi_ioc *resultv,
-				 void **result_desc, size_t result_count,
-				 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op,
+				 void **desc, size_t count, const struct fi_ioc *comparev,
+				 void **compare_desc, size_t compare_count,
+				 struct fi_ioc *resultv, void **result_desc,
+				 size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+				 uint64_t key, enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) iov; (void) desc; (void) count; (void) comparev;
-	(void) compare_desc; (void) compare_count; (void) resultv;
-	(void) result_desc; (void) result_count; (void) dest_addr; (void) addr;
-	(void) key; (void) datatype; (void) op; (void) context;
-	return -FI_ENOSYS;
+	(void) desc; (void) compare_desc; (void) result_desc;
+	return atomic_call(ep, 2, iov, count, comparev, compare_count, resultv, result_count,
+			   dest_addr, addr, key, datatype, op, context, ATOMIC_READ_FLAGS(ep));
 }
 
 static ssize_t atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 				   const struct fi_ioc *comparev, void **compare_desc,
 				   size_t compare_count, struct fi_ioc *resultv,
-				   void **result_desc, size_t result_count,
-				   uint64_t flags)
+				   void **result_desc, size_t result_count, uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) comparev; (void) compare_desc;
-	(void) compare_count; (void) resultv; (void) result_desc;
-	(void) result_count; (void) flags;
-	return -FI_ENOSYS;
+	(void) compare_desc; (void) result_desc;
+	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return atomic_call(ep, 2, msg->msg_iov, msg->iov_count, comparev, compare_count, resultv,
+			   result_count, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
+			   msg->datatype, msg->op, msg->context, (flags | FI_ATOMIC | FI_READ) & ~FI_WRITE);
 }
 
-static int atomic_valid(struct fid_ep *ep, enum fi_datatype datatype,
-			enum fi_op op, size_t *count)
+static int atomic_valid_kind(int kind, enum fi_datatype datatype, enum fi_op op, size_t *count)
+{
+	size_t n = 0;
+	int ret = psm2go_atomic_valid(kind, (int) datatype, (int) op, &n);
+
+	if (!ret && count)
+		*count = n;
+	return ret;
+}
+
+static int atomic_writevalid(struct fid_ep *ep, enum fi_datatype datatype,
+			     enum fi_op op, size_t *count)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) datatype; (void) op; (void) count;
-	return -FI_ENOSYS;
+	(void) ep;
+	return atomic_valid_kind(0, datatype, op, count);
+}
+
+static int atomic_readwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
+				 enum fi_op op, size_t *count)
+{
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
+	(void) ep;
+	return atomic_valid_kind(1, datatype, op, count);
+}
+
+static int atomic_compwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
+				 enum fi_op op, size_t *count)
+{
+	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
+	(void) ep;
+	return atomic_valid_kind(2, datatype, op, count);
+}
+
+/* psm2_query_atomic is fi_query_atomic (domain.c): the kind by the flags,
+ * as psm2: FI_TAGGED is not supported. */
+int psm2_query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
+		      uint64_t flags)
+{
+	size_t n = 0;
+	int ret;
+
+	if (!attr)
+		return -FI_EINVAL;
+	if (flags & FI_TAGGED)
+		return -FI_EOPNOTSUPP;
+	ret = atomic_valid_kind((flags & FI_COMPARE_ATOMIC) ? 2 : (flags & FI_FETCH_ATOMIC) ? 1 : 0,
+				datatype, op, &n);
+	if (ret)
+		return ret;
+	attr->count = n;
+	attr->size = psm2_datatype_size(datatype);
+	return 0;
 }
 
 static struct fi_ops_atomic ep_atomic_ops = {
@@ -854,9 +927,9 @@ static struct fi_ops_atomic ep_atomic_ops = {
 	.compwrite = atomic_compwrite,
 	.compwritev = atomic_compwritev,
 	.compwritemsg = atomic_compwritemsg,
-	.writevalid = atomic_valid,
-	.readwritevalid = atomic_valid,
-	.compwritevalid = atomic_valid,
+	.writevalid = atomic_writevalid,
+	.readwritevalid = atomic_readwritevalid,
+	.compwritevalid = atomic_compwritevalid,
 };
 
 /* ---- fi_ops_collective: not offered ---- */

@@ -208,6 +208,46 @@ func psm2go_ep_rma(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, a
 	return C.ssize_t(errnoOf(err))
 }
 
+// Long double atomics are done in C (atomic.c): Go has no such type.
+func init() {
+	provider.LongDoubleApply = func(op, dt int, dst, src, cmp, res unsafe.Pointer, count int) bool {
+		return C.psm2_ld_apply(C.int(op), C.int(dt), dst, src, cmp, C.size_t(count)) == 0
+	}
+}
+
+// psm2go_ep_atomic is every call of the atomic table: kind 0 atomic, 1
+// fetch, 2 compare; buf, cmp and res are struct fi_ioc arrays (see ep.c).
+//
+//export psm2go_ep_atomic
+func psm2go_ep_atomic(slot C.uint32_t, kind C.int, buf unsafe.Pointer, nbuf C.size_t, cmp unsafe.Pointer, ncmp C.size_t,
+	res unsafe.Pointer, nres C.size_t, dest, addr, key C.uint64_t, datatype, op C.int,
+	context unsafe.Pointer, flags C.uint64_t) (ret C.ssize_t) {
+	defer guardSsize(&ret, "psm2go_ep_atomic")
+	ep := objTable.ep.lookup(uint32(slot))
+	if ep == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	if nbuf > 1<<20 || ncmp > 1<<20 || nres > 1<<20 {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.Atomic(int(kind), buf, int(nbuf), cmp, int(ncmp), res, int(nres), uint64(dest), uint64(addr), uint64(key),
+		int(datatype), int(op), context, uint64(flags))
+	return C.ssize_t(errnoOf(err))
+}
+
+// psm2go_atomic_valid answers the *atomicvalid calls (kind as above).
+//
+//export psm2go_atomic_valid
+func psm2go_atomic_valid(kind, datatype, op C.int, count *C.size_t) (ret C.int) {
+	defer guardInt(&ret, "psm2go_atomic_valid")
+	n, err := provider.AtomicValid(int(kind), int(datatype), int(op))
+	if err != nil {
+		return errnoOf(err)
+	}
+	*count = C.size_t(n)
+	return 0
+}
+
 // psm2go_ep_recv is every receive of the msg and tagged tables.
 //
 //export psm2go_ep_recv

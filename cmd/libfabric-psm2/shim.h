@@ -181,6 +181,14 @@ struct fi_info *psm2_dupinfo(const struct fi_info *info);
 struct fid_nic *psm2_nic_new(void);
 void psm2_nic_free(struct fid_nic *nic);
 
+/* atomic.c: the size of a datatype (0: none), and the long double ops Go
+ * cannot do itself (provider.LongDoubleApply): 0 done, -1 not an op for
+ * the type. ep.c: fi_query_atomic. */
+size_t psm2_datatype_size(enum fi_datatype datatype);
+int psm2_ld_apply(int op, int datatype, void *dst, const void *src, const void *cmp, size_t count);
+int psm2_query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
+		      uint64_t flags);
+
 /* Buffer helper: append s to buf (capacity len), always NUL-terminated. */
 void psm2_strncat(char *buf, size_t len, const char *s);
 
