@@ -4,6 +4,11 @@
 #   scripts/mpirun.sh [--psm2] [mpirun options] program [args]
 #       our build/lib/libfabric.so.1 through Open MPI's cm PML and ofi MTL,
 #       FI_PROVIDER=psm2 (the default mode)
+#   scripts/mpirun.sh --osc [mpirun options] program [args]
+#       the psm2 mode plus one-sided MPI over our RMA and atomics: btl ofi
+#       on psm2 for osc rdma (needs ranks on more than one host: Open MPI
+#       4.1's osc rdma crashes in btl ofi on a single node, whatever the
+#       provider; one host uses osc pt2pt over the MTL instead)
 #   scripts/mpirun.sh --vader [mpirun options] program [args]
 #       the reference: ob1 PML with the self and vader (shared memory) BTLs
 #   scripts/mpirun.sh --tcp [mpirun options] program [args]
@@ -24,6 +29,7 @@ libdir=$repo/build/lib
 mode=psm2
 case "${1:-}" in
 --psm2) shift ;;
+--osc) mode=osc; shift ;;
 --vader) mode=vader; shift ;;
 --tcp) mode=tcp; shift ;;
 --ofi=*) mode=ofi; prov=${1#--ofi=}; shift ;;
@@ -45,14 +51,18 @@ if [ "$np" -gt "$(nproc)" ] 2>/dev/null; then
 fi
 
 case $mode in
-psm2)
+psm2|osc)
 	if [ ! -e "$libdir/libfabric.so.1" ]; then
 		echo "mpirun.sh: $libdir/libfabric.so.1 is missing; run make first" >&2
 		exit 2
 	fi
 	# btl ofi would also open our provider (for one-sided MPI); keep the
 	# job to the MTL path. provider_include makes the MTL take psm2 only.
-	cmd+=(--mca pml cm --mca mtl ofi --mca btl '^ofi'
+	btl=('^ofi')
+	if [ $mode = osc ]; then
+		btl=(ofi,self --mca btl_ofi_provider_include psm2 --mca osc rdma --mca osc_rdma_btls ofi)
+	fi
+	cmd+=(--mca pml cm --mca mtl ofi --mca btl "${btl[@]}"
 	      --mca mtl_ofi_provider_include psm2
 	      -x FI_PROVIDER=psm2
 	      -x "LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")

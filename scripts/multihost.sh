@@ -9,6 +9,8 @@
 #     hosts x 1 and 2 ranks, 3 hosts x 1, and 2 hosts x 1 with 5% of the
 #     UDP packets dropped, 5% reordered and 1% duplicated each way
 #     (nftables and nsdelay in the hosts' switch, per datagram);
+#   - ctest/mpi/onesided.c (one-sided MPI over osc rdma + btl ofi, i.e.
+#     our RMA and atomics) at 2 hosts x 1 and 2 ranks;
 #   - NetPIPE across 2 hosts to 8 MiB; hpcc at 4 ranks on 2 hosts;
 #   - ctest/xfer.c across 2 hosts: 10,000 messages 1 B..4 MiB under that
 #     loss, reordering and duplication, exactly once and intact (the
@@ -142,6 +144,28 @@ else
 			fail "MPI conformance, $1 hosts x $2 ranks" "$o"
 		fi
 	done
+	# One-sided MPI across hosts: osc rdma over btl ofi, that is our RMA
+	# and atomics (over hfi between hosts, shm within one).
+	if mpicc -std=gnu11 -O2 -Wall -o "$out/onesided" ctest/mpi/onesided.c 2>"$out/mpicc.log"; then
+		for hp in "2 1" "2 2"; do
+			set -- $hp
+			hosts=$1 per=$2
+			hf=$out/hostfile
+			: >"$hf"
+			for ((i = 1; i <= hosts; i++)); do echo "$($ns ip $i) slots=$per" >>"$hf"; done
+			if o=$($ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpirun.sh" --osc --hostfile "$hf" \
+				--mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
+				-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET \
+				-np $((hosts * per)) --map-by node "$out/onesided" 2>&1) &&
+				grep -q '^onesided: [0-9]* passed, 0 failed' <<<"$o"; then
+				ok "MPI one-sided over osc rdma + btl ofi, $hosts hosts x $per ranks: $(grep '^onesided:' <<<"$o")"
+			else
+				fail "MPI one-sided, $hosts hosts x $per ranks" "$o"
+			fi
+		done
+	else
+		fail "mpicc ctest/mpi/onesided.c" "$(cat "$out/mpicc.log")"
+	fi
 	# NetPIPE across 2 hosts, every size to 8 MiB.
 	rm -f "$out/np.out"
 	o=$(mpirun_hosts 2 1 NPopenmpi -u 8388608 -o "$out/np.out")
