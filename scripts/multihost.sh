@@ -265,7 +265,8 @@ fi
 # 60 KB checked at both ends, then the target is killed: an RMA to it must
 # fail within FI_PSM2_CONN_TIMEOUT (2 s) plus a margin.
 if cc -std=gnu11 -O2 -Wall -Iinclude -o "$out/rmakill" ctest/rmakill.c -L"$lib" -lfabric 2>"$out/cc.log"; then
-	rm -f "$out/rk.in" && mkfifo "$out/rk.in"
+	# (the logs go first: a stale target line would be taken for the new one)
+	rm -f "$out/rk.in" "$out/rk-target.log" "$out/rk-init.log" && mkfifo "$out/rk.in"
 	$ns exec 1 "${env[@]}" timeout 120 "$out/rmakill" target >"$out/rk-target.log" 2>&1 &
 	rt=$!
 	for ((i = 0; i < 200; i++)); do [ -s "$out/rk-target.log" ] && break; sleep 0.1; done
