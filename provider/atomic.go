@@ -87,8 +87,10 @@ const atomicChunk = 8128
 
 var dtSize = [dtLast]int{1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 8, 16, 16, 32}
 
-func isInt(dt int) bool     { return dt <= dtUint64 }
-func isComplex(dt int) bool { return dt == dtFloatComplex || dt == dtDoubleComplex || dt == dtLongDoubleComplex }
+func isInt(dt int) bool { return dt <= dtUint64 }
+func isComplex(dt int) bool {
+	return dt == dtFloatComplex || dt == dtDoubleComplex || dt == dtLongDoubleComplex
+}
 
 // AtomicValid answers fi_atomicvalid (kind AtomicWrite),
 // fi_fetch_atomicvalid and fi_compare_atomicvalid: whether the provider
@@ -465,14 +467,14 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 			o.rma.iov = append(o.rma.iov[:0], res...)
 		}
 	}
-	var hdr [atomicHdr]byte
+	hdr := e.rmaScratch[:] // the wire copies it (SendCopy)
 	binary.LittleEndian.PutUint64(hdr[0:], key)
 	binary.LittleEndian.PutUint64(hdr[8:], addr)
 	binary.LittleEndian.PutUint64(hdr[16:], n)
 	binary.LittleEndian.PutUint32(hdr[24:], uint32(op))
 	binary.LittleEndian.PutUint32(hdr[28:], uint32(dt))
 	iov := e.iov[:1]
-	iov[0] = hdr[:]
+	iov[0] = hdr
 	gather := func(v []iovec, limit uint64) {
 		for i := range v {
 			k := min(v[i].len, limit)
@@ -540,8 +542,13 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 			ep.rmaAnswer(c, rmaAtomicResp, h.Tag, errno)
 			return
 		}
-		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaAtomicResp<<rmaKindShift, Tag: h.Tag, Len: uint64(len(old))},
-			[][]byte{old}, rmaReplyCookie, transport.SendCopy)
+		rh := transport.Header{Flags: hfRMA | rmaAtomicResp<<rmaKindShift, Tag: h.Tag, Len: uint64(len(old))}
+		if len(old) <= rmaSmall {
+			ep.rmaPostSmall(c, rh, old, rmaReplyCookie)
+			return
+		}
+		// (a copy, so that small stack buffers never escape here)
+		ep.rmaPost(c, rh, [][]byte{bytes.Clone(old)}, rmaReplyCookie, transport.SendCopy)
 	}
 	if len(payload) < atomicHdr {
 		return
@@ -576,9 +583,15 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 	}
 	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
 	var old []byte
+	var small [rmaSmall]byte
 	if errno == 0 {
 		if kind != rmaAtomic {
-			old = make([]byte, n)
+			old = small[:0]
+			if n > rmaSmall {
+				old = make([]byte, n)
+			} else {
+				old = small[:n]
+			}
 		}
 		errno = atomicApply(op, dt, cbytes(va, n), srcb, cmpb, old)
 	}

@@ -150,7 +150,11 @@ type engine struct {
 	rmaOut  []rmaMsg // RMA sends waiting for the wire (rma.go)
 	rmaWait *op      // write-long requests waiting for their bytes
 
-	rmaWatched int // RMA ops whose peer the wire watches (rmaSweep)
+	rmaWatched int             // RMA ops whose peer the wire watches (rmaSweep)
+	rmaScratch [atomicHdr]byte // a request's header, copied by the wire
+	flushIov   [1][]byte       // the outbox's gather list for small payloads
+	smallBuf   [rmaSmall]byte  // a small payload sent at once
+	postHdr    transport.Header
 	polls      int // ep.poll calls, to space the sweeps
 }
 

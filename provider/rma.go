@@ -80,14 +80,21 @@ type rmaOp struct {
 	atomic   bool // initiator: an atomic (atomic.go), not an RMA
 }
 
-// rmaMsg is a send waiting in the outbox.
+// rmaMsg is a send waiting in the outbox. A small payload (an answer)
+// is kept in the message itself (small), so queueing one allocates
+// nothing.
 type rmaMsg struct {
-	c      transport.Conn
-	h      transport.Header
-	iov    [][]byte
-	cookie uint64
-	flags  uint32
+	c        transport.Conn
+	h        transport.Header
+	iov      [][]byte
+	cookie   uint64
+	flags    uint32
+	smallLen int // >= 0: the payload is small[:smallLen] (iov unused)
+	small    [rmaSmall]byte
 }
+
+// rmaSmall is the largest payload an outbox message keeps inline.
+const rmaSmall = 64
 
 func rmaKind(h *transport.Header) uint32 { return (h.Flags & rmaKindMask) >> rmaKindShift }
 
@@ -161,14 +168,14 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	} else if !write {
 		o.rma.iov = append(o.rma.iov[:0], vecs...)
 	}
-	var prefix [rmaPrefix]byte
+	prefix := e.rmaScratch[:rmaPrefix] // the wire copies it (SendCopy)
 	binary.LittleEndian.PutUint64(prefix[0:], key)
 	binary.LittleEndian.PutUint64(prefix[8:], addr)
 	binary.LittleEndian.PutUint64(prefix[16:], total)
 	h := &e.hdr
 	*h = transport.Header{Tag: rmaID(o), Len: rmaPrefix}
 	iov := e.iov[:1]
-	iov[0] = prefix[:]
+	iov[0] = prefix
 	switch {
 	case !write:
 		h.Flags = hfRMA | rmaRead<<rmaKindShift
@@ -222,7 +229,8 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, cookie uint64, flags uint32) {
 	e := &ep.engine
 	if len(e.rmaOut) == 0 && !e.inPoll {
-		done, err := ep.tp.Send(c, &h, iov, cookie, flags)
+		e.postHdr = h // (h itself would escape through the interface call)
+		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, flags)
 		if !errors.Is(err, transport.ErrAgain) {
 			ep.rmaSent(cookie, done, err)
 			return
@@ -239,8 +247,34 @@ func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, 
 		}
 		iov = [][]byte{own}
 	}
-	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, iov: iov, cookie: cookie, flags: flags})
+	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, iov: iov, cookie: cookie, flags: flags, smallLen: -1})
 	e.pending++ // queued: the domain is not idle
+}
+
+// rmaPostSmall is rmaPost for a payload of at most rmaSmall bytes, copied
+// at once (SendCopy): nothing of the caller's is kept, so nothing is
+// allocated.
+func (ep *Endpoint) rmaPostSmall(c transport.Conn, h transport.Header, payload []byte, cookie uint64) {
+	e := &ep.engine
+	if len(e.rmaOut) == 0 && !e.inPoll {
+		// Through engine-owned copies, so that neither h nor payload
+		// escapes through the interface call.
+		e.postHdr = h
+		iov := e.flushIov[:0]
+		if len(payload) > 0 {
+			iov = append(iov, e.smallBuf[:copy(e.smallBuf[:], payload)])
+		}
+		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, transport.SendCopy)
+		e.flushIov[0] = nil
+		if !errors.Is(err, transport.ErrAgain) {
+			ep.rmaSent(cookie, done, err)
+			return
+		}
+	}
+	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, cookie: cookie, flags: transport.SendCopy})
+	m := &e.rmaOut[len(e.rmaOut)-1]
+	m.smallLen = copy(m.small[:], payload)
+	e.pending++
 }
 
 // rmaFlush sends what waits in the outbox, in order, until the wire
@@ -249,7 +283,15 @@ func (ep *Endpoint) rmaFlush() {
 	e := &ep.engine
 	for len(e.rmaOut) > 0 {
 		m := &e.rmaOut[0]
-		done, err := ep.tp.Send(m.c, &m.h, m.iov, m.cookie, m.flags)
+		iov := m.iov
+		if m.smallLen >= 0 {
+			iov = e.flushIov[:0]
+			if m.smallLen > 0 {
+				iov = append(iov, m.small[:m.smallLen])
+			}
+		}
+		done, err := ep.tp.Send(m.c, &m.h, iov, m.cookie, m.flags)
+		e.flushIov[0] = nil
 		if errors.Is(err, transport.ErrAgain) {
 			return
 		}
@@ -494,6 +536,20 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 			ep.rmaAnswer(c, rmaReadResp, h.Tag, errno)
 			return
 		}
+		if ep.remReadCntr != nil {
+			ep.remReadCntr.inc()
+		}
+		rh := transport.Header{Flags: hfRMA | rmaReadResp<<rmaKindShift, Tag: h.Tag, Len: n}
+		if n <= rmaSmall {
+			// Copied now into the answer: nothing to track.
+			var buf [rmaSmall]byte
+			if copyIn(buf[:n], cbytes(va, n)) != 0 {
+				ep.rmaAnswer(c, rmaReadResp, h.Tag, fi.EIO)
+				return
+			}
+			ep.rmaPostSmall(c, rh, buf[:n], rmaReplyCookie)
+			return
+		}
 		t := e.newOp(opRMATarget)
 		ep.rmaWire(t, 1)
 		var b [][]byte
@@ -504,10 +560,7 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		if n <= rmaShortMax {
 			flags = transport.SendCopy // eager anyway: the wire is done at once
 		}
-		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaReadResp<<rmaKindShift, Tag: h.Tag, Len: n}, b, t.id, flags)
-		if ep.remReadCntr != nil {
-			ep.remReadCntr.inc()
-		}
+		ep.rmaPost(c, rh, b, t.id, flags)
 	}
 }
 
@@ -539,8 +592,8 @@ func (ep *Endpoint) rmaWritten(h *transport.Header, src uint64, va uintptr, n ui
 
 // rmaAnswer sends an ack or a failed read's answer.
 func (ep *Endpoint) rmaAnswer(c transport.Conn, kind uint32, id uint64, errno fi.Errno) {
-	ep.rmaPost(c, transport.Header{Flags: hfRMA | kind<<rmaKindShift, Tag: id, Data: uint64(errno)},
-		nil, rmaReplyCookie, transport.SendCopy)
+	ep.rmaPostSmall(c, transport.Header{Flags: hfRMA | kind<<rmaKindShift, Tag: id, Data: uint64(errno)},
+		nil, rmaReplyCookie)
 }
 
 // rmaTargetDone frees a served op once nothing of it is in flight.

@@ -17,6 +17,10 @@
 #      UDP ping-pong busy-polling its socket, the floor of any UDP design;
 #      psm2 with FI_PSM2_PATHS=4 at 1 MiB; and NetPIPE across the two
 #      hosts, cm/ofi on our psm2 against Open MPI's ob1 + btl tcp.
+#  (d) RMA and atomics on this host (scripts/rmabench.c): 8-byte write,
+#      read and fetch-add latency and 1 MiB write and read bandwidth, our
+#      psm2 against Debian's shm (targets: latency <= 1.0x, bandwidth
+#      >= 1.0x).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. fi_pingpong's
@@ -214,6 +218,38 @@ for s in $NP_SMALL $NP_BIG; do
 	measure "mpi-vader:$s" netpipe vader "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)"
 done
 
+# (d) RMA and atomics on this host: scripts/rmabench.c (8-byte write, read
+# and fetch-add latency, one at a time; 1 MiB write and read bandwidth, 16
+# in flight) on our psm2 and on Debian's shm; best of REPEAT per figure.
+declare -A RMA
+rmabench_run() { # rmabench_run TRANSPORT: merge one run's figures into RMA
+	local tr=$1 out name v
+	if [ "$tr" = psm2 ]; then
+		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.5) || return 1
+	else
+		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p shm -t 0.5) || return 1
+	fi
+	while read -r name v; do
+		local k=$tr:$name old=${RMA[$tr:$name]:-}
+		if [ -z "$old" ] || awk -v a="$v" -v b="$old" -v n="$name" \
+			'BEGIN { exit !(n ~ /_lat$/ ? a < b : a > b) }'; then
+			RMA[$k]=$v
+		fi
+	done <<<"$out"
+}
+note "bench: RMA and atomics (best of $REPEAT)"
+if gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
+	for ((i = 0; i < REPEAT; i++)); do
+		if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[rma-psm2]:-}" ]; then
+			rmabench_run psm2 || { FAILED[rma-psm2]=1; run_failed=1; note "  rmabench psm2 failed"; }
+		fi
+		[ -n "${FAILED[rma-shm]:-}" ] || rmabench_run shm || { FAILED[rma-shm]=1; run_failed=1; note "  rmabench shm failed"; }
+	done
+else
+	note "bench: cc scripts/rmabench.c failed: $(cat "$work/cc.log")"
+	run_failed=1
+fi
+
 # (c) Across two namespace hosts.
 NET_SIZES=(1 64 1024 16384 65536 1048576 4194304)
 declare -A NET_ITERS=([1]=20000 [64]=20000 [1024]=20000 [16384]=5000 [65536]=2000 [1048576]=300 [4194304]=100)
@@ -359,6 +395,11 @@ target "64 B latency (usec), psm2/shm" "${LAT[psm2:64]:-}" "${LAT[shm:64]:-}" "<
 target "1 MiB bandwidth (MB/s), psm2/shm" "${BW[psm2:1048576]:-}" "${BW[shm:1048576]:-}" ">=" 1.0 psm2 shm
 target "NetPIPE 8 B latency, psm2/vader" "${LAT[mpi-psm2:$NP_SMALL]:-}" "${LAT[mpi-vader:$NP_SMALL]:-}" "<=" 2.0 mpi-psm2 mpi-vader
 target "NetPIPE 1 MiB Mbps, psm2/vader" "${BW[mpi-psm2:$NP_BIG]:-}" "${BW[mpi-vader:$NP_BIG]:-}" ">=" 0.9 mpi-psm2 mpi-vader
+target "RMA 8 B write latency, psm2/shm" "${RMA[psm2:write_lat]:-}" "${RMA[shm:write_lat]:-}" "<=" 1.0 rma-psm2 rma-shm
+target "RMA 8 B read latency, psm2/shm" "${RMA[psm2:read_lat]:-}" "${RMA[shm:read_lat]:-}" "<=" 1.0 rma-psm2 rma-shm
+target "fetch-add latency, psm2/shm" "${RMA[psm2:fadd_lat]:-}" "${RMA[shm:fadd_lat]:-}" "<=" 1.0 rma-psm2 rma-shm
+target "RMA 1 MiB write MB/s, psm2/shm" "${RMA[psm2:write_bw]:-}" "${RMA[shm:write_bw]:-}" ">=" 1.0 rma-psm2 rma-shm
+target "RMA 1 MiB read MB/s, psm2/shm" "${RMA[psm2:read_bw]:-}" "${RMA[shm:read_bw]:-}" ">=" 1.0 rma-psm2 rma-shm
 if [ "$internode" = 1 ]; then
 	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
 	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.5 net-psm2 net-udp

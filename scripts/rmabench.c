@@ -1,0 +1,278 @@
+/* rmabench: RMA and atomic latency and bandwidth over libfabric, for make
+ * bench.
+ *
+ *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW]
+ *
+ * One process forks (before any libfabric call) into an initiator and a
+ * target on this host; they swap endpoint names, the target's region key
+ * and address through pipes. The target only polls its CQ (it serves the
+ * RMA, as a provider without hardware offload needs). The initiator
+ * measures, each for about SECONDS (default 0.5) after a warm-up:
+ *
+ *   write_lat  us per 8-byte fi_write, issued when the previous completed
+ *   read_lat   us per 8-byte fi_read
+ *   fadd_lat   us per 8-byte fi_fetch_atomic(FI_UINT64, FI_SUM)
+ *   write_bw   MB/s of BWSIZE-byte (default 1 MiB) fi_writes, WINDOW
+ *              (default 16) in flight
+ *   read_bw    MB/s of BWSIZE-byte fi_reads, WINDOW in flight
+ *
+ * and prints one "NAME VALUE" line each. Built against include/rdma and
+ * linked with -lfabric, it runs unchanged on our library and on Debian's
+ * (LD_LIBRARY_PATH picks which). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
+
+#define MAXW 256
+
+struct node {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fid_mr *mr;
+	fi_addr_t peer;
+	struct fi_context2 ctx[MAXW];
+};
+
+struct target_info {
+	uint64_t key, addr;
+	size_t namelen;
+	char name[256];
+};
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "rmabench: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void open_node(struct node *n, const char *prov)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 4 * MAXW };
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	int rc;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_RMA | FI_ATOMIC;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup(prov);
+	if ((rc = fi_getinfo(FI_VERSION(1, 6), NULL, NULL, 0, hints, &n->info)))
+		die("fi_getinfo", rc);
+	fi_freeinfo(hints);
+	if ((rc = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)) ||
+	    (rc = fi_domain(n->fabric, n->info, &n->domain, NULL)) ||
+	    (rc = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
+	    (rc = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
+	    (rc = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
+	    (rc = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
+		die("set-up", rc);
+}
+
+static void wait_comps(struct node *n, int want)
+{
+	struct fi_cq_entry e[64];
+	struct fi_cq_err_entry err;
+
+	while (want > 0) {
+		ssize_t got = fi_cq_read(n->cq, e, want < 64 ? (size_t) want : 64);
+
+		if (got > 0) {
+			want -= (int) got;
+		} else if (got == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(n->cq, &err, 0);
+			die("completion error", -err.err);
+		} else if (got != -FI_EAGAIN) {
+			die("fi_cq_read", (int) got);
+		}
+	}
+}
+
+/* POST retries call while it says -FI_EAGAIN, counting the completions it
+ * reads meanwhile in *done. */
+#define POST(n, call, done)                                                   \
+	do {                                                                  \
+		ssize_t rc_;                                                  \
+		while ((rc_ = (call)) == -FI_EAGAIN) {                        \
+			struct fi_cq_entry e_[64];                            \
+			ssize_t g_ = fi_cq_read((n)->cq, e_, 64);             \
+			if (g_ > 0)                                           \
+				*(done) += (int) g_;                          \
+		}                                                             \
+		if (rc_)                                                      \
+			die(#call, (int) rc_);                                \
+	} while (0)
+
+static void target(const char *prov, size_t size, int wfd, int rfd)
+{
+	struct node n;
+	struct target_info ti = { 0 };
+	char *region = aligned_alloc(4096, size);
+	struct fi_cq_entry e[16];
+	int rc;
+
+	memset(region, 0, size);
+	open_node(&n, prov);
+	if ((rc = fi_mr_reg(n.domain, region, size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &n.mr, NULL)))
+		die("fi_mr_reg", rc);
+	if ((n.info->domain_attr->mr_mode & FI_MR_ENDPOINT) &&
+	    ((rc = fi_mr_bind(n.mr, &n.ep->fid, 0)) || (rc = fi_mr_enable(n.mr))))
+		die("fi_mr_bind", rc);
+	ti.key = fi_mr_key(n.mr);
+	ti.addr = (n.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t) (uintptr_t) region : 0;
+	ti.namelen = sizeof(ti.name);
+	if ((rc = fi_getname(&n.ep->fid, ti.name, &ti.namelen)))
+		die("fi_getname", rc);
+	if (write(wfd, &ti, sizeof(ti)) != sizeof(ti))
+		die("write", -FI_EIO);
+	/* Serve until the initiator closes the pipe. */
+	fcntl(rfd, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		char c;
+		ssize_t r;
+
+		for (int i = 0; i < 1000; i++)
+			fi_cq_read(n.cq, e, 16);
+		r = read(rfd, &c, 1);
+		if (r == 0 || (r < 0 && errno != EAGAIN))
+			break;
+	}
+	exit(0);
+}
+
+/* lat measures one 8-byte operation at a time; returns us per op. */
+static double lat(struct node *n, int kind, const struct target_info *ti, double secs)
+{
+	uint64_t v = 1, old;
+	long ops = 0;
+	double t0 = 0, end = 0;
+
+	for (int warm = 1; warm >= 0; warm--) {
+		t0 = now();
+		end = t0 + (warm ? secs / 5 : secs);
+		ops = 0;
+		while (now() < end) {
+			for (int i = 0; i < 100; i++) {
+				int done = 0;
+
+				if (kind == 0)
+					POST(n, fi_write(n->ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+				else if (kind == 1)
+					POST(n, fi_read(n->ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+				else
+					POST(n, fi_fetch_atomic(n->ep, &v, 1, NULL, &old, NULL, n->peer, ti->addr + 64,
+								ti->key, FI_UINT64, FI_SUM, &n->ctx[0]), &done);
+				wait_comps(n, 1 - done);
+			}
+			ops += 100;
+		}
+	}
+	return (now() - t0) / ops * 1e6;
+}
+
+/* bw measures size-byte writes (kind 0) or reads, win in flight: MB/s. */
+static double bw(struct node *n, int kind, const struct target_info *ti, char *buf, size_t size, int win, double secs)
+{
+	long bytes = 0;
+	double t0 = 0;
+
+	for (int warm = 1; warm >= 0; warm--) {
+		double end;
+
+		t0 = now();
+		end = t0 + (warm ? secs / 5 : secs);
+		bytes = 0;
+		while (now() < end) {
+			int done = 0;
+
+			for (int i = 0; i < win; i++) {
+				if (kind == 0)
+					POST(n, fi_write(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+				else
+					POST(n, fi_read(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+			}
+			wait_comps(n, win - done);
+			bytes += (long) size * win;
+		}
+	}
+	return bytes / (now() - t0) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	const char *prov = "psm2";
+	double secs = 0.5;
+	size_t size = 1 << 20;
+	int win = 16, opt, up[2], down[2];
+	struct target_info ti;
+	struct node n;
+	char *buf;
+	pid_t pid;
+
+	while ((opt = getopt(argc, argv, "p:t:s:w:")) != -1) {
+		switch (opt) {
+		case 'p': prov = optarg; break;
+		case 't': secs = atof(optarg); break;
+		case 's': size = strtoul(optarg, NULL, 0); break;
+		case 'w': win = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW]\n");
+			return 2;
+		}
+	}
+	if (win < 1 || win > MAXW || size < 64)
+		die("bad window or size", -FI_EINVAL);
+	if (pipe(up) || pipe(down))
+		die("pipe", -FI_EIO);
+	if ((pid = fork()) == 0) {
+		close(up[0]);
+		close(down[1]);
+		target(prov, size, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	if (read(up[0], &ti, sizeof(ti)) != sizeof(ti))
+		die("the target did not start", -FI_EIO);
+	open_node(&n, prov);
+	if (fi_av_insert(n.av, ti.name, 1, &n.peer, 0, NULL) != 1)
+		die("fi_av_insert", -FI_EINVAL);
+	buf = aligned_alloc(4096, size);
+	memset(buf, 1, size);
+	printf("write_lat %.3f\n", lat(&n, 0, &ti, secs));
+	printf("read_lat %.3f\n", lat(&n, 1, &ti, secs));
+	printf("fadd_lat %.3f\n", lat(&n, 2, &ti, secs));
+	printf("write_bw %.1f\n", bw(&n, 0, &ti, buf, size, win, secs));
+	printf("read_bw %.1f\n", bw(&n, 1, &ti, buf, size, win, secs));
+	fflush(stdout);
+	close(down[1]);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
