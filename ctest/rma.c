@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_trigger.h>
 #include "check.h"
 #include "node.h"
 
@@ -224,6 +225,47 @@ static void counters(void)
 	      (unsigned long) (fi_cntr_read(c_remote) - rem0));
 }
 
+/* A write triggered on the write counter waits until a plain write
+ * completes, then runs; a context that is not a threshold trigger on one
+ * of our counters is refused. */
+static void triggered(void)
+{
+	struct fi_triggered_context tc = { .event_type = FI_TRIGGER_THRESHOLD };
+	struct iovec iov = { local + 1000, 64 };
+	struct fi_rma_iov r = { .addr = 2000, .len = 64, .key = key };
+	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = a2b, .rma_iov = &r,
+				.rma_iov_count = 1, .context = &tc };
+	uint64_t w0 = fi_cntr_read(c_write);
+	void *ctx = NULL;
+	int ret;
+
+	memset(region, 0, 4096);
+	fill(local, 2000, 4);
+	tc.trigger.threshold.cntr = c_write;
+	tc.trigger.threshold.threshold = w0 + 1;
+	ret = fi_writemsg(a.ep, &m, FI_TRIGGER | FI_COMPLETION);
+	CHECK(ret == 0, "triggered writemsg: %d", ret);
+	for (int i = 0; i < 100; i++) {
+		struct fi_cq_tagged_entry e;
+
+		fi_cq_read(a.cq, &e, 0);
+		fi_cq_read(b.cq, &e, 0);
+	}
+	CHECK(region[2000] == 0, "the triggered write waits for its threshold");
+	ret = fi_write(a.ep, local, 100, NULL, a2b, 0, key, &a);
+	CHECK(ret == 0 && wait_tx(&ctx, NULL) == 0 && ctx == &a, "the plain write: %d", ret);
+	ret = wait_tx(&ctx, NULL);
+	CHECK(ret == 0 && ctx == &tc, "the triggered write completes with its context: %d %p", ret, ctx);
+	CHECK(!memcmp(region + 2000, local + 1000, 64), "the triggered write landed");
+	CHECK(fi_cntr_read(c_write) == w0 + 2, "both writes counted");
+
+	tc.event_type = FI_TRIGGER_XPU;
+	CHECK(fi_writemsg(a.ep, &m, FI_TRIGGER) == -FI_EINVAL, "an XPU trigger: EINVAL");
+	tc.event_type = FI_TRIGGER_THRESHOLD;
+	tc.trigger.threshold.cntr = (struct fid_cntr *) &a;	/* not a counter */
+	CHECK(fi_writemsg(a.ep, &m, FI_TRIGGER) == -FI_EINVAL, "a bogus counter: EINVAL");
+}
+
 static void self(void)
 {
 	struct fid_mr *smr;
@@ -308,6 +350,7 @@ int main(void)
 	vectors();
 	errors();
 	counters();
+	triggered();
 	self();
 	latency();
 

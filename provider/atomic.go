@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -390,6 +391,10 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 	r, ok3 := conv(&vr, res, nres)
 	if !ok1 || !ok2 || !ok3 {
 		return fi.EINVAL
+	}
+	if flags&fi.TRIGGER != 0 {
+		return ep.deferCall(&trigger{kind: trigAtomic, akind: kind, iov: slices.Clone(b), cmp: slices.Clone(c), res: slices.Clone(r),
+			peer: dest, addr: addr, key: key, dt: dt, op: op, flags: flags}, ctx)
 	}
 	d := ep.dom
 	d.lock()

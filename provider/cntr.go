@@ -34,6 +34,8 @@ type Cntr struct {
 
 	sleepers atomic.Int32
 	wakeCh   chan struct{}
+
+	triggers []*trigger // deferred calls by threshold (trigger.go); domain lock
 	efd      int
 	fdArmed  atomic.Bool
 }
@@ -118,9 +120,14 @@ func (c *Cntr) AddErr(v uint64) error { c.errVal.Add(v); c.notifyUnlocked(); ret
 func (c *Cntr) SetErr(v uint64) error { c.errVal.Store(v); c.notifyUnlocked(); return nil }
 
 func (c *Cntr) notifyUnlocked() {
-	c.dom.lock()
-	defer c.dom.unlock()
+	d := c.dom
+	d.lock()
+	defer d.unlock()
 	c.notify()
+	if d.trigPending > 0 {
+		d.runTriggersLocked()
+		d.refreshFast()
+	}
 }
 
 // Wait blocks until the count reaches threshold, an error is counted, or

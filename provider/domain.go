@@ -17,10 +17,12 @@ import (
 // wires consistent without per-object locks, and an uncontended lock is a
 // few nanoseconds.
 type Domain struct {
-	fabric *Fabric
-	prov   *Provider
-	log    logger
-	params Params
+	trigCntrs   []*Cntr // counters with triggered calls waiting (trigger.go); the lock
+	trigPending int     // those calls
+	fabric      *Fabric
+	prov        *Provider
+	log         logger
+	params      Params
 
 	api          uint32
 	caps         uint64
@@ -179,6 +181,9 @@ func (d *Domain) progressLocked() int {
 	n := 0
 	for _, ep := range d.eps {
 		n += ep.poll()
+	}
+	if d.trigPending > 0 {
+		d.runTriggersLocked() // after the wires' callbacks, never inside
 	}
 	d.refreshFast()
 	return n

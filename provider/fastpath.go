@@ -152,8 +152,8 @@ func (d *Domain) refreshFast() {
 		return
 	}
 	busy := uint64(0)
-	if d.blind {
-		busy = 1
+	if d.blind || d.trigPending > 0 {
+		busy = 1 // (triggers: a counter may reach them on any poll)
 	}
 	for _, ep := range d.eps {
 		if ep.engine.pending > 0 || !ep.tp.Idle() {

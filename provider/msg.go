@@ -289,6 +289,9 @@ func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data u
 	if count < 0 || count > IovLimit || (count > 0 && iov == nil) {
 		return fi.EINVAL
 	}
+	if flags&fi.TRIGGER != 0 {
+		return ep.deferCall(&trigger{kind: trigSend, iov: copyIov(iov, count), peer: dest, tag: tag, aux: data, flags: flags}, ctx)
+	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock() // also on a panic, which the export recovers from
@@ -415,6 +418,9 @@ func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore uint64, ctx unsafe.Pointer, flags uint64) error {
 	if count < 0 || count > 1 || (count > 0 && iov == nil) {
 		return fi.EINVAL
+	}
+	if flags&fi.TRIGGER != 0 {
+		return ep.deferCall(&trigger{kind: trigRecv, iov: copyIov(iov, count), peer: src, tag: tag, aux: ignore, flags: flags}, ctx)
 	}
 	d := ep.dom
 	d.lock()

@@ -117,6 +117,9 @@ func (ep *Endpoint) RMA(iov unsafe.Pointer, count int, dest, addr, key, data uin
 	if count < 0 || count > IovLimit || (count > 0 && iov == nil) || flags&(fi.READ|fi.WRITE) == 0 {
 		return fi.EINVAL
 	}
+	if flags&fi.TRIGGER != 0 {
+		return ep.deferCall(&trigger{kind: trigRMA, iov: copyIov(iov, count), peer: dest, addr: addr, key: key, aux: data, flags: flags}, ctx)
+	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock()

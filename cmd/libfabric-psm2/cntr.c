@@ -112,3 +112,21 @@ struct fi_ops_cntr psm2_cntr_ops = {
 	.adderr = cntr_adderr,
 	.seterr = cntr_seterr,
 };
+
+/* psm2_trigger_cntr reads the struct fi_triggered_context at ctx of a
+ * triggered call: its counter (one of ours) and threshold. Only threshold
+ * triggers exist in psm2: anything else is -FI_EINVAL. */
+int psm2_trigger_cntr(void *ctx, struct psm2_cntr **cntr, uint64_t *threshold)
+{
+	struct fi_triggered_context *t = ctx;
+	struct fid_cntr *c;
+
+	if (!t || t->event_type != FI_TRIGGER_THRESHOLD)
+		return -FI_EINVAL;
+	c = t->trigger.threshold.cntr;
+	if (!c || c->fid.fclass != FI_CLASS_CNTR || c->fid.ops != &psm2_cntr_fi_ops)
+		return -FI_EINVAL;
+	*cntr = (struct psm2_cntr *) c;
+	*threshold = t->trigger.threshold.threshold;
+	return 0;
+}

@@ -100,6 +100,22 @@ func psm2go_cntr_wait(slot C.uint32_t, threshold C.uint64_t, timeout C.int) (ret
 	return errnoOf(c.Wait(uint64(threshold), int(timeout)))
 }
 
+// The counter of a triggered call (provider/trigger.go).
+func init() {
+	provider.TriggerOf = func(ctx unsafe.Pointer) (*provider.Cntr, uint64, error) {
+		var c *C.struct_psm2_cntr
+		var thr C.uint64_t
+		if C.psm2_trigger_cntr(ctx, &c, &thr) != 0 {
+			return nil, 0, fi.EINVAL
+		}
+		cn := cntrObj(c)
+		if cn == nil {
+			return nil, 0, fi.EINVAL
+		}
+		return cn, uint64(thr), nil
+	}
+}
+
 func cntrObj(c *C.struct_psm2_cntr) *provider.Cntr {
 	if c == nil {
 		return nil

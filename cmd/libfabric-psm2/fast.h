@@ -272,7 +272,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	int locking, ret = PSM2_FAST_GO, n, inject = (flags & FI_INJECT) != 0, comp = 0;
 	int nocomp = (flags & PSM2_NO_COMPLETION) != 0;
 
-	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
+	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED) || (flags & FI_TRIGGER))
 		return PSM2_FAST_GO;
 	if ((inject && len > f[EPF_INJECT]) || (len && !buf) || dest >= f[EPF_NPEERS])
 		return PSM2_FAST_GO;
@@ -396,7 +396,7 @@ static inline int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t s
 
 	if (!f || !__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
 		return PSM2_FAST_GO;
-	if ((flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD)) || (len && !buf))
+	if ((flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_TRIGGER)) || (len && !buf))
 		return PSM2_FAST_GO;
 	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)

@@ -18,6 +18,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_collective.h>
+#include <rdma/fi_trigger.h>
 #include <rdma/providers/fi_prov.h>
 #include <rdma/providers/fi_log.h>
 
@@ -180,6 +181,9 @@ void psm2_freeinfo(struct fi_info *info);
 struct fi_info *psm2_dupinfo(const struct fi_info *info);
 struct fid_nic *psm2_nic_new(void);
 void psm2_nic_free(struct fid_nic *nic);
+
+/* cntr.c: the counter and threshold of a triggered call's context. */
+int psm2_trigger_cntr(void *ctx, struct psm2_cntr **cntr, uint64_t *threshold);
 
 /* atomic.c: the size of a datatype (0: none), and the long double ops Go
  * cannot do itself (provider.LongDoubleApply): 0 done, -1 not an op for
