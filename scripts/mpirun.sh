@@ -58,6 +58,16 @@ psm2|osc)
 	fi
 	# btl ofi would also open our provider (for one-sided MPI); keep the
 	# job to the MTL path. provider_include makes the MTL take psm2 only.
+	# memory ^patcher: right after fi_getinfo, which starts our Go
+	# runtime and its threads, Open MPI 4.1's ofi MTL opens its memory
+	# patcher (libfabric's mr_cache import, as fi_version() >= 1.14), which
+	# rewrites the first 13 bytes of libc's mmap, munmap, madvise, ... in
+	# place, not atomically. A Go thread inside one of them (a new thread's
+	# first free() creates a malloc arena with mmap/munmap) then runs half
+	# old, half new code: a silent SIGSEGV in MPI_Init, about 1 job in 100.
+	# We offer no mr_cache (fi_open answers -FI_ENOSYS): the patcher buys
+	# nothing here.
+	cmd+=(--mca memory '^patcher')
 	btl=('^ofi')
 	if [ $mode = osc ]; then
 		btl=(ofi,self --mca btl_ofi_provider_include psm2 --mca osc rdma --mca osc_rdma_btls ofi)
