@@ -13,4 +13,11 @@
 // zero allocations per message: operations are named by uint64 cookies the
 // provider chooses, events are delivered through a Handler the provider
 // implements, and the Header passed to a Handler is borrowed for the call.
+//
+// Besides Endpoint, a wire may implement optional interfaces the provider
+// looks for: FastSender (descriptors for the C side's inline sends),
+// Reporter (counters logged at close) and Watcher (liveness of a peer the
+// provider waits on with no operation of the wire pending: an RMA answer).
+// RMA and atomics are not wire operations: the provider builds them from
+// Send, Fetch and Discard, so every wire carries them.
 package transport
