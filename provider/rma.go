@@ -281,11 +281,13 @@ func (ep *Endpoint) rmaPostSmall(c transport.Conn, h transport.Header, payload [
 }
 
 // rmaFlush sends what waits in the outbox, in order, until the wire
-// refuses one.
+// refuses one. The outbox keeps its array: queueing allocates only when
+// it grows.
 func (ep *Endpoint) rmaFlush() {
 	e := &ep.engine
-	for len(e.rmaOut) > 0 {
-		m := &e.rmaOut[0]
+	i := 0
+	for ; i < len(e.rmaOut); i++ {
+		m := &e.rmaOut[i]
 		iov := m.iov
 		if m.smallLen >= 0 {
 			iov = e.flushIov[:0]
@@ -296,15 +298,16 @@ func (ep *Endpoint) rmaFlush() {
 		done, err := ep.tp.Send(m.c, &m.h, iov, m.cookie, m.flags)
 		e.flushIov[0] = nil
 		if errors.Is(err, transport.ErrAgain) {
-			return
+			break
 		}
 		cookie := m.cookie
-		*m = rmaMsg{}
-		e.rmaOut = e.rmaOut[1:]
+		m.iov = nil
 		e.pending--
 		ep.rmaSent(cookie, done, err)
 	}
-	e.rmaOut = nil
+	n := copy(e.rmaOut, e.rmaOut[i:])
+	clear(e.rmaOut[n:])
+	e.rmaOut = e.rmaOut[:n]
 }
 
 // rmaWire counts a send or fetch of op o starting (+1) or ending (-1).
