@@ -20,7 +20,8 @@
 #  (d) RMA and atomics on this host (scripts/rmabench.c): 8-byte write,
 #      read and fetch-add latency and 1 MiB write and read bandwidth, our
 #      psm2 against Debian's shm (targets: latency <= 1.0x, bandwidth
-#      >= 1.0x).
+#      >= 1.0x); and across the hosts of (c) against Debian's tcp provider
+#      (targets: latency <= 0.6x, bandwidth >= 1.0x).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. fi_pingpong's
@@ -222,20 +223,26 @@ done
 # and fetch-add latency, one at a time; 1 MiB write and read bandwidth, 16
 # in flight) on our psm2 and on Debian's shm; best of REPEAT per figure.
 declare -A RMA
-rmabench_run() { # rmabench_run TRANSPORT: merge one run's figures into RMA
-	local tr=$1 out name v
-	if [ "$tr" = psm2 ]; then
-		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.5) || return 1
-	else
-		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p shm -t 0.5) || return 1
-	fi
+# rma_merge PREFIX OUTPUT: keep the best of each figure ("NAME VALUE"
+# lines) in RMA[PREFIX:NAME]: the lowest latency, the highest bandwidth.
+rma_merge() {
+	local pre=$1 name v old
 	while read -r name v; do
-		local k=$tr:$name old=${RMA[$tr:$name]:-}
+		old=${RMA[$pre:$name]:-}
 		if [ -z "$old" ] || awk -v a="$v" -v b="$old" -v n="$name" \
 			'BEGIN { exit !(n ~ /_lat$/ ? a < b : a > b) }'; then
-			RMA[$k]=$v
+			RMA[$pre:$name]=$v
 		fi
-	done <<<"$out"
+	done <<<"$2"
+}
+rmabench_run() { # rmabench_run TRANSPORT: one run on this host
+	local out
+	if [ "$1" = psm2 ]; then
+		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.5) || return 1
+	else
+		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p "$1" -t 0.5) || return 1
+	fi
+	rma_merge "$1" "$out"
 }
 note "bench: RMA and atomics (best of $REPEAT)"
 if gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
@@ -316,6 +323,31 @@ if [ "$internode" = 1 ]; then
 		[ "$SKIP_PSM2" = 1 ] || measure "mpinet-psm2:$s" npnet psm2 "$s" "$it"
 		measure "mpinet-tcp:$s" npnet tcp "$s" "$it"
 	done
+	# RMA and atomics across the hosts: rmabench's target on host 1, its
+	# initiator on host 2, our psm2 against Debian's tcp provider.
+	rmabench_net() { # rmabench_net TRANSPORT
+		local tr=$1 out rc srv port=$((40000 + RANDOM % 20000)) e
+		if [ "$tr" = psm2 ]; then
+			e=(env LD_LIBRARY_PATH="$libdir" FI_PSM2_IFACE=eth0)
+		else
+			e=(env -u LD_LIBRARY_PATH FI_TCP_IFACE=eth0)
+		fi
+		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$work/rmabench" -p "$tr" -S "$port" >"$work/rb-srv.out" 2>&1 &
+		srv=$!
+		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$work/rmabench" -p "$tr" -S "$port" -C "$PP_DEST" -t 0.5 2>&1)
+		rc=$?
+		wait "$srv" 2>/dev/null
+		[ $rc = 0 ] || { note "  rmabench $tr across hosts: $out"; return 1; }
+		rma_merge "net-$tr" "$out"
+	}
+	if [ -x "$work/rmabench" ]; then
+		for ((i = 0; i < REPEAT; i++)); do
+			if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[rmanet-psm2]:-}" ]; then
+				rmabench_net psm2 || { FAILED[rmanet-psm2]=1; run_failed=1; }
+			fi
+			[ -n "${FAILED[rmanet-tcp]:-}" ] || rmabench_net tcp || { FAILED[rmanet-tcp]=1; run_failed=1; }
+		done
+	fi
 	PP_SRV=() PP_CLI=() PP_DEST=127.0.0.1 PP_ENV=()
 fi
 
@@ -406,6 +438,11 @@ if [ "$internode" = 1 ]; then
 	target "hosts: 1 MiB MB/s, psm2/tcp" "${BW[net-psm2:1048576]:-}" "${BW[net-tcp:1048576]:-}" ">=" 1.5 net-psm2 net-tcp
 	target "hosts: NetPIPE 1 B latency, psm2/tcp" "${LAT[mpinet-psm2:$NP_NET_SMALL]:-}" "${LAT[mpinet-tcp:$NP_NET_SMALL]:-}" "<=" 0.8 mpinet-psm2 mpinet-tcp
 	target "hosts: NetPIPE 1 MiB Mbps, psm2/tcp" "${BW[mpinet-psm2:$NP_BIG]:-}" "${BW[mpinet-tcp:$NP_BIG]:-}" ">=" 1.2 mpinet-psm2 mpinet-tcp
+	target "hosts: RMA 8 B write latency, psm2/tcp" "${RMA[net-psm2:write_lat]:-}" "${RMA[net-tcp:write_lat]:-}" "<=" 0.6 rmanet-psm2 rmanet-tcp
+	target "hosts: RMA 8 B read latency, psm2/tcp" "${RMA[net-psm2:read_lat]:-}" "${RMA[net-tcp:read_lat]:-}" "<=" 0.6 rmanet-psm2 rmanet-tcp
+	target "hosts: fetch-add latency, psm2/tcp" "${RMA[net-psm2:fadd_lat]:-}" "${RMA[net-tcp:fadd_lat]:-}" "<=" 0.6 rmanet-psm2 rmanet-tcp
+	target "hosts: RMA 1 MiB write MB/s, psm2/tcp" "${RMA[net-psm2:write_bw]:-}" "${RMA[net-tcp:write_bw]:-}" ">=" 1.0 rmanet-psm2 rmanet-tcp
+	target "hosts: RMA 1 MiB read MB/s, psm2/tcp" "${RMA[net-psm2:read_bw]:-}" "${RMA[net-tcp:read_bw]:-}" ">=" 1.0 rmanet-psm2 rmanet-tcp
 fi
 if [ "${BENCH_SWEEP:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 	scripts/sweep.sh || run_failed=1

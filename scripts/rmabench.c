@@ -2,10 +2,14 @@
  * bench.
  *
  *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW]
+ *   rmabench -p PROVIDER -S PORT                 (target, another host)
+ *   rmabench -p PROVIDER -S PORT -C HOST [...]   (initiator)
  *
  * One process forks (before any libfabric call) into an initiator and a
  * target on this host; they swap endpoint names, the target's region key
- * and address through pipes. The target only polls its CQ (it serves the
+ * and address through pipes. With -S the target waits for one initiator
+ * on TCP port PORT instead, and -C HOST is that initiator: the same
+ * exchange over the connection, whose end ends the target. The target only polls its CQ (it serves the
  * RMA, as a provider without hardware offload needs). The initiator
  * measures, each for about SECONDS (default 0.5) after a warm-up:
  *
@@ -29,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -226,39 +232,82 @@ static double bw(struct node *n, int kind, const struct target_info *ti, char *b
 	return bytes / (now() - t0) / 1e6;
 }
 
+/* tcp_fd is a connected socket: accepted on port (host NULL) or to
+ * host:port. */
+static int tcp_fd(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE };
+	struct addrinfo *ai;
+	int fd, cfd, one = 1;
+
+	if (getaddrinfo(host, port, &hints, &ai))
+		die("getaddrinfo", -FI_EINVAL);
+	fd = socket(ai->ai_family, ai->ai_socktype, 0);
+	if (fd < 0)
+		die("socket", -FI_EIO);
+	if (host) {
+		for (int i = 0; connect(fd, ai->ai_addr, ai->ai_addrlen); i++) {
+			if (i == 100)
+				die("connect", -FI_ECONNREFUSED);
+			usleep(100000);
+		}
+		freeaddrinfo(ai);
+		return fd;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+		die("bind", -FI_EADDRINUSE);
+	freeaddrinfo(ai);
+	if ((cfd = accept(fd, NULL, NULL)) < 0)
+		die("accept", -FI_EIO);
+	close(fd);
+	return cfd;
+}
+
 int main(int argc, char **argv)
 {
-	const char *prov = "psm2";
+	const char *prov = "psm2", *port = NULL, *host = NULL;
 	double secs = 0.5;
 	size_t size = 1 << 20;
-	int win = 16, opt, up[2], down[2];
+	int win = 16, opt, up[2], down[2], sock = -1;
 	struct target_info ti;
 	struct node n;
 	char *buf;
-	pid_t pid;
+	pid_t pid = 0;
 
-	while ((opt = getopt(argc, argv, "p:t:s:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:s:w:S:C:")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 't': secs = atof(optarg); break;
 		case 's': size = strtoul(optarg, NULL, 0); break;
 		case 'w': win = atoi(optarg); break;
+		case 'S': port = optarg; break;
+		case 'C': host = optarg; break;
 		default:
-			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW]\n");
+			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-S PORT [-C HOST]]\n");
 			return 2;
 		}
 	}
-	if (win < 1 || win > MAXW || size < 64)
-		die("bad window or size", -FI_EINVAL);
-	if (pipe(up) || pipe(down))
-		die("pipe", -FI_EIO);
-	if ((pid = fork()) == 0) {
-		close(up[0]);
-		close(down[1]);
-		target(prov, size, up[1], down[0]);
+	if (win < 1 || win > MAXW || size < 64 || (host && !port))
+		die("bad arguments", -FI_EINVAL);
+	if (port && !host) {
+		sock = tcp_fd(NULL, port);
+		target(prov, size, sock, sock);
 	}
-	close(up[1]);
-	close(down[0]);
+	if (port) {
+		sock = tcp_fd(host, port);
+		up[0] = down[1] = sock;
+	} else {
+		if (pipe(up) || pipe(down))
+			die("pipe", -FI_EIO);
+		if ((pid = fork()) == 0) {
+			close(up[0]);
+			close(down[1]);
+			target(prov, size, up[1], down[0]);
+		}
+		close(up[1]);
+		close(down[0]);
+	}
 	if (read(up[0], &ti, sizeof(ti)) != sizeof(ti))
 		die("the target did not start", -FI_EIO);
 	open_node(&n, prov);
@@ -273,6 +322,7 @@ int main(int argc, char **argv)
 	printf("read_bw %.1f\n", bw(&n, 1, &ti, buf, size, win, secs));
 	fflush(stdout);
 	close(down[1]);
-	waitpid(pid, NULL, 0);
+	if (pid)
+		waitpid(pid, NULL, 0);
 	return 0;
 }
