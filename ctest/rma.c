@@ -259,6 +259,16 @@ static void triggered(void)
 	CHECK(!memcmp(region + 2000, local + 1000, 64), "the triggered write landed");
 	CHECK(fi_cntr_read(c_write) == w0 + 2, "both writes counted");
 
+	/* One that never fires: the endpoint's close drops it (main). */
+	{
+		static struct fi_triggered_context never = { .event_type = FI_TRIGGER_THRESHOLD };
+
+		never.trigger.threshold.cntr = c_write;
+		never.trigger.threshold.threshold = w0 + 1000000;
+		m.context = &never;
+		CHECK(fi_writemsg(a.ep, &m, FI_TRIGGER) == 0, "a trigger left waiting");
+		m.context = &tc;
+	}
 	tc.event_type = FI_TRIGGER_XPU;
 	CHECK(fi_writemsg(a.ep, &m, FI_TRIGGER) == -FI_EINVAL, "an XPU trigger: EINVAL");
 	tc.event_type = FI_TRIGGER_THRESHOLD;

@@ -187,6 +187,13 @@ func (c *Cntr) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return fi.EINVAL
 	}
+	d := c.dom
+	d.lock()
+	if len(c.triggers) > 0 {
+		d.dropTriggersLocked(nil, c)
+		d.refreshFast()
+	}
+	d.unlock()
 	if c.ws != nil {
 		c.ws.remove(c)
 	}

@@ -384,6 +384,9 @@ func (ep *Endpoint) Close() error {
 	}
 	ep.closed = true
 	ep.syncFastLocked()
+	if d.trigPending > 0 {
+		d.dropTriggersLocked(ep, nil)
+	}
 	d.removeEPLocked(ep)
 	if ep.av != nil {
 		for i, e := range ep.av.eps {

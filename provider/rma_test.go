@@ -288,3 +288,51 @@ func putN(b []byte, v int64, size int) {
 		b[i] = byte(v >> (8 * i))
 	}
 }
+
+// A triggered write runs when its counter reaches the threshold, in
+// threshold order; one whose counter closes first is dropped, so the
+// domain is not kept busy for it.
+func TestTriggeredCalls(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA|fi.TRIGGER, 1000)
+	mem, mr := p.region(64, fi.REMOTE_READ|fi.REMOTE_WRITE)
+	c, err := p.dom.OpenCntr(&CntrAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thresholds := map[uintptr]uint64{1: 2, 2: 1, 3: 5}
+	old := TriggerOf
+	TriggerOf = func(ctx unsafe.Pointer) (*Cntr, uint64, error) { return c, thresholds[uintptr(ctx)], nil }
+	defer func() { TriggerOf = old }()
+	one, two := []byte{1}, []byte{2}
+	if err := p.rma(p.a, one, p.bAddr, 0, mr.Key(), 0, 1, fi.RMA|fi.WRITE|fi.TRIGGER); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.rma(p.a, two, p.bAddr, 0, mr.Key(), 0, 2, fi.RMA|fi.WRITE|fi.TRIGGER); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.rma(p.b, two, p.aAddr, 0, mr.Key(), 0, 3, fi.RMA|fi.WRITE|fi.TRIGGER); err != nil {
+		t.Fatal(err)
+	}
+	p.dom.progress()
+	if mem[0] != 0 || p.dom.trigPending != 3 {
+		t.Fatalf("ran early: %d, %d pending", mem[0], p.dom.trigPending)
+	}
+	c.Add(1) // threshold 1: the write of 2
+	if e, errno := p.settle(); errno != 0 || e.ctx != 2 || mem[0] != 2 {
+		t.Fatalf("threshold 1: %+v %v, mem %d", e, errno, mem[0])
+	}
+	c.Add(1) // threshold 2: the write of 1
+	if e, errno := p.settle(); errno != 0 || e.ctx != 1 || mem[0] != 1 {
+		t.Fatalf("threshold 2: %+v %v, mem %d", e, errno, mem[0])
+	}
+	// The third waits for 5; closing its counter drops it.
+	if p.dom.trigPending != 1 {
+		t.Fatalf("%d pending, want 1", p.dom.trigPending)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p.dom.trigPending != 0 || len(p.dom.trigCntrs) != 0 {
+		t.Fatalf("a closed counter's trigger stays: %d", p.dom.trigPending)
+	}
+}

@@ -172,3 +172,33 @@ func (t *trigger) fail(errno fi.Errno) {
 	}
 	ep.events++
 }
+
+// dropTriggersLocked forgets the triggered calls of endpoint ep (nil:
+// all) waiting on counter c (nil: every counter): they will never run.
+// Endpoint and counter closes call it, so a closed object leaves no call
+// behind to keep the domain busy.
+func (d *Domain) dropTriggersLocked(ep *Endpoint, c *Cntr) {
+	for i := 0; i < len(d.trigCntrs); {
+		tc := d.trigCntrs[i]
+		if c != nil && tc != c {
+			i++
+			continue
+		}
+		kept := tc.triggers[:0]
+		for _, t := range tc.triggers {
+			if ep != nil && t.ep != ep {
+				kept = append(kept, t)
+				continue
+			}
+			d.trigPending--
+		}
+		clear(tc.triggers[len(kept):])
+		tc.triggers = kept
+		if len(kept) == 0 {
+			tc.triggers = nil
+			d.trigCntrs = slices.Delete(d.trigCntrs, i, i+1)
+			continue
+		}
+		i++
+	}
+}
