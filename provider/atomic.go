@@ -3,7 +3,6 @@ package provider
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"slices"
 	"sync"
 	"unsafe"
@@ -407,35 +406,21 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 	return nil
 }
 
-func sumIov(v []iovec) (uint64, fi.Errno) {
-	var t uint64
-	for i := range v {
-		if v[i].len > 0 && v[i].base == nil {
-			return 0, fi.EINVAL
-		}
-		if v[i].len > 1<<40 {
-			return 0, fi.EMSGSIZE
-		}
-		t += v[i].len
-	}
-	return t, 0
-}
-
 func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, key uint64, dt, op int, ctx uintptr, flags uint64) fi.Errno {
 	if !ep.enabled {
 		return fi.EOPBADSTATE
 	}
 	e := &ep.engine
 	size := uint64(dtSize[dt])
-	nbuf, errno := sumIov(buf)
+	nbuf, errno := iovTotal(buf, ep.maxMsgSize)
 	if errno != 0 {
 		return errno
 	}
-	ncmp, errno := sumIov(cmp)
+	ncmp, errno := iovTotal(cmp, ep.maxMsgSize)
 	if errno != 0 {
 		return errno
 	}
-	nres, errno := sumIov(res)
+	nres, errno := iovTotal(res, ep.maxMsgSize)
 	if errno != 0 {
 		return errno
 	}
@@ -513,26 +498,8 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 		}
 		iov = append(iov[:0], flat)
 	}
-	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
-	clear(e.iov[:])
-	if errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong) {
-		e.freeOp(o)
-		return errnoOf(err)
-	}
-	if err != nil {
-		o.rma.err, o.rma.answered = errnoOf(err), true
-		ep.rmaMaybeDone(o)
-		return 0
-	}
-	if !done {
-		ep.rmaWire(o, 1)
-	}
-	if w, ok := ep.tp.(transport.Watcher); ok {
-		w.Watch(c, 1)
-		o.rma.watched = true
-		e.rmaWatched++
-	}
-	return 0
+	_, errno = ep.rmaRequest(o, c, h, iov)
+	return errno
 }
 
 // atomicServe applies an atomic request at the target and answers it.

@@ -309,21 +309,9 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 	}
 	e := &ep.engine
 	vecs := unsafe.Slice((*iovec)(iov), count)
-	var total uint64
-	for i := range vecs {
-		n := vecs[i].len
-		if n > 0 && vecs[i].base == nil {
-			return fi.EINVAL
-		}
-		// Each length on its own first: lengths near 2^64 would wrap
-		// the sum to something small.
-		if n > ep.maxMsgSize {
-			return fi.EMSGSIZE
-		}
-		total += n
-	}
-	if total > ep.maxMsgSize {
-		return fi.EMSGSIZE
+	total, errno := iovTotal(vecs, ep.maxMsgSize)
+	if errno != 0 {
+		return errno
 	}
 	if flags&fi.INJECT != 0 && total > ep.injectSize {
 		return fi.EMSGSIZE
@@ -373,6 +361,27 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 		e.pending++
 	}
 	return 0
+}
+
+// iovTotal is the byte count of vecs: EINVAL for a NULL buffer with a
+// length, EMSGSIZE past max. Each length is checked on its own first:
+// lengths near 2^64 would wrap the sum to something small.
+func iovTotal(vecs []iovec, max uint64) (uint64, fi.Errno) {
+	var total uint64
+	for i := range vecs {
+		n := vecs[i].len
+		if n > 0 && vecs[i].base == nil {
+			return 0, fi.EINVAL
+		}
+		if n > max {
+			return 0, fi.EMSGSIZE
+		}
+		total += n
+	}
+	if total > max {
+		return 0, fi.EMSGSIZE
+	}
+	return total, 0
 }
 
 // iovec is struct iovec.

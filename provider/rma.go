@@ -137,19 +137,9 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	}
 	e := &ep.engine
 	write := flags&fi.WRITE != 0
-	var total uint64
-	for i := range vecs {
-		n := vecs[i].len
-		if n > 0 && vecs[i].base == nil {
-			return fi.EINVAL
-		}
-		if n > ep.maxMsgSize {
-			return fi.EMSGSIZE
-		}
-		total += n
-	}
-	if total > ep.maxMsgSize {
-		return fi.EMSGSIZE
+	total, errno := iovTotal(vecs, ep.maxMsgSize)
+	if errno != 0 {
+		return errno
 	}
 	if flags&fi.INJECT != 0 && write && total > ep.injectSize {
 		return fi.EMSGSIZE
@@ -195,24 +185,9 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 		h.Flags |= hfData
 		h.Data = data
 	}
-	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
-	clear(iov)
-	if errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong) {
-		e.freeOp(o)
-		return errnoOf(err)
-	}
-	if err != nil {
-		o.rma.err, o.rma.answered = errnoOf(err), true
-		ep.rmaMaybeDone(o)
-		return 0
-	}
-	if !done {
-		ep.rmaWire(o, 1)
-	}
-	if w, ok := ep.tp.(transport.Watcher); ok {
-		w.Watch(c, 1)
-		o.rma.watched = true
-		e.rmaWatched++
+	started, errno := ep.rmaRequest(o, c, h, iov)
+	if !started {
+		return errno
 	}
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
@@ -224,6 +199,34 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 			bytes, o.id, 0)
 	}
 	return 0
+}
+
+// rmaRequest sends the request h (payload iov, copied by the wire) of
+// new op o to c. started: the op is under way, or already failed
+// through the CQ; otherwise it was refused (errno: EAGAIN, EMSGSIZE) and
+// freed. While started, the wire watches the peer until the answer.
+func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov [][]byte) (started bool, errno fi.Errno) {
+	e := &ep.engine
+	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
+	clear(e.iov[:])
+	if errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong) {
+		e.freeOp(o)
+		return false, errnoOf(err)
+	}
+	if err != nil {
+		o.rma.err, o.rma.answered = errnoOf(err), true
+		ep.rmaMaybeDone(o)
+		return false, 0
+	}
+	if !done {
+		ep.rmaWire(o, 1)
+	}
+	if w, ok := ep.tp.(transport.Watcher); ok {
+		w.Watch(c, 1)
+		o.rma.watched = true
+		e.rmaWatched++
+	}
+	return true, 0
 }
 
 // rmaPost sends h and iov to c now, or after the outbox drains; inside a
@@ -425,7 +428,12 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaServe(h, m.SrcEPID, m.Payload)
 			return
 		}
-		// A request larger than the wire's eager size: stage it.
+		// A request larger than the wire's eager size: stage it. Its
+		// length is the peer's word: at most two operand arrays.
+		if h.Len > 2*ep.maxMsgSize+atomicHdr {
+			ep.rmaDrop(m)
+			return
+		}
 		t := e.newOp(opRMATarget)
 		t.rma.hdr, t.rma.src, t.rma.stage = *h, m.SrcEPID, make([]byte, h.Len)
 		ep.rmaWire(t, 1)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
 // rmaCall starts an RMA from ep on buf (one iovec).
@@ -334,5 +335,22 @@ func TestTriggeredCalls(t *testing.T) {
 	}
 	if p.dom.trigPending != 0 || len(p.dom.trigCntrs) != 0 {
 		t.Fatalf("a closed counter's trigger stays: %d", p.dom.trigPending)
+	}
+}
+
+// A request whose header claims more bytes than any RMA carries (the
+// length is the peer's word) is dropped, not staged.
+func TestRMAHugeRequestDropped(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	wa, wb := p.a.tp.(*loopWire), p.b.tp.(*loopWire)
+	wb.mu.Lock()
+	wb.in = append(wb.in, loopMsg{hdr: transport.Header{Flags: hfRMA | rmaWrite<<rmaKindShift, Len: 1 << 62},
+		src: wa.epid, rndv: true, sender: wa, cookie: 77})
+	wb.mu.Unlock()
+	p.dom.progress()
+	wa.mu.Lock()
+	defer wa.mu.Unlock()
+	if len(wa.done) != 1 || wa.done[0] != 77 || p.b.engine.pending != 0 {
+		t.Fatalf("the request was not discarded: done %v, pending %d", wa.done, p.b.engine.pending)
 	}
 }
