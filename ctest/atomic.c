@@ -170,26 +170,7 @@ static int same(int dt, const void *x, const void *y, int n)
 
 static int wait_tx(void)
 {
-	struct fi_cq_tagged_entry e;
-	double t0 = ct_now();
-
-	for (;;) {
-		ssize_t n = fi_cq_read(a.cq, &e, 1);
-
-		if (n == 1)
-			return 0;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = { 0 };
-
-			fi_cq_readerr(a.cq, &err, 0);
-			return err.err ? err.err : -1;
-		}
-		if (n != -FI_EAGAIN)
-			return (int) n;
-		fi_cq_read(b.cq, &e, 0);
-		if (ct_now() - t0 > 10)
-			return -FI_ETIMEDOUT;
-	}
+	return ct_wait_one(&a, &b, NULL, NULL);
 }
 
 /* one runs kind (0 atomic, 1 fetch, 2 compare) of op on dt. */

@@ -87,6 +87,44 @@ static inline int ct_open_node(struct ct_node *n)
 	return ct_open_node_caps(n, FI_TAGGED);
 }
 
+/* ct_wait_one waits (at most 10 s) for one completion on n's CQ, reading
+ * other's CQ meanwhile (if not NULL: its provider serves n's RMA): 0, or
+ * the error entry's err (positive), or a negative -FI_E* of the read.
+ * The entry's context and flags go to *ctx and *flags (if not NULL). */
+static inline int ct_wait_one(struct ct_node *n, struct ct_node *other, void **ctx, uint64_t *flags)
+{
+	struct fi_cq_tagged_entry e;
+	double t0 = ct_now();
+
+	for (;;) {
+		ssize_t got = fi_cq_read(n->cq, &e, 1);
+
+		if (got == 1) {
+			if (ctx)
+				*ctx = e.op_context;
+			if (flags)
+				*flags = e.flags;
+			return 0;
+		}
+		if (got == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(n->cq, &err, 0);
+			if (ctx)
+				*ctx = err.op_context;
+			if (flags)
+				*flags = err.flags;
+			return err.err ? err.err : -1;
+		}
+		if (got != -FI_EAGAIN)
+			return (int) got;
+		if (other)
+			fi_cq_read(other->cq, &e, 0);
+		if (ct_now() - t0 > 10)
+			return -FI_ETIMEDOUT;
+	}
+}
+
 /* ct_close_node closes whatever of n is open. */
 static inline void ct_close_node(struct ct_node *n)
 {

@@ -26,39 +26,10 @@ static struct fid_mr *mr, *mr_ro;
 static uint64_t key, key_ro;
 static struct fid_cntr *c_read, *c_write, *c_remote;
 
-/* wait_tx waits for one completion on a's CQ (polling b too, whose
- * provider serves the request) and returns 0 or the error entry's err. */
+/* wait_tx waits for one completion of a (b's provider serving it). */
 static int wait_tx(void **ctx_out, uint64_t *flags_out)
 {
-	struct fi_cq_tagged_entry e;
-	double t0 = ct_now();
-
-	for (;;) {
-		ssize_t n = fi_cq_read(a.cq, &e, 1);
-
-		if (n == 1) {
-			if (ctx_out)
-				*ctx_out = e.op_context;
-			if (flags_out)
-				*flags_out = e.flags;
-			return 0;
-		}
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = { 0 };
-
-			fi_cq_readerr(a.cq, &err, 0);
-			if (ctx_out)
-				*ctx_out = err.op_context;
-			if (flags_out)
-				*flags_out = err.flags;
-			return err.err ? err.err : -1;
-		}
-		if (n != -FI_EAGAIN)
-			return (int) n;
-		fi_cq_read(b.cq, &e, 0);
-		if (ct_now() - t0 > 10)
-			return -FI_ETIMEDOUT;
-	}
+	return ct_wait_one(&a, &b, ctx_out, flags_out);
 }
 
 static void fill(uint8_t *p, size_t n, unsigned seed)

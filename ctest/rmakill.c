@@ -57,26 +57,15 @@ static int target(void)
 	}
 }
 
-static int wait_one(struct ct_node *a, double limit, double *took)
+/* wait_one is ct_wait_one (10 s at most) that also says how long it took. */
+static int wait_one(struct ct_node *a, double *took)
 {
-	struct fi_cq_tagged_entry e;
 	double t0 = ct_now();
+	int ret;
 
-	for (;;) {
-		ssize_t n = fi_cq_read(a->cq, &e, 1);
-
-		*took = ct_now() - t0;
-		if (n == 1)
-			return 0;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = { 0 };
-
-			fi_cq_readerr(a->cq, &err, 0);
-			return err.err ? err.err : -1;
-		}
-		if (*took > limit)
-			return -FI_ETIMEDOUT;
-	}
+	ret = ct_wait_one(a, NULL, NULL, NULL);
+	*took = ct_now() - t0;
+	return ret;
 }
 
 /* transfers checks reads and writes of several sizes against the
@@ -93,7 +82,7 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 
 		memset(buf, 0, n);
 		ret = fi_read(a->ep, buf, n, NULL, peer, 7, key, NULL);
-		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "read %zu: %d", n, ret);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "read %zu: %d", n, ret);
 		for (size_t i = 0; i < n && bad == n; i++)
 			if (buf[i] != (uint8_t) ((i + 7) % 251))
 				bad = i;
@@ -101,9 +90,9 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 		for (size_t i = 0; i < n; i++)
 			buf[i] = (uint8_t) (i * 7 + k);
 		ret = fi_write(a->ep, buf, n, NULL, peer, 65536, key, NULL);
-		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "write %zu: %d", n, ret);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "write %zu: %d", n, ret);
 		ret = fi_read(a->ep, back, n, NULL, peer, 65536, key, NULL);
-		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0 && !memcmp(buf, back, n),
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0 && !memcmp(buf, back, n),
 		      "write %zu read back: %d", n, ret);
 	}
 
@@ -114,18 +103,18 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 		long double x = 2.5L, got = 0;
 
 		ret = fi_write(a->ep, &zero, 8, NULL, peer, 4096, key, NULL);
-		CHECK(ret == 0 && wait_one(a, 10, &took) == 0, "zero the word");
+		CHECK(ret == 0 && wait_one(a, &took) == 0, "zero the word");
 		for (int i = 0; i < 3; i++) {
 			ret = fi_fetch_atomic(a->ep, &v, 1, NULL, &old, NULL, peer, 4096, key, FI_UINT64, FI_SUM, NULL);
-			CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0 && old == 5u * i,
+			CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0 && old == 5u * i,
 			      "fetch-add %d: %d, old %lu", i, ret, (unsigned long) old);
 		}
 		ret = fi_write(a->ep, &x, sizeof(x), NULL, peer, 8192, key, NULL);
-		CHECK(ret == 0 && wait_one(a, 10, &took) == 0, "write a long double");
+		CHECK(ret == 0 && wait_one(a, &took) == 0, "write a long double");
 		ret = fi_atomic(a->ep, &x, 1, NULL, peer, 8192, key, FI_LONG_DOUBLE, FI_SUM, NULL);
-		CHECK(ret == 0 && (ret = wait_one(a, 10, &took)) == 0, "long double sum: %d", ret);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "long double sum: %d", ret);
 		ret = fi_read(a->ep, &got, sizeof(got), NULL, peer, 8192, key, NULL);
-		CHECK(ret == 0 && wait_one(a, 10, &took) == 0 && got == 5.0L, "long double sum: %Lg", got);
+		CHECK(ret == 0 && wait_one(a, &took) == 0 && got == 5.0L, "long double sum: %Lg", got);
 	}
 }
 
@@ -139,13 +128,13 @@ static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	ret = fi_read(a->ep, buf, sizeof(buf), NULL, peer, 0, key, NULL);
 	CHECK(ret == 0 || (ret < 0 && ret != -FI_EAGAIN), "read to the dead target: %d", ret);
 	if (ret == 0) {
-		ret = wait_one(a, 10, &took);
+		ret = wait_one(a, &took);
 		CHECK(ret > 0 && took < 5, "the read fails within the timeout: %d after %.2f s", ret, took);
 		printf("# read to a dead target: error %d after %.2f s\n", ret, took);
 	}
 	ret = fi_write(a->ep, buf, 100, NULL, peer, 0, key, NULL);
 	if (ret == 0) {
-		ret = wait_one(a, 10, &took);
+		ret = wait_one(a, &took);
 		CHECK(ret > 0 && took < 5, "the write fails: %d after %.2f s", ret, took);
 	} else {
 		CHECK(ret < 0 && ret != -FI_EAGAIN, "a write to a dead target is refused: %d", ret);

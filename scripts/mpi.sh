@@ -11,19 +11,7 @@ cd "$(dirname "$0")/.."
 lib=$PWD/build/lib
 out=build/mpi
 mkdir -p "$out"
-pass=0 failed=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-# fail NAME [OUTPUT]: the lines of OUTPUT that say what went wrong (test
-# failures, a crashed rank's signal and backtrace, a Go panic), then its end.
-fail() {
-	echo "FAIL $1"
-	failed=$((failed + 1))
-	[ $# -gt 1 ] || return 0
-	{
-		printf '%s\n' "$2" | grep -E '^(FAIL|# rank)|[Ss]ignal|Failing at|^\[[^]]*\] *\[ *[0-9]+\]|panic|fatal error' | head -40
-		printf '%s\n' "$2" | tail -15
-	} | sed 's/^/    /'
-}
+. scripts/report.sh
 
 # fi_pingpong: the server first, then the client on 127.0.0.1.
 pingpong() {
@@ -98,5 +86,5 @@ $(tail -20 "$hp/hpccoutf.txt" 2>/dev/null)"
 fi
 
 echo
-echo "mpi: $pass passed, $failed failed"
+echo "mpi: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#define BENCH_NAME "msgrate"
+#include "benchutil.h"
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -44,20 +46,6 @@ struct node {
 	fi_addr_t peer;
 	struct fi_context2 ctx[MAXW + 1];
 };
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "msgrate: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
-	exit(1);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void open_node(struct node *n, const char *prov)
 {
@@ -109,47 +97,10 @@ static void swap(struct node *n, int r, int w)
 		die("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
 }
 
-/* wait_comps takes want completions off the CQ, and no more: one of the
- * next round may already be there. */
-static void wait_comps(struct node *n, int want)
-{
-	struct fi_cq_tagged_entry e[64];
-	struct fi_cq_err_entry err;
-
-	while (want > 0) {
-		ssize_t got = fi_cq_read(n->cq, e, want < 64 ? (size_t) want : 64);
-
-		if (got > 0) {
-			want -= (int) got;
-		} else if (got == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(n->cq, &err, 0);
-			die("completion error", -err.err);
-		} else if (got != -FI_EAGAIN) {
-			die("fi_cq_read", (int) got);
-		}
-	}
-}
-
-/* post retries an operation while it says -FI_EAGAIN, reading completions
- * meanwhile (they are counted in *done). */
-#define POST(n, call, done)                                                     \
-	do {                                                                    \
-		ssize_t rc_;                                                    \
-		while ((rc_ = (call)) == -FI_EAGAIN) {                          \
-			struct fi_cq_tagged_entry e_[64];                       \
-			ssize_t g_ = fi_cq_read((n)->cq, e_, 64);               \
-			if (g_ > 0)                                             \
-				*(done) += (int) g_;                            \
-		}                                                               \
-		if (rc_)                                                        \
-			die(#call, (int) rc_);                                  \
-	} while (0)
-
 static void post_recvs(struct node *n, char *buf, size_t size, int win, int *done)
 {
 	for (int i = 0; i < win; i++)
-		POST(n, fi_trecv(n->ep, buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &n->ctx[i]), done);
+		POST(n->cq, fi_trecv(n->ep, buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &n->ctx[i]), done);
 }
 
 /* One round: the sender sends win messages and waits for the ack; the
@@ -158,10 +109,10 @@ static void round_send(struct node *n, char *buf, size_t size, int win, char *ac
 {
 	int done = 0;
 
-	POST(n, fi_trecv(n->ep, ack, 4, NULL, FI_ADDR_UNSPEC, TAG_ACK, 0, &n->ctx[MAXW]), &done);
+	POST(n->cq, fi_trecv(n->ep, ack, 4, NULL, FI_ADDR_UNSPEC, TAG_ACK, 0, &n->ctx[MAXW]), &done);
 	for (int i = 0; i < win; i++)
-		POST(n, fi_tsend(n->ep, buf, size, NULL, n->peer, TAG_DATA, &n->ctx[i]), &done);
-	wait_comps(n, win + 1 - done);
+		POST(n->cq, fi_tsend(n->ep, buf, size, NULL, n->peer, TAG_DATA, &n->ctx[i]), &done);
+	wait_comps(n->cq, win + 1 - done);
 }
 
 /* round_recv: every receive of the round was posted before the sender
@@ -171,11 +122,11 @@ static void round_recv(struct node *n, char *buf, size_t size, int win, char *ac
 {
 	int done = 0;
 
-	wait_comps(n, win);
+	wait_comps(n->cq, win);
 	if (!last)
 		post_recvs(n, buf, size, win, &done);
-	POST(n, fi_tsend(n->ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
-	wait_comps(n, 1 - done);
+	POST(n->cq, fi_tsend(n->ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
+	wait_comps(n->cq, 1 - done);
 }
 
 int main(int argc, char **argv)

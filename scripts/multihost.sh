@@ -28,20 +28,7 @@ ns=$repo/scripts/nshosts.sh
 lib=$repo/build/lib
 out=$repo/build/multihost
 mkdir -p "$out"
-passed=0
-failed=0
-ok()   { echo "PASS $1"; passed=$((passed + 1)); }
-# fail NAME [OUTPUT]: the lines of OUTPUT that say what went wrong (test
-# failures, a crashed rank's signal and backtrace, a Go panic), then its end.
-fail() {
-	echo "FAIL $1"
-	failed=$((failed + 1))
-	[ $# -gt 1 ] || return 0
-	{
-		printf '%s\n' "$2" | grep -E '^(FAIL|# rank)|[Ss]ignal|Failing at|^\[[^]]*\] *\[ *[0-9]+\]|panic|fatal error' | head -40
-		printf '%s\n' "$2" | tail -15
-	} | sed 's/^/    /'
-}
+. scripts/report.sh
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP multihost: needs root for network namespaces"

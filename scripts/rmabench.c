@@ -35,6 +35,8 @@
 #include <sys/wait.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#define BENCH_NAME "rmabench"
+#include "benchutil.h"
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -63,20 +65,6 @@ struct target_info {
 	char name[256];
 };
 
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "rmabench: %s: %s (%d)\n", what, fi_strerror(-rc), rc);
-	exit(1);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void open_node(struct node *n, const char *prov)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -101,41 +89,6 @@ static void open_node(struct node *n, const char *prov)
 	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
 		die("set-up", rc);
 }
-
-static void wait_comps(struct node *n, int want)
-{
-	struct fi_cq_entry e[64];
-	struct fi_cq_err_entry err;
-
-	while (want > 0) {
-		ssize_t got = fi_cq_read(n->cq, e, want < 64 ? (size_t) want : 64);
-
-		if (got > 0) {
-			want -= (int) got;
-		} else if (got == -FI_EAVAIL) {
-			memset(&err, 0, sizeof(err));
-			fi_cq_readerr(n->cq, &err, 0);
-			die("completion error", -err.err);
-		} else if (got != -FI_EAGAIN) {
-			die("fi_cq_read", (int) got);
-		}
-	}
-}
-
-/* POST retries call while it says -FI_EAGAIN, counting the completions it
- * reads meanwhile in *done. */
-#define POST(n, call, done)                                                   \
-	do {                                                                  \
-		ssize_t rc_;                                                  \
-		while ((rc_ = (call)) == -FI_EAGAIN) {                        \
-			struct fi_cq_entry e_[64];                            \
-			ssize_t g_ = fi_cq_read((n)->cq, e_, 64);             \
-			if (g_ > 0)                                           \
-				*(done) += (int) g_;                          \
-		}                                                             \
-		if (rc_)                                                      \
-			die(#call, (int) rc_);                                \
-	} while (0)
 
 static void target(const char *prov, size_t size, int wfd, int rfd)
 {
@@ -190,13 +143,13 @@ static double lat(struct node *n, int kind, const struct target_info *ti, double
 				int done = 0;
 
 				if (kind == 0)
-					POST(n, fi_write(n->ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+					POST(n->cq, fi_write(n->ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else if (kind == 1)
-					POST(n, fi_read(n->ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+					POST(n->cq, fi_read(n->ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else
-					POST(n, fi_fetch_atomic(n->ep, &v, 1, NULL, &old, NULL, n->peer, ti->addr + 64,
+					POST(n->cq, fi_fetch_atomic(n->ep, &v, 1, NULL, &old, NULL, n->peer, ti->addr + 64,
 								ti->key, FI_UINT64, FI_SUM, &n->ctx[0]), &done);
-				wait_comps(n, 1 - done);
+				wait_comps(n->cq, 1 - done);
 			}
 			ops += 100;
 		}
@@ -221,11 +174,11 @@ static double bw(struct node *n, int kind, const struct target_info *ti, char *b
 
 			for (int i = 0; i < win; i++) {
 				if (kind == 0)
-					POST(n, fi_write(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+					POST(n->cq, fi_write(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
 				else
-					POST(n, fi_read(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+					POST(n->cq, fi_read(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
 			}
-			wait_comps(n, win - done);
+			wait_comps(n->cq, win - done);
 			bytes += (long) size * win;
 		}
 	}

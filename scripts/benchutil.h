@@ -1,0 +1,66 @@
+/* benchutil.h: what the libfabric benchmark clients (msgrate.c,
+ * rmabench.c) share: failing loudly, the clock, and reading completions
+ * by busy polling. Each client defines BENCH_NAME before including it. */
+#ifndef BENCHUTIL_H
+#define BENCHUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "%s: %s: %s (%d)\n", BENCH_NAME, what, fi_strerror(-rc), rc);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* wait_comps takes want completions off cq, and no more: one of the next
+ * round may already be there. An error entry is fatal. */
+static void wait_comps(struct fid_cq *cq, int want)
+{
+	struct fi_cq_tagged_entry e[64];
+	struct fi_cq_err_entry err;
+
+	while (want > 0) {
+		ssize_t got = fi_cq_read(cq, e, want < 64 ? (size_t) want : 64);
+
+		if (got > 0) {
+			want -= (int) got;
+		} else if (got == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(cq, &err, 0);
+			die("completion error", -err.err);
+		} else if (got != -FI_EAGAIN) {
+			die("fi_cq_read", (int) got);
+		}
+	}
+}
+
+/* POST retries call while it says -FI_EAGAIN, counting the completions it
+ * reads from cq meanwhile in *done. */
+#define POST(cq, call, done)                                                  \
+	do {                                                                  \
+		ssize_t rc_;                                                  \
+		while ((rc_ = (call)) == -FI_EAGAIN) {                        \
+			struct fi_cq_tagged_entry e_[64];                     \
+			ssize_t g_ = fi_cq_read((cq), e_, 64);                \
+			if (g_ > 0)                                           \
+				*(done) += (int) g_;                          \
+		}                                                             \
+		if (rc_)                                                      \
+			die(#call, (int) rc_);                                \
+	} while (0)
+
+#endif
