@@ -135,7 +135,7 @@ func pairValid(dt, op int) bool {
 // LongDoubleApply applies op to count long double (complex) elements; the
 // C side of the library sets it (Go has no long double). Nil: such ops
 // fail with EOPNOTSUPP.
-var LongDoubleApply func(op, dt int, dst, src, cmp, res unsafe.Pointer, count int) bool
+var LongDoubleApply func(op, dt int, dst, src, cmp unsafe.Pointer, count int) bool
 
 // atomicMu makes the ops of every endpoint of the process atomic with
 // respect to each other, as psm2's process-wide atomic lock does: two
@@ -175,7 +175,7 @@ func atomicApply(op, dt int, dst, src, cmp, res []byte) fi.Errno {
 		// The operands may sit inside a Go object that holds pointers
 		// (a wire's receive buffer), which cgo refuses to pass: copies.
 		src, cmp = bytes.Clone(src), bytes.Clone(cmp)
-		if !LongDoubleApply(op, dt, ptr(dst), ptr(src), ptr(cmp), nil, n) {
+		if !LongDoubleApply(op, dt, ptr(dst), ptr(src), ptr(cmp), n) {
 			return fi.EOPNOTSUPP
 		}
 		return 0
@@ -558,11 +558,9 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 	var small [rmaSmall]byte
 	if errno == 0 {
 		if kind != rmaAtomic {
-			old = small[:0]
+			old = small[:min(n, rmaSmall)]
 			if n > rmaSmall {
 				old = make([]byte, n)
-			} else {
-				old = small[:n]
 			}
 		}
 		errno = atomicApply(op, dt, cbytes(va, n), srcb, cmpb, old)

@@ -210,7 +210,7 @@ func psm2go_ep_rma(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, a
 
 // Long double atomics are done in C (atomic.c): Go has no such type.
 func init() {
-	provider.LongDoubleApply = func(op, dt int, dst, src, cmp, res unsafe.Pointer, count int) bool {
+	provider.LongDoubleApply = func(op, dt int, dst, src, cmp unsafe.Pointer, count int) bool {
 		return C.psm2_ld_apply(C.int(op), C.int(dt), dst, src, cmp, C.size_t(count)) == 0
 	}
 }
