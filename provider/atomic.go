@@ -498,7 +498,10 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 		}
 		iov = append(iov[:0], flat)
 	}
-	_, errno = ep.rmaRequest(o, c, h, iov)
+	started, errno := ep.rmaRequest(o, c, h, iov)
+	if started {
+		e.rmaStats.Atomics++
+	}
 	return errno
 }
 
@@ -554,6 +557,7 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 		access = fi.REMOTE_READ | fi.REMOTE_WRITE
 	}
 	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
+	ep.rmaCount(errno)
 	var old []byte
 	var small [rmaSmall]byte
 	if errno == 0 {

@@ -407,6 +407,7 @@ func (ep *Endpoint) Close() error {
 			c.bound.Add(-1)
 		}
 	}
+	rma := ep.engine.rmaStats
 	d.unlock()
 	// Threads asleep on the wire are woken and let go before it closes.
 	for ep.waiters.Load() > 0 {
@@ -421,7 +422,7 @@ func (ep *Endpoint) Close() error {
 	}
 	err := ep.tp.Close()
 	if r, ok := ep.tp.(transport.Reporter); ok {
-		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s", ep.epid, r.Report())
+		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s; rma %+v", ep.epid, r.Report(), rma)
 	}
 	ep.closeFast()
 	d.prov.freeContext(ep.ctxNum)

@@ -156,6 +156,16 @@ type engine struct {
 	smallBuf   [rmaSmall]byte  // a small payload sent at once
 	postHdr    transport.Header
 	polls      int // ep.poll calls, to space the sweeps
+
+	rmaStats RMAStats
+}
+
+// RMAStats counts an endpoint's RMA and atomic requests, as initiator
+// (started on the wire) and as target (served, and refused: bad key,
+// access or range). The endpoint logs them at close.
+type RMAStats struct {
+	Writes, Reads, Atomics uint64
+	Served, Refused        uint64
 }
 
 func (e *engine) init(ep *Endpoint) { e.ep = ep }

@@ -189,6 +189,11 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	if !started {
 		return errno
 	}
+	if write {
+		e.rmaStats.Writes++
+	} else {
+		e.rmaStats.Reads++
+	}
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
 		for i := range vecs {
@@ -528,6 +533,7 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		access = fi.REMOTE_READ
 	}
 	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
+	ep.rmaCount(errno)
 	switch kind {
 	case rmaWrite:
 		if errno == 0 && uint64(len(payload)-rmaPrefix) != n {
@@ -575,6 +581,15 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 			flags = transport.SendCopy // eager anyway: the wire is done at once
 		}
 		ep.rmaPost(c, rh, b, t.id, flags)
+	}
+}
+
+// rmaCount counts a request served (errno 0) or refused at the target.
+func (ep *Endpoint) rmaCount(errno fi.Errno) {
+	if errno == 0 {
+		ep.engine.rmaStats.Served++
+	} else {
+		ep.engine.rmaStats.Refused++
 	}
 }
 

@@ -14,6 +14,10 @@ pkgs=(
 if [ "${1:-}" = bench ]; then
 	pkgs+=(gnuplot-nox)
 fi
+# `deps.sh mpich`: what scripts/mpich.sh needs to fetch and build MPICH.
+if [ "${1:-}" = mpich ]; then
+	pkgs+=(curl xz-utils patch libhwloc-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

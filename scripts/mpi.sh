@@ -4,7 +4,9 @@
 #     without -c (data checks);
 #   - our MPI conformance program (ctest/mpi/conformance.c) under Open MPI's
 #     cm PML and ofi MTL with FI_PROVIDER=psm2, at -np 2 and -np 4;
-#   - NetPIPE (NPopenmpi) to 8 MiB and hpcc at -np 2, same path.
+#   - NetPIPE (NPopenmpi) to 8 MiB and hpcc at -np 2, same path;
+#   - with MPICH built by scripts/mpich.sh (ch4:ofi): the conformance
+#     and one-sided programs at -np 2.
 # Prints PASS/FAIL lines; exit status 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +66,26 @@ else
 			fail "MPI conformance at -np $np" "$o"
 		fi
 	done
+fi
+
+# MPICH (ch4:ofi netmod, no shm module: every byte through our library),
+# when scripts/mpich.sh has built it: the conformance program, two-sided
+# and one-sided, at -np 2.
+if scripts/mpichrun.sh --have; then
+	for prog in conformance onesided; do
+		if ! scripts/mpichrun.sh --mpicc -std=gnu11 -O2 -Wall -Wno-stringop-overflow -o "$out/mpich-$prog" "ctest/mpi/$prog.c" 2>"$out/mpicc.log"; then
+			fail "MPICH mpicc ctest/mpi/$prog.c" "$(cat "$out/mpicc.log")"
+			continue
+		fi
+		o=$(timeout 300 scripts/mpichrun.sh -n 2 "$out/mpich-$prog" 2>&1)
+		if [ $? -eq 0 ] && grep -q "^$prog: [0-9]* passed, 0 failed" <<<"$o"; then
+			ok "MPICH ch4:ofi over psm2, $prog at -np 2: $(grep "^$prog:" <<<"$o")"
+		else
+			fail "MPICH ch4:ofi, $prog at -np 2" "$o"
+		fi
+	done
+else
+	echo "SKIP MPICH ch4:ofi (not built; scripts/mpich.sh builds it)"
 fi
 
 o=$(timeout 300 scripts/mpirun.sh -np 2 NPopenmpi -u 8388608 -o "$out/np.out" 2>&1)

@@ -12,6 +12,8 @@
 #   - ctest/mpi/onesided.c (one-sided MPI over osc rdma + btl ofi, i.e.
 #     our RMA and atomics) at 2 hosts x 1 and 2 ranks;
 #   - NetPIPE across 2 hosts to 8 MiB; hpcc at 4 ranks on 2 hosts;
+#   - with MPICH built by scripts/mpich.sh (ch4:ofi): the conformance and
+#     one-sided programs at 2 hosts x 1 rank;
 #   - ctest/xfer.c across 2 hosts: 10,000 messages 1 B..4 MiB under that
 #     loss, reordering and duplication, exactly once and intact (the
 #     retransmission counts reported); a receiver, then a sender, killed
@@ -174,6 +176,27 @@ else
 		fail "hpcc at 4 ranks on 2 hosts" "$o
 $(tail -20 "$hp/hpccoutf.txt" 2>/dev/null)"
 	fi
+fi
+
+# MPICH (ch4:ofi) across 2 hosts x 1 rank, when scripts/mpich.sh has built
+# it: hydra launches through nsrsh, as it would through ssh.
+if scripts/mpichrun.sh --have; then
+	printf '%s:1\n' "$h1" "$h2" >"$out/hostfile-mpich"
+	for prog in conformance onesided; do
+		if ! scripts/mpichrun.sh --mpicc -std=gnu11 -O2 -Wall -Wno-stringop-overflow -o "$out/mpich-$prog" "ctest/mpi/$prog.c" 2>"$out/mpicc.log"; then
+			fail "MPICH mpicc ctest/mpi/$prog.c" "$(cat "$out/mpicc.log")"
+			continue
+		fi
+		if o=$($ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpichrun.sh" -f "$out/hostfile-mpich" \
+			-launcher ssh -launcher-exec "$repo/scripts/nsrsh" -n 2 "$out/mpich-$prog" 2>&1) &&
+			grep -q "^$prog: [0-9]* passed, 0 failed" <<<"$o"; then
+			ok "MPICH ch4:ofi over psm2, $prog, 2 hosts x 1 rank: $(grep "^$prog:" <<<"$o")"
+		else
+			fail "MPICH ch4:ofi, $prog, 2 hosts x 1 rank" "$o"
+		fi
+	done
+else
+	echo "SKIP MPICH ch4:ofi across hosts (not built; scripts/mpich.sh builds it)"
 fi
 
 # xfer (ctest/xfer.c): receiver on host 1, sender on host 2.
