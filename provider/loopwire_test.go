@@ -48,6 +48,30 @@ type loopWire struct {
 	peers  []*loopWire
 	full   bool // refuse sends with ErrAgain
 	closed bool
+
+	dead    bool // PeerErr reports this wire's end gone to its peers
+	watched int  // the sum of Watch deltas
+}
+
+// Watch and PeerErr make the loop wire a transport.Watcher; a test
+// declares a wire's end gone with dead.
+func (w *loopWire) Watch(c transport.Conn, delta int) {
+	w.mu.Lock()
+	w.watched += delta
+	w.mu.Unlock()
+}
+
+func (w *loopWire) PeerErr(c transport.Conn) error {
+	if c < 1 || int(c) > len(w.peers) {
+		return transport.ErrUnreachable
+	}
+	p := w.peers[c-1]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead {
+		return transport.ErrPeerDead
+	}
+	return nil
 }
 
 func (w *loopWire) EPID() uint64 { return w.epid }

@@ -76,7 +76,7 @@ type rmaOp struct {
 	mr       *MR      // target: the region written
 	hdr      transport.Header
 	next     *op  // target: the write-long requests waiting for their bytes
-	watched  bool // initiator: the wire watches the peer until the answer (rmaSweep)
+	watched  bool // the wire watches the peer: an initiator's until the answer, a target's write-long until its bytes (rmaSweep)
 	atomic   bool // initiator: an atomic (atomic.go), not an RMA
 }
 
@@ -226,11 +226,7 @@ func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov
 	if !done {
 		ep.rmaWire(o, 1)
 	}
-	if w, ok := ep.tp.(transport.Watcher); ok {
-		w.Watch(c, 1)
-		o.rma.watched = true
-		e.rmaWatched++
-	}
+	ep.rmaWatch(o, true)
 	return true, 0
 }
 
@@ -457,12 +453,7 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaDrop(m)
 			return
 		}
-		if prev == nil {
-			e.rmaWait = t.rma.next
-		} else {
-			prev.rma.next = t.rma.next
-		}
-		t.rma.next = nil
+		ep.rmaUnwait(prev, t)
 		if t.rma.err != 0 || h.Len != t.len {
 			if t.rma.err == 0 {
 				t.rma.err = fi.EIO
@@ -551,6 +542,9 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		t.len, t.rma.conn, t.rma.peerID, t.rma.src = n, c, h.Tag, src
 		t.rma.addr, t.rma.mr, t.rma.err, t.rma.hdr, t.rma.write = uint64(va), mr, errno, *h, true
 		t.rma.next, e.rmaWait = e.rmaWait, t
+		// Watched until its bytes come, so that an initiator that dies
+		// first does not leave it here for good (rmaSweep).
+		ep.rmaWatch(t, true)
 	case rmaRead:
 		if errno != 0 {
 			ep.rmaAnswer(c, rmaReadResp, h.Tag, errno)
@@ -679,11 +673,7 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 	if !o.rma.answered || o.rma.wire > 0 || o.kind != opRMA {
 		return
 	}
-	if o.rma.watched {
-		ep.tp.(transport.Watcher).Watch(o.rma.conn, -1)
-		o.rma.watched = false
-		ep.engine.rmaWatched--
-	}
+	ep.rmaWatch(o, false)
 	flags, cntr := fi.RMA|fi.READ, ep.readCntr
 	if o.rma.write {
 		flags, cntr = fi.RMA|fi.WRITE, ep.writeCntr
@@ -710,6 +700,37 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 	ep.engine.freeOp(o)
 }
 
+// rmaWatch has the wire watch (on) or stop watching o's peer, o.rma.conn:
+// an initiator's op until its answer, a target's write-long request until
+// its bytes.
+func (ep *Endpoint) rmaWatch(o *op, on bool) {
+	w, ok := ep.tp.(transport.Watcher)
+	if !ok || o.rma.watched == on {
+		return
+	}
+	if on {
+		w.Watch(o.rma.conn, 1)
+		ep.engine.rmaWatched++
+	} else {
+		w.Watch(o.rma.conn, -1)
+		ep.engine.rmaWatched--
+	}
+	o.rma.watched = on
+}
+
+// rmaUnwait takes write-long request t (after prev, or first) out of the
+// list waiting for their bytes.
+func (ep *Endpoint) rmaUnwait(prev, t *op) {
+	e := &ep.engine
+	if prev == nil {
+		e.rmaWait = t.rma.next
+	} else {
+		prev.rma.next = t.rma.next
+	}
+	t.rma.next = nil
+	ep.rmaWatch(t, false)
+}
+
 // rmaSweep fails the RMA ops whose target the wire has declared dead:
 // their answers will not come. ep.poll runs it now and then while any op
 // waits for an answer.
@@ -726,5 +747,18 @@ func (ep *Endpoint) rmaSweep() {
 			o.rma.answered, o.rma.err = true, errnoOf(err)
 			ep.rmaMaybeDone(o)
 		}
+	}
+	// Write-long requests whose initiator died before sending the bytes:
+	// nobody is left to answer, so they go.
+	var prev *op
+	for t := ep.engine.rmaWait; t != nil; {
+		next := t.rma.next
+		if w.PeerErr(t.rma.conn) != nil {
+			ep.rmaUnwait(prev, t)
+			ep.rmaTargetDone(t)
+		} else {
+			prev = t
+		}
+		t = next
 	}
 }

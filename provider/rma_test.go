@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"unsafe"
@@ -352,5 +353,39 @@ func TestRMAHugeRequestDropped(t *testing.T) {
 	defer wa.mu.Unlock()
 	if len(wa.done) != 1 || wa.done[0] != 77 || p.b.engine.pending != 0 {
 		t.Fatalf("the request was not discarded: done %v, pending %d", wa.done, p.b.engine.pending)
+	}
+}
+
+// A write-long request whose initiator dies before sending the bytes does
+// not stay at the target: the sweep lets it go, and the wire stops
+// watching that peer.
+func TestRMAWriteLongInitiatorDies(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
+	wa, wb := p.a.tp.(*loopWire), p.b.tp.(*loopWire)
+	prefix := make([]byte, rmaPrefix)
+	binary.LittleEndian.PutUint64(prefix[16:], 1<<20)
+	wb.mu.Lock()
+	wb.in = append(wb.in, loopMsg{hdr: transport.Header{Flags: hfRMA | rmaWriteLong<<rmaKindShift, Tag: 5, Len: rmaPrefix},
+		src: wa.epid, payload: prefix})
+	wb.mu.Unlock()
+	p.dom.progress()
+	e := &p.b.engine
+	if e.rmaWait == nil || e.rmaWatched != 1 || wb.watched != 1 {
+		t.Fatalf("the request does not wait watched: wait %v, watched %d/%d", e.rmaWait != nil, e.rmaWatched, wb.watched)
+	}
+	for range 200 {
+		p.dom.progress()
+	}
+	if e.rmaWait == nil {
+		t.Fatal("a live initiator's request was dropped")
+	}
+	wa.mu.Lock()
+	wa.dead = true
+	wa.mu.Unlock()
+	for i := 0; i < 200 && e.rmaWait != nil; i++ {
+		p.dom.progress()
+	}
+	if e.rmaWait != nil || e.rmaWatched != 0 || wb.watched != 0 {
+		t.Fatalf("the dead initiator's request stays: wait %v, watched %d/%d", e.rmaWait != nil, e.rmaWatched, wb.watched)
 	}
 }
