@@ -189,7 +189,8 @@ int main(void)
 	memset(w.dom, 0, 4096);
 	w.cq[CQF_DOMAIN] = (uint64_t) (uintptr_t) w.dom;
 	w.cq[CQF_STRIDE] = STRIDE;
-	*(uint64_t *) (w.dom + DOMF_SOLE_EP) = (uint64_t) (uintptr_t) w.ep;
+	*(uint64_t *) (w.dom + DOMF_NEPS) = 1;
+	*(uint64_t *) (w.dom + DOMF_EPS) = (uint64_t) (uintptr_t) w.ep;
 	w.ep[EPF_DELIVER] = 1;
 	w.ep[EPF_RX_CQ] = (uint64_t) (uintptr_t) w.cq;
 	w.ep[EPF_DOMAIN] = (uint64_t) (uintptr_t) w.dom;

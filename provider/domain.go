@@ -166,9 +166,12 @@ func (d *Domain) lock() {
 }
 
 func (d *Domain) unlock() {
-	// C delivers only for a domain's sole endpoint (fastpath.go: domSoleEP).
-	if d.fastLock && len(d.eps) == 1 {
-		d.eps[0].syncDeliverLocked()
+	// C delivers for the endpoints the domain page lists (fastpath.go:
+	// domEPs); each says whether it may now.
+	if d.fastLock && len(d.eps) <= maxFastEPs {
+		for _, ep := range d.eps {
+			ep.syncDeliverLocked()
+		}
 	}
 	if d.locking {
 		d.mu.unlock()

@@ -33,7 +33,12 @@ import (
 //	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
 //	             +192 receives C queued and Go has not posted yet
-//	                  (fastep.go); nonzero means "not idle"
+//	                  (fastep.go); nonzero means "not idle" unless every
+//	                  endpoint holding some may have them delivered by C
+//	             +208 number of endpoint pages listed at +256 (0 when the
+//	                  domain has more than maxFastEPs endpoints)
+//	             +216 completions C queued in some CQ of the domain
+//	             +256 the pages of the domain's endpoints, for C delivery
 //
 // All words are written under the domain lock, with release stores on the
 // data path (atomicx.StoreRel64: a sequentially consistent store would make
@@ -52,9 +57,15 @@ const (
 	domLockWord = 128
 	domLocking  = 132
 	domQueued   = 192
-	domSoleEP   = 208
+	domNEPs     = 208
 	domCQueued  = 216
+	domEPs      = 256
 )
+
+// maxFastEPs is how many endpoint pages the domain page lists for C
+// delivery (psm2_fast_deliver); a domain with more leaves every receive to
+// Go.
+const maxFastEPs = 8
 
 // cqErrDataOff is where a CQ page keeps its err_data buffer.
 const cqErrDataOff = 64
@@ -74,8 +85,8 @@ const (
 // object gave back, or a new mapping.
 //
 // Pages are never unmapped. C reads some of them without the domain lock
-// (the idle check reads the domain's sole endpoint's page, and so does
-// psm2_fast_deliver before it takes the lock), so a thread closing an
+// (the idle check reads the pages of the endpoints the domain page lists,
+// and so does psm2_fast_deliver before it takes the lock), so a thread closing an
 // endpoint cannot know that no other thread is between loading the page's
 // address and reading it. A page given back (freeFastPage) is zeroed,
 // which every reader takes for "off, call Go", and reused; a stale reader
@@ -192,11 +203,23 @@ func (d *Domain) publishRings() {
 		// 0 (not idle) rather than a ring that went away.
 		atomic.StoreUint64(fastWord(d.fast, domRings+8*i), 0)
 	}
-	var sole uintptr
-	if len(d.eps) == 1 && d.eps[0].fast.page != nil {
-		sole = uintptr(unsafe.Pointer(&d.eps[0].fast.page[0]))
+	// The endpoints C may deliver for: the count first goes to 0, so a
+	// reader without the lock never pairs the new count with old pages
+	// past it (C re-reads the list under the lock before it delivers).
+	atomic.StoreUint64(fastWord(d.fast, domNEPs), 0)
+	neps := 0
+	if len(d.eps) <= maxFastEPs {
+		for _, ep := range d.eps {
+			if ep.fast.page != nil {
+				atomic.StoreUint64(fastWord(d.fast, domEPs+8*neps), uint64(uintptr(unsafe.Pointer(&ep.fast.page[0]))))
+				neps++
+			}
+		}
 	}
-	atomic.StoreUint64(fastWord(d.fast, domSoleEP), uint64(sole))
+	for i := neps; i < maxFastEPs; i++ {
+		atomic.StoreUint64(fastWord(d.fast, domEPs+8*i), 0)
+	}
+	atomicx.StoreRel64(fastWord(d.fast, domNEPs), uint64(neps))
 	d.blind = blind
 	d.refreshFast()
 }

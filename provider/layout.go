@@ -49,7 +49,9 @@ func CLayout() []cabi.Group {
 			cabi.Value("DOMF_LOCK", domLockWord, "uint32 futex: the domain lock"),
 			cabi.Value("DOMF_LOCKING", domLocking, "uint32: 1 if the domain locks at all"),
 			cabi.Value("DOMF_QUEUED", domQueued, "uint64: receives C queued, not posted yet"),
-			cabi.Value("DOMF_SOLE_EP", domSoleEP, "uint64: the only endpoint's page, or 0"),
+			cabi.Value("DOMF_NEPS", domNEPs, "uint64: endpoint pages that follow at DOMF_EPS"),
+			cabi.Value("DOMF_EPS", domEPs, "uint64[DOMF_MAX_EPS]: the pages C may deliver for"),
+			cabi.Value("DOMF_MAX_EPS", maxFastEPs, "count"),
 			cabi.Value("DOMF_CQUEUED", domCQueued, "uint64: completions C queued in some CQ"),
 		}},
 		{Title: "CQ page, words", Source: "provider/fastpath.go", Consts: []cabi.Const{

@@ -1,6 +1,6 @@
 /* msgrate: a windowed message-rate benchmark over libfabric, for make bench.
  *
- *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [SIZE...]
+ *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [SIZE...]
  *
  * One process forks (before any libfabric call) into a sender and a
  * receiver on this host; they swap endpoint names through a pipe. For each
@@ -15,7 +15,10 @@
  *
  * Built against this repository's include/rdma and linked with -lfabric,
  * it runs unchanged on our library and on Debian's (LD_LIBRARY_PATH picks
- * which); completions are read by busy-polling fi_cq_read. */
+ * which); completions are read by busy-polling fi_cq_read. With -e EXTRA,
+ * each side also opens EXTRA more endpoints in its domain (each with a CQ
+ * of its own, enabled, idle): a provider whose fast path serves only a
+ * domain's sole endpoint shows it here. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +82,25 @@ static void open_node(struct node *n, const char *prov)
 		die("endpoint set-up", rc);
 }
 
+/* open_extra opens k more endpoints in n's domain, each with its own CQ,
+ * bound to n's AV and enabled; they stay idle (and open) until exit. */
+static void open_extra(struct node *n, int k)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
+
+	for (int i = 0; i < k; i++) {
+		struct fid_cq *cq;
+		struct fid_ep *ep;
+		int rc;
+
+		if ((rc = fi_cq_open(n->domain, &cq_attr, &cq, NULL)) ||
+		    (rc = fi_endpoint(n->domain, n->info, &ep, NULL)) ||
+		    (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) ||
+		    (rc = fi_ep_bind(ep, &n->av->fid, 0)) || (rc = fi_enable(ep)))
+			die("extra endpoint", rc);
+	}
+}
+
 /* swap sends our name on fd w and reads the peer's from fd r. */
 static void swap(struct node *n, int r, int w)
 {
@@ -134,19 +156,21 @@ int main(int argc, char **argv)
 	const char *prov = NULL;
 	int win = 64, opt, p2c[2], c2p[2], nsizes = 0, child;
 	double secs = 0.5;
+	int extra = 0;
 	size_t sizes[64];
 	struct node n;
 	char ack[4] = { 0 };
 
-	while ((opt = getopt(argc, argv, "p:w:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:w:t:e:")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
+		case 'e': extra = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
 		default: goto usage;
 		}
 	}
-	if (!prov || win < 1 || win > MAXW)
+	if (!prov || win < 1 || win > MAXW || extra < 0 || extra > 64)
 		goto usage;
 	for (int i = optind; i < argc && nsizes < 64; i++)
 		sizes[nsizes++] = strtoull(argv[i], NULL, 0);
@@ -160,6 +184,7 @@ int main(int argc, char **argv)
 		die("fork", -FI_EIO);
 	memset(&n, 0, sizeof(n));
 	open_node(&n, prov);
+	open_extra(&n, extra);
 	if (child == 0)
 		swap(&n, p2c[0], c2p[1]);
 	else
@@ -219,6 +244,6 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 	return 0;
 usage:
-	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [SIZE...]\n");
+	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [SIZE...]\n");
 	return 2;
 }

@@ -39,14 +39,25 @@ static inline int cq_idle(const struct psm2_cq *c)
 		return 0;
 	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
 		/* Receives queued by fast.h: Go posts them, unless C delivers
-		 * to them itself (psm2_fast_deliver), which it does for
-		 * whatever arrives in the ring checked below. */
-		const uint64_t *ep = (const uint64_t *) (uintptr_t)
-			__atomic_load_n(&d[DOMF_SOLE_EP / 8], __ATOMIC_ACQUIRE);
+		 * to them itself (psm2_fast_deliver) through this CQ, which it
+		 * does for whatever arrives in the rings checked below. So
+		 * every endpoint holding some must be one C delivers for. */
+		uint64_t neps = __atomic_load_n(&d[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
 
-		if (!ep || !__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
-		    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
+		if (!neps)
 			return 0;
+		for (uint64_t i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
+			const uint64_t *ep = (const uint64_t *) (uintptr_t)
+				__atomic_load_n(&d[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+			if (!ep)
+				return 0;
+			if (!__atomic_load_n(&ep[EPF_RQ_COUNT], __ATOMIC_ACQUIRE))
+				continue;
+			if (!__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
+			    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
+				return 0;
+		}
 	}
 	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
 	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {

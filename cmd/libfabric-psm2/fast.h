@@ -488,49 +488,21 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
-/* psm2_fast_deliver is the receive half of the fast path: called by
- * fi_cq_read with the CQ's page, it takes inline messages that arrived
- * for the domain's only endpoint, matches them against the receives C
- * queued, copies them into the receive buffers and writes their
- * completions straight into the caller's buffer. It stops at anything
- * else (another cell kind, an unexpected message, a short buffer) and
- * leaves it to Go; it runs only while Go holds nothing these messages or
- * receives could be ordered against (provider/fastep.go: deliverOK) and
- * the CQ holds no older entry. Returns the entries written. */
-static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
+/* psm2_deliver_ep delivers, for endpoint page f, the inline messages that
+ * arrived in its ring to the receives C queued for it, writing up to count
+ * completions of stride bytes at out; psm2_fast_deliver holds the domain
+ * lock and has checked that f delivers through the CQ being read. It stops
+ * at anything else (another cell kind, an unexpected message, a short
+ * buffer) and leaves it to Go. Returns the entries written. */
+static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t stride,
+				      char *out, size_t count)
 {
-	const uint64_t *dom;
-	uint64_t *f, stride, mask;
-	char *r, *out = buf;
-	uint32_t *lk;
-	int locking;
+	char *r = psm2_probe_ring(f[EPF_RING]);
+	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
 	ssize_t got = 0;
 
-	if (!cqf)
-		return 0;
-	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	if (!dom)
-		return 0;
-	f = (uint64_t *) (uintptr_t) __atomic_load_n((uint64_t *) ((char *) dom + DOMF_SOLE_EP),
-						    __ATOMIC_ACQUIRE);
-	if (!f || !__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
-	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf ||
-	    !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED))
-		return 0;
-	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
-	if (locking)
-		psm2_dlock(lk);
-	if (!__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
-	    (uint64_t *) (uintptr_t) __atomic_load_n((uint64_t *) ((char *) dom + DOMF_SOLE_EP),
-						     __ATOMIC_RELAXED) != f ||
-	    __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
-	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
-		goto out;
-	r = psm2_probe_ring(f[EPF_RING]);
-	mask = psm2_probe_mask(f[EPF_RING]);
 	if (!r)
-		goto out;
-	stride = cqf[CQF_STRIDE];
+		return 0;
 	while ((size_t) got < count) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
@@ -577,6 +549,66 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 					 __ATOMIC_RELEASE);
 		}
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
+	}
+	return got;
+}
+
+/* psm2_fast_ep returns the i-th endpoint page domain page dom lists if C
+ * may deliver for it through CQ page cqf now (it has receives queued), or
+ * NULL. */
+static inline uint64_t *psm2_fast_ep(const uint64_t *dom, uint64_t i, const uint64_t *cqf)
+{
+	uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_EPS) + i,
+							      __ATOMIC_ACQUIRE);
+
+	if (!f || !__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
+	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf || !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED))
+		return NULL;
+	return f;
+}
+
+/* psm2_fast_deliver is the receive half of the fast path: called by
+ * fi_cq_read with the CQ's page, it takes inline messages that arrived
+ * for the endpoints of the domain whose receive CQ this is (those the
+ * domain page lists), matches them against the receives C queued, copies
+ * them into the receive buffers and writes their completions straight
+ * into the caller's buffer (psm2_deliver_ep). Each endpoint's messages
+ * come in its ring's order; endpoints have no order among them. It runs
+ * for an endpoint only while Go holds nothing its messages or receives
+ * could be ordered against (provider/fastep.go: deliverOK), and only when
+ * the CQ holds no older entry. Returns the entries written. */
+static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
+{
+	const uint64_t *dom;
+	uint64_t stride, neps, i;
+	uint32_t *lk;
+	int locking, any = 0;
+	ssize_t got = 0;
+
+	if (!cqf)
+		return 0;
+	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!dom)
+		return 0;
+	neps = __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_NEPS), __ATOMIC_ACQUIRE);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS && !any; i++)
+		any = psm2_fast_ep(dom, i, cqf) != NULL;
+	if (!any)
+		return 0;
+	lk = psm2_domlock(dom, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	if (__atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
+	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
+		goto out;
+	/* Again under the lock: the list and the flags may have changed. */
+	stride = cqf[CQF_STRIDE];
+	neps = __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_NEPS), __ATOMIC_RELAXED);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS && (size_t) got < count; i++) {
+		uint64_t *f = psm2_fast_ep(dom, i, cqf);
+
+		if (f)
+			got += psm2_deliver_ep(f, dom, stride, (char *) buf + got * stride, count - got);
 	}
 out:
 	if (locking)

@@ -49,7 +49,9 @@
 #define DOMF_LOCK 128                    /* uint32 futex: the domain lock */
 #define DOMF_LOCKING 132                 /* uint32: 1 if the domain locks at all */
 #define DOMF_QUEUED 192                  /* uint64: receives C queued, not posted yet */
-#define DOMF_SOLE_EP 208                 /* uint64: the only endpoint's page, or 0 */
+#define DOMF_NEPS 208                    /* uint64: endpoint pages that follow at DOMF_EPS */
+#define DOMF_EPS 256                     /* uint64[DOMF_MAX_EPS]: the pages C may deliver for */
+#define DOMF_MAX_EPS 8                   /* count */
 #define DOMF_CQUEUED 216                 /* uint64: completions C queued in some CQ */
 
 /* CQ page, words (provider/fastpath.go) */
