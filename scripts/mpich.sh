@@ -51,9 +51,11 @@ mkdir -p "$DIR/src"
 tar -C "$DIR/src" --strip-components=1 -xf "mpich_$VER.orig.tar.xz"
 tar -C "$DIR/src" -xf "mpich_$VER-$DEBREV.debian.tar.xz"
 cd "$DIR/src"
-grep -v '^\s*#' debian/patches/series | while read -r p; do
-	[ -n "$p" ] && patch -s -p1 <"debian/patches/$p"
-done
+# Debian's patches, in its order (comment lines skipped).
+while read -r p _; do
+	case $p in ''|'#'*) continue ;; esac
+	patch -s -p1 <"debian/patches/$p"
+done <debian/patches/series
 
 # MPICH's configure takes libfabric's link dependencies from pkg-config;
 # without a libfabric.pc of ours it would find Debian's, whose private
