@@ -433,6 +433,22 @@ func (cq *CQ) block(deadline time.Time) bool {
 		}
 		wait = min(wait, left)
 	}
+	if cq.fast != nil {
+		// Tell the C fast path first, under the domain lock: from now on
+		// its sends leave their completions to Go, which wakes us. One it
+		// queued before shows once the lock is taken (absorbed into the
+		// ring): then there is no sleeping.
+		w := fastWord(cq.fast, cqSleepers)
+		d := cq.dom
+		d.lock()
+		atomic.AddUint64(w, 1)
+		ready := cq.n > 0
+		d.unlock()
+		defer atomic.AddUint64(w, ^uint64(0))
+		if ready {
+			return true
+		}
+	}
 	cq.sleepers.Add(1)
 	cq.dom.waitArrival(cq.wakeCh, wait)
 	cq.sleepers.Add(-1)
@@ -448,6 +464,12 @@ func (cq *CQ) Signal() error {
 	}
 	cq.dom.wakeAll()
 	return nil
+}
+
+// SreadSpin is how long fi_cq_sread polls before it sleeps
+// (FI_PSM2_SREAD_SPIN): the C side spins with its fast reads.
+func (cq *CQ) SreadSpin() time.Duration {
+	return time.Duration(cq.dom.params.SreadSpin) * time.Microsecond
 }
 
 // StrError is fi_cq_strerror: the text of a provider errno.

@@ -162,7 +162,10 @@ func (ep *Endpoint) syncFastLocked() {
 	txOK := uint64(2)
 	if cq := ep.txCQ; cq != nil {
 		txOK = 0
-		if cq.fast != nil && cq.efd < 0 && cq.ws == nil && cq.waitObj == fi.WAIT_NONE {
+		// A CQ with a wait object too: a thread blocking in fi_cq_sread
+		// first raises the page's sleepers word, which sends C away.
+		// Not FI_WAIT_FD or a wait set: their signals come from Go.
+		if cq.fast != nil && cq.efd < 0 && cq.ws == nil {
 			txPage, txOK = uintptr(unsafe.Pointer(&cq.fast[0])), 1
 		}
 	}

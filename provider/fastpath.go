@@ -20,6 +20,9 @@ import (
 //	             +24 completions C queued (fast.h, psm2_fast_send), newer
 //	                 than every entry in the Go ring; Go takes them over
 //	                 (CQ.absorb) first thing under the lock
+//	             +32 threads about to block or blocked in fi_cq_sread
+//	                 (CQ.block); while nonzero, C queues no completion
+//	                 (a Go send wakes them)
 //	             +1024 those completions: cqCCap entries of 48 bytes (the
 //	                 tagged layout: context, flags, len, buf, data, tag)
 //	             +64 the err_data buffer of fi_cq_readerr (cq.go)
@@ -76,6 +79,7 @@ const (
 	cqDomain     = 8
 	cqStride     = 16
 	cqCQueued    = 24
+	cqSleepers   = 32
 	cqCEntries   = 1024
 	cqCEntrySize = 48
 	cqCCap       = 56

@@ -59,6 +59,7 @@ func CLayout() []cabi.Group {
 			cabi.Word("CQF_DOMAIN", cqDomain, "the domain page"),
 			cabi.Word("CQF_STRIDE", cqStride, "entry size in bytes"),
 			cabi.Word("CQF_CQUEUED", cqCQueued, "completions C queued"),
+			cabi.Word("CQF_SLEEPERS", cqSleepers, "threads blocking in fi_cq_sread: C queues none"),
 			cabi.Word("CQF_CENTRIES", cqCEntries, "those completions"),
 			cabi.Value("CQF_CCAP", cqCCap, "entries"),
 			cabi.Word("CQF_CWORDS", cqCEntrySize, "words an entry takes"),

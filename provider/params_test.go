@@ -25,6 +25,7 @@ func defaultParams() Params {
 		Paths:        1,
 		MTU:          1500,
 		HFISpin:      5000,
+		SreadSpin:    100,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
 	}
@@ -68,6 +69,7 @@ func TestParamDefinitions(t *testing.T) {
 		{"port_range", ParamString},
 		{"paths", ParamInt},
 		{"mtu", ParamInt},
+		{"sread_spin", ParamInt},
 		{"hfi_spin", ParamInt},
 	}
 	var got []def

@@ -22,10 +22,10 @@
 #      psm2 against Debian's shm (targets: latency <= 1.0x, bandwidth
 #      >= 1.0x); and across the hosts of (c) against Debian's tcp provider
 #      (targets: latency <= 0.6x, bandwidth >= 1.0x).
-#  (e) two endpoints per domain (scripts/msgrate.c -w 1 -e 1: one message
-#      in flight, one more idle endpoint in each process's domain), 8 B and
-#      256 B messages per second, our psm2 against Debian's shm (target
-#      >= 1.0x).
+#  (e) one message in flight (scripts/msgrate.c -w 1), 8 B and 256 B
+#      messages per second, our psm2 against Debian's shm (target >=
+#      1.0x): with one more idle endpoint in each process's domain (-e 1),
+#      and with completions awaited in fi_cq_sread (-s).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. fi_pingpong's
@@ -261,32 +261,36 @@ else
 	run_failed=1
 fi
 
-# (e) Several endpoints in a domain: scripts/msgrate.c with one message in
-# flight (-w 1: a ping-pong) and one more idle endpoint, with a CQ of its
-# own, in each process's domain (-e 1); 8 B and 256 B messages per second,
-# our psm2 against Debian's shm, best of REPEAT.
+# (e) Two cases a fast path for the common one can leave slow, each a
+# one-message-in-flight scripts/msgrate.c (-w 1: a ping-pong), 8 B and
+# 256 B, our psm2 against Debian's shm, best of REPEAT: one more idle
+# endpoint, with a CQ of its own, in each process's domain (-e 1); and
+# CQs with a wait object, completions awaited in fi_cq_sread (-s).
 declare -A MEP
-mep_run() { # mep_run TRANSPORT
+mep_run() { # mep_run TRANSPORT KEY OPTION
 	local out size rate rest old
 	if [ "$1" = psm2 ]; then
-		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/msgrate" -p psm2 -w 1 -e 1 -t 0.3 8 256) || return 1
+		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/msgrate" -p psm2 -w 1 $3 -t 0.3 8 256) || return 1
 	else
-		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/msgrate" -p "$1" -w 1 -e 1 -t 0.3 8 256) || return 1
+		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/msgrate" -p "$1" -w 1 $3 -t 0.3 8 256) || return 1
 	fi
 	while read -r size rate rest; do
-		old=${MEP[$1:$size]:-0}
+		old=${MEP[$1:$2$size]:-0}
 		if awk -v a="$rate" -v b="$old" 'BEGIN { exit !(a > b) }'; then
-			MEP[$1:$size]=$rate
+			MEP[$1:$2$size]=$rate
 		fi
 	done <<<"$out"
 }
-note "bench: two endpoints per domain, one message in flight (best of $REPEAT)"
+note "bench: two endpoints per domain, and fi_cq_sread; one message in flight (best of $REPEAT)"
 if gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
 	for ((i = 0; i < REPEAT; i++)); do
-		if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[mep-psm2]:-}" ]; then
-			mep_run psm2 || { FAILED[mep-psm2]=1; run_failed=1; note "  msgrate -e 1 psm2 failed"; }
-		fi
-		[ -n "${FAILED[mep-shm]:-}" ] || mep_run shm || { FAILED[mep-shm]=1; run_failed=1; note "  msgrate -e 1 shm failed"; }
+		for m in "e:-e 1" "s:-s"; do
+			k=${m%%:*} o=${m#*:}
+			if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[mep-psm2]:-}" ]; then
+				mep_run psm2 "$k" "$o" || { FAILED[mep-psm2]=1; run_failed=1; note "  msgrate $o psm2 failed"; }
+			fi
+			[ -n "${FAILED[mep-shm]:-}" ] || mep_run shm "$k" "$o" || { FAILED[mep-shm]=1; run_failed=1; note "  msgrate $o shm failed"; }
+		done
 	done
 else
 	note "bench: cc scripts/msgrate.c failed: $(cat "$work/cc.log")"
@@ -468,8 +472,10 @@ target "RMA 8 B read latency, psm2/shm" "${RMA[psm2:read_lat]:-}" "${RMA[shm:rea
 target "fetch-add latency, psm2/shm" "${RMA[psm2:fadd_lat]:-}" "${RMA[shm:fadd_lat]:-}" "<=" 1.0 rma-psm2 rma-shm
 target "RMA 1 MiB write MB/s, psm2/shm" "${RMA[psm2:write_bw]:-}" "${RMA[shm:write_bw]:-}" ">=" 1.0 rma-psm2 rma-shm
 target "RMA 1 MiB read MB/s, psm2/shm" "${RMA[psm2:read_bw]:-}" "${RMA[shm:read_bw]:-}" ">=" 1.0 rma-psm2 rma-shm
-target "2 EPs/domain 8 B msg/s, psm2/shm" "${MEP[psm2:8]:-}" "${MEP[shm:8]:-}" ">=" 1.0 mep-psm2 mep-shm
-target "2 EPs/domain 256 B msg/s, psm2/shm" "${MEP[psm2:256]:-}" "${MEP[shm:256]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "2 EPs/domain 8 B msg/s, psm2/shm" "${MEP[psm2:e8]:-}" "${MEP[shm:e8]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "2 EPs/domain 256 B msg/s, psm2/shm" "${MEP[psm2:e256]:-}" "${MEP[shm:e256]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "sread 8 B msg/s, psm2/shm" "${MEP[psm2:s8]:-}" "${MEP[shm:s8]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "sread 256 B msg/s, psm2/shm" "${MEP[psm2:s256]:-}" "${MEP[shm:s256]:-}" ">=" 1.0 mep-psm2 mep-shm
 if [ "$internode" = 1 ]; then
 	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
 	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.5 net-psm2 net-udp

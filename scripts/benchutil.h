@@ -28,13 +28,16 @@ static double now(void)
 
 /* wait_comps takes want completions off cq, and no more: one of the next
  * round may already be there. An error entry is fatal. */
+static int bench_sread; /* wait_comps blocks in fi_cq_sread (a CQ with a wait object) */
+
 static void wait_comps(struct fid_cq *cq, int want)
 {
 	struct fi_cq_tagged_entry e[64];
 	struct fi_cq_err_entry err;
 
 	while (want > 0) {
-		ssize_t got = fi_cq_read(cq, e, want < 64 ? (size_t) want : 64);
+		size_t k = want < 64 ? (size_t) want : 64;
+		ssize_t got = bench_sread ? fi_cq_sread(cq, e, k, NULL, -1) : fi_cq_read(cq, e, k);
 
 		if (got > 0) {
 			want -= (int) got;

@@ -1,6 +1,6 @@
 /* msgrate: a windowed message-rate benchmark over libfabric, for make bench.
  *
- *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [SIZE...]
+ *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s] [SIZE...]
  *
  * One process forks (before any libfabric call) into a sender and a
  * receiver on this host; they swap endpoint names through a pipe. For each
@@ -18,7 +18,8 @@
  * which); completions are read by busy-polling fi_cq_read. With -e EXTRA,
  * each side also opens EXTRA more endpoints in its domain (each with a CQ
  * of its own, enabled, idle): a provider whose fast path serves only a
- * domain's sole endpoint shows it here. */
+ * domain's sole endpoint shows it here. With -s, the CQs have a wait
+ * object (FI_WAIT_UNSPEC) and completions are awaited in fi_cq_sread. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ struct node {
 static void open_node(struct node *n, const char *prov)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW,
+				      .wait_obj = bench_sread ? FI_WAIT_UNSPEC : FI_WAIT_NONE };
 	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
 	int rc;
 
@@ -161,8 +163,9 @@ int main(int argc, char **argv)
 	struct node n;
 	char ack[4] = { 0 };
 
-	while ((opt = getopt(argc, argv, "p:w:t:e:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:w:t:e:s")) != -1) {
 		switch (opt) {
+		case 's': bench_sread = 1; break;
 		case 'p': prov = optarg; break;
 		case 'e': extra = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
@@ -244,6 +247,6 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 	return 0;
 usage:
-	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [SIZE...]\n");
+	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s] [SIZE...]\n");
 	return 2;
 }

@@ -87,6 +87,14 @@ static inline int cq_idle(const struct psm2_cq *c)
 #define IDLE_NET_NS 10000000
 #define IDLE_CLOCK_EVERY 256
 
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
 static inline uint64_t coarse_ns(void)
 {
 	struct timespec ts;
@@ -157,10 +165,30 @@ static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			const void *cond, int timeout)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
+	struct psm2_cq *c = (struct psm2_cq *) cq;
+	ssize_t n;
+
 	if (!cq)
 		return -FI_EINVAL;
-	return psm2go_cq_sread(((struct psm2_cq *) cq)->slot, buf, count, NULL,
-			       (void *) cond, timeout);
+	/* First poll as fi_cq_read does, for up to spin_ns (less if the
+	 * timeout is shorter): waking a thread that slept in the kernel costs
+	 * more than most waits last. For a CQ with a wait object (else Go
+	 * answers -FI_ENOSYS) and no threshold; otherwise, or after the spin,
+	 * Go waits. */
+	if (buf && count && !cond && c->wait_obj != FI_WAIT_NONE) {
+		uint64_t spin = c->spin_ns, t0;
+
+		if (timeout >= 0 && (uint64_t) timeout * 1000000 < spin)
+			spin = (uint64_t) timeout * 1000000;
+		t0 = spin ? mono_ns() : 0;
+		for (uint32_t i = 1;; i++) {
+			if ((n = cq_read(cq, buf, count)) != -FI_EAGAIN)
+				return n;
+			if (!spin || (i % 16 == 0 && mono_ns() - t0 >= spin))
+				break;
+		}
+	}
+	return psm2go_cq_sread(c->slot, buf, count, NULL, (void *) cond, timeout);
 }
 
 static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,

@@ -47,6 +47,7 @@ func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C
 	c.handle = newHandle(cq)
 	c.slot = C.uint32_t(slot)
 	c.fast = (*C.uint64_t)(cq.FastPath())
+	c.spin_ns = C.uint64_t(cq.SreadSpin().Nanoseconds())
 	*out = &c.cq_fid
 	return 0
 }

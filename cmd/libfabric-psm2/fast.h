@@ -306,6 +306,8 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
 		if (cc >= CQF_CCAP)
 			goto out;	/* Go takes the queue over and sends this one */
+		if (__atomic_load_n(&cq[CQF_SLEEPERS], __ATOMIC_RELAXED))
+			goto out;	/* a thread blocks in fi_cq_sread: Go wakes it */
 	}
 	d = (uint64_t *) (uintptr_t) __atomic_load_n(
 		&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);

@@ -59,6 +59,7 @@
 #define CQF_DOMAIN 1                     /* the domain page */
 #define CQF_STRIDE 2                     /* entry size in bytes */
 #define CQF_CQUEUED 3                    /* completions C queued */
+#define CQF_SLEEPERS 4                   /* threads blocking in fi_cq_sread: C queues none */
 #define CQF_CENTRIES 128                 /* those completions */
 #define CQF_CCAP 56                      /* entries */
 #define CQF_CWORDS 6                     /* words an entry takes */

@@ -79,6 +79,7 @@ struct psm2_cq {
 	void *handle;
 	uint32_t slot;		/* objTable.cq */
 	int32_t wait_obj;	/* attr->wait_obj, for FI_GETWAITOBJ */
+	uint64_t spin_ns;	/* fi_cq_sread polls this long first (FI_PSM2_SREAD_SPIN) */
 	/* The idle fast path (provider/fastpath.go): entries queued at +0,
 	 * the domain block's address at +8. NULL: always call Go. */
 	const uint64_t *fast;

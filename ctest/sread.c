@@ -1,0 +1,254 @@
+/* sread.c: CQs with a wait object (FI_WAIT_UNSPEC) and fi_cq_sread, now
+ * that the C fast path serves them too (cmd/libfabric-psm2/fast.h sends
+ * queue their completions in C; cq.c's sread hands out what is there
+ * before it lets Go wait):
+ *   - a ping-pong in which both sides wait in fi_cq_sread only: every
+ *     message intact, every send and receive completed once;
+ *   - a thread blocked in fi_cq_sread on the sender's CQ wakes for each
+ *     send another thread makes (the sender sees the sleeper and lets Go
+ *     queue and signal the completion), not after sread's internal
+ *     timeout: the average wake is checked (not under valgrind);
+ *   - fi_cq_sread with a threshold, and on a CQ without a wait object
+ *     (-FI_ENOSYS even with a completion waiting). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <rdma/fi_tagged.h>
+#include "check.h"
+#include "node.h"
+
+struct wnode {
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char name[64];
+	fi_addr_t peer;
+};
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+
+static int open_wnode(struct wnode *n, enum fi_wait_obj wait)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024, .wait_obj = wait };
+	size_t len = sizeof(n->name);
+	int ret;
+
+	if ((ret = fi_domain(fabric, info, &n->domain, NULL)) ||
+	    (ret = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
+	    (ret = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
+	    (ret = fi_endpoint(n->domain, info, &n->ep, NULL)) ||
+	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
+	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(n->ep)) ||
+	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
+		return ret;
+	return 0;
+}
+
+static void close_wnode(struct wnode *n)
+{
+	fi_close(&n->ep->fid);
+	fi_close(&n->av->fid);
+	fi_close(&n->cq->fid);
+	fi_close(&n->domain->fid);
+}
+
+static int connect_pair(struct wnode *a, struct wnode *b)
+{
+	return fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) != 1 ||
+	       fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) != 1;
+}
+
+/* sread_one waits (sread, 5 s) for one completion: its flags, or 0. */
+static uint64_t sread_one(struct wnode *n, struct fi_cq_tagged_entry *e)
+{
+	ssize_t got = fi_cq_sread(n->cq, e, 1, NULL, 5000);
+
+	return got == 1 ? e->flags : 0;
+}
+
+/* Both sides wait in fi_cq_sread only. */
+static void test_pingpong(struct wnode *a, struct wnode *b, int rounds)
+{
+	char sbuf[256], rbuf[256];
+	struct fi_context sctx, rctx;
+	struct fi_cq_tagged_entry e;
+	int bad = 0, lost = 0;
+
+	for (int i = 0; i < rounds && !lost; i++) {
+		struct wnode *s = (i & 1) ? b : a, *r = (i & 1) ? a : b;
+		size_t len = 1 + (size_t) (i * 37) % sizeof(sbuf);
+		int sent = 0, recvd = 0;
+
+		memset(sbuf, i & 0xff, len);
+		memset(rbuf, 0, sizeof(rbuf));
+		if (fi_trecv(r->ep, rbuf, sizeof(rbuf), NULL, r->peer, 7, 0, &rctx) ||
+		    fi_tsend(s->ep, sbuf, len, NULL, s->peer, 7, &sctx)) {
+			lost++;
+			break;
+		}
+		while (!sent && !lost) {
+			uint64_t f = sread_one(s, &e);
+
+			if (f & FI_SEND)
+				sent = e.op_context == &sctx;
+			else
+				lost++;
+		}
+		while (!recvd && !lost) {
+			uint64_t f = sread_one(r, &e);
+
+			if ((f & FI_RECV) && e.op_context == &rctx) {
+				recvd = 1;
+				if (e.len != len || memcmp(rbuf, sbuf, len))
+					bad++;
+			} else {
+				lost++;
+			}
+		}
+	}
+	CHECK(!lost && !bad, "sread ping-pong: %d lost, %d bad of %d rounds", lost, bad, rounds);
+}
+
+/* A thread sleeping in fi_cq_sread on the sender's CQ, woken by each send
+ * of the main thread. */
+struct waker {
+	struct wnode *n;
+	int want, got;
+	volatile double sent_at;
+	double wait_sum;
+};
+
+static void *sleeper(void *arg)
+{
+	struct waker *w = arg;
+	struct fi_cq_tagged_entry e;
+
+	while (w->got < w->want) {
+		ssize_t got = fi_cq_sread(w->n->cq, &e, 1, NULL, 5000);
+
+		if (got != 1)
+			break;
+		w->wait_sum += ct_now() - w->sent_at;
+		w->got++;
+	}
+	return NULL;
+}
+
+static void test_wake(struct wnode *a, struct wnode *b, int n)
+{
+	static char rbuf[64][8];
+	static struct fi_context rctx[64], sctx[64];
+	struct waker w = { .n = a, .want = n };
+	struct fi_cq_tagged_entry e;
+	pthread_t t;
+	char sbuf[8] = "wake";
+	int ok = 1;
+
+	for (int i = 0; i < n; i++)
+		ok &= fi_trecv(b->ep, rbuf[i], sizeof(rbuf[i]), NULL, b->peer, 9, 0, &rctx[i]) == 0;
+	CHECK(ok, "posting the receives");
+	pthread_create(&t, NULL, sleeper, &w);
+	for (int i = 0; i < n && ok; i++) {
+		usleep(2000);	/* the sleeper is asleep by now */
+		w.sent_at = ct_now();
+		ok = fi_tsend(a->ep, sbuf, sizeof(sbuf), NULL, a->peer, 9, &sctx[i]) == 0;
+		/* the sleeper takes the completion; wait for it before the next */
+		for (double t0 = ct_now(); w.got <= i && ct_now() - t0 < 10;)
+			usleep(100);
+	}
+	pthread_join(t, NULL);
+	CHECK(ok && w.got == n, "a thread in fi_cq_sread took %d of %d send completions", w.got, n);
+	if (!ct_under_valgrind() && w.got == n)
+		CHECK(w.wait_sum / n < 0.005, "the sleeper woke %.2f ms after a send on average (sread waits 50 ms)",
+		      w.wait_sum / n * 1e3);
+	for (int i = 0; i < n; i++)
+		if (sread_one(b, &e) != (FI_RECV | FI_TAGGED))
+			ok = 0;
+	CHECK(ok, "the receiver's completions");
+}
+
+/* A threshold, and a CQ without a wait object. */
+static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
+{
+	struct fi_cq_tagged_entry e[4];
+	struct fi_context ctx[4];
+	char buf[4][8], sbuf[8] = "x";
+	size_t two = 2;
+	ssize_t got;
+	int ok = 1;
+
+	for (int i = 0; i < 2; i++)
+		ok &= fi_trecv(b->ep, buf[i], 8, NULL, b->peer, 11, 0, &ctx[i]) == 0;
+	for (int i = 0; i < 2; i++)
+		ok &= fi_tsend(a->ep, sbuf, 1, NULL, a->peer, 11, &ctx[2 + i]) == 0;
+	CHECK(ok, "posting");
+	got = 0;
+	for (int k = 0; k < 2 && got < 2; k++) {
+		ssize_t r = fi_cq_sread(b->cq, e + got, 4 - got, &two, 2000);
+
+		if (r > 0)
+			got += r;
+	}
+	CHECK(got == 2, "sread with threshold 2: %zd", got);
+	got = 0;
+	for (int k = 0; k < 4 && got < 2; k++) {
+		ssize_t r = fi_cq_sread(a->cq, e, 4, NULL, 2000);
+
+		if (r > 0)
+			got += r;
+	}
+	CHECK(got == 2, "the two send completions: %zd", got);
+
+	/* No wait object: sread is -FI_ENOSYS, a completion waiting or not. */
+	ok = fi_tinject(nw->ep, sbuf, 1, nw->peer, 12) == 0 &&
+	     fi_tsend(nw->ep, sbuf, 1, NULL, nw->peer, 12, &ctx[0]) == 0;
+	CHECK(ok, "sends without a wait object");
+	got = fi_cq_sread(nw->cq, e, 1, NULL, 10);
+	CHECK(got == -FI_ENOSYS, "sread without a wait object: %zd", got);
+	got = 0;
+	for (double t0 = ct_now(); got < 1 && ct_now() - t0 < 5;)
+		if (fi_cq_read(nw->cq, e, 1) == 1)
+			got++;
+	CHECK(got == 1, "the completion is still there for fi_cq_read");
+}
+
+int main(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct wnode a = { 0 }, b = { 0 }, nw = { 0 }, nwpeer = { 0 };
+	int ret;
+
+	hints->caps = FI_TAGGED;
+	hints->mode = FI_CONTEXT;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("psm2");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	CHECK(ret == 0, "fi_getinfo: %d", ret);
+	if (ret)
+		return finish("sread");
+	ret = fi_fabric(info->fabric_attr, &fabric, NULL) ||
+	      open_wnode(&a, FI_WAIT_UNSPEC) || open_wnode(&b, FI_WAIT_UNSPEC) ||
+	      open_wnode(&nw, FI_WAIT_NONE) || open_wnode(&nwpeer, FI_WAIT_NONE) ||
+	      connect_pair(&a, &b) || connect_pair(&nw, &nwpeer);
+	CHECK(ret == 0, "open");
+	if (ret)
+		return finish("sread");
+
+	test_pingpong(&a, &b, ct_under_valgrind() ? 200 : 4000);
+	test_wake(&a, &b, ct_under_valgrind() ? 10 : 60);
+	test_edges(&a, &b, &nw);
+
+	close_wnode(&nwpeer);
+	close_wnode(&nw);
+	close_wnode(&b);
+	close_wnode(&a);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	return finish("sread");
+}
