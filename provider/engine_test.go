@@ -293,6 +293,36 @@ func TestEngineTruncation(t *testing.T) {
 	}
 }
 
+// A peek looks at what has arrived first: an application that peeks and
+// reads the FI_ENOMSG answer in a loop (the read finds that entry and so
+// never progresses) still sees the message come, as fabtests'
+// fi_rdm_tagged_peek does with fi_cq_sread.
+func TestEnginePeekProgresses(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	if err := p.send(p.a, p.bAddr, []byte("late"), 9, 0, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("100 peeks never saw the message")
+		}
+		p.recv(p.b, nil, fi.AddrUnspec, 9, 0, 0x61, fi.TAGGED|fi.PEEK)
+		c, err := p.read(p.cqb)
+		if err == nil {
+			if c.ctx != 0x61 || c.len != 4 || c.tag != 9 {
+				t.Fatalf("peek hit %+v", c)
+			}
+			return
+		}
+		if !errors.Is(err, fi.EAVAIL) {
+			t.Fatal(err)
+		}
+		if e := p.readErr(p.cqb); fi.Errno(e.err) != fi.ENOMSG {
+			t.Fatalf("peek answer %+v", e)
+		}
+	}
+}
+
 func TestEnginePeekClaimDiscard(t *testing.T) {
 	p := newPair(t, fi.TAGGED, 64)
 	// Peek with nothing there: an FI_ENOMSG error entry.

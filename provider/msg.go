@@ -480,6 +480,14 @@ func (ep *Endpoint) recvLocked(iov unsafe.Pointer, count int, src uint64, tag, i
 		return fi.EINVAL
 	}
 	if flags&fi.PEEK != 0 {
+		// What has arrived is looked at first, as psm2's probe
+		// progresses its engine: an application that peeks and reads
+		// the answer (an FI_ENOMSG entry, which a CQ read hands out
+		// without progressing) in a loop would otherwise never see the
+		// message come.
+		if !e.inPoll {
+			ep.poll()
+		}
 		ep.peek(sp, srcEPID, tag, ignore, ctx, flags)
 		return 0
 	}
