@@ -139,6 +139,12 @@ func (c *Cntr) Wait(threshold uint64, timeout int) error {
 		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
 	}
 	errs := c.errVal.Load()
+	// Poll first for FI_PSM2_SREAD_SPIN, as fi_cq_sread does: waking a
+	// thread that slept in the kernel costs more than most waits last.
+	spinEnd := time.Now().Add(time.Duration(c.dom.params.SreadSpin) * time.Microsecond)
+	if !deadline.IsZero() && deadline.Before(spinEnd) {
+		spinEnd = deadline
+	}
 	for {
 		c.dom.progress()
 		if c.val.Load() >= threshold {
@@ -146,6 +152,9 @@ func (c *Cntr) Wait(threshold uint64, timeout int) error {
 		}
 		if c.errVal.Load() != errs {
 			return fi.EAVAIL
+		}
+		if time.Now().Before(spinEnd) {
+			continue
 		}
 		wait := 50 * time.Millisecond
 		if !deadline.IsZero() {

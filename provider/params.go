@@ -34,7 +34,7 @@ type Params struct {
 	Paths        int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
 	MTU          int // FI_PSM2_MTU: IP MTU of the network
 	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
-	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread polls before it sleeps
+	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
 }
 
 // TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
@@ -82,7 +82,7 @@ var paramDefs = []paramDef{
 	{"port_range", ParamString, "UDP ports the hfi wire's endpoints bind, first-last (default: any port)"},
 	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
 	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},
-	{"sread_spin", ParamInt, "Microseconds fi_cq_sread polls the CQ (as fi_cq_read does) before it sleeps in the kernel; 0: sleep at once (default: 100)"},
+	{"sread_spin", ParamInt, "Microseconds fi_cq_sread and fi_cntr_wait poll before they sleep in the kernel; 0: sleep at once (default: 100)"},
 	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
 }
 

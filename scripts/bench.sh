@@ -25,7 +25,8 @@
 #  (e) one message in flight (scripts/msgrate.c -w 1), 8 B and 256 B
 #      messages per second, our psm2 against Debian's shm (target >=
 #      1.0x): with one more idle endpoint in each process's domain (-e 1),
-#      and with completions awaited in fi_cq_sread (-s).
+#      with completions awaited in fi_cq_sread (-s), and counted by a
+#      counter and awaited in fi_cntr_wait (-c).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. fi_pingpong's
@@ -265,7 +266,8 @@ fi
 # one-message-in-flight scripts/msgrate.c (-w 1: a ping-pong), 8 B and
 # 256 B, our psm2 against Debian's shm, best of REPEAT: one more idle
 # endpoint, with a CQ of its own, in each process's domain (-e 1); and
-# CQs with a wait object, completions awaited in fi_cq_sread (-s).
+# CQs with a wait object, completions awaited in fi_cq_sread (-s); and
+# completions counted by a counter, awaited in fi_cntr_wait (-c).
 declare -A MEP
 mep_run() { # mep_run TRANSPORT KEY OPTION
 	local out size rate rest old
@@ -281,10 +283,10 @@ mep_run() { # mep_run TRANSPORT KEY OPTION
 		fi
 	done <<<"$out"
 }
-note "bench: two endpoints per domain, and fi_cq_sread; one message in flight (best of $REPEAT)"
+note "bench: one message in flight: two endpoints per domain, fi_cq_sread, fi_cntr_wait (best of $REPEAT)"
 if gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
 	for ((i = 0; i < REPEAT; i++)); do
-		for m in "e:-e 1" "s:-s"; do
+		for m in "e:-e 1" "s:-s" "c:-c"; do
 			k=${m%%:*} o=${m#*:}
 			if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[mep-psm2]:-}" ]; then
 				mep_run psm2 "$k" "$o" || { FAILED[mep-psm2]=1; run_failed=1; note "  msgrate $o psm2 failed"; }
@@ -476,6 +478,8 @@ target "2 EPs/domain 8 B msg/s, psm2/shm" "${MEP[psm2:e8]:-}" "${MEP[shm:e8]:-}"
 target "2 EPs/domain 256 B msg/s, psm2/shm" "${MEP[psm2:e256]:-}" "${MEP[shm:e256]:-}" ">=" 1.0 mep-psm2 mep-shm
 target "sread 8 B msg/s, psm2/shm" "${MEP[psm2:s8]:-}" "${MEP[shm:s8]:-}" ">=" 1.0 mep-psm2 mep-shm
 target "sread 256 B msg/s, psm2/shm" "${MEP[psm2:s256]:-}" "${MEP[shm:s256]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "cntr_wait 8 B msg/s, psm2/shm" "${MEP[psm2:c8]:-}" "${MEP[shm:c8]:-}" ">=" 1.0 mep-psm2 mep-shm
+target "cntr_wait 256 B msg/s, psm2/shm" "${MEP[psm2:c256]:-}" "${MEP[shm:c256]:-}" ">=" 1.0 mep-psm2 mep-shm
 if [ "$internode" = 1 ]; then
 	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
 	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.5 net-psm2 net-udp

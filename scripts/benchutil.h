@@ -29,12 +29,27 @@ static double now(void)
 /* wait_comps takes want completions off cq, and no more: one of the next
  * round may already be there. An error entry is fatal. */
 static int bench_sread; /* wait_comps blocks in fi_cq_sread (a CQ with a wait object) */
+/* With bench_cntr set, completions are counted there instead (the CQ is
+ * bound with FI_SELECTIVE_COMPLETION and gets none): wait_comps blocks in
+ * fi_cntr_wait for want more than it has waited for so far. */
+static struct fid_cntr *bench_cntr;
+static uint64_t bench_cntr_want;
 
 static void wait_comps(struct fid_cq *cq, int want)
 {
 	struct fi_cq_tagged_entry e[64];
 	struct fi_cq_err_entry err;
 
+	if (bench_cntr) {
+		int rc;
+
+		if (want <= 0)
+			return;
+		bench_cntr_want += (uint64_t) want;
+		if ((rc = fi_cntr_wait(bench_cntr, bench_cntr_want, -1)))
+			die("fi_cntr_wait", rc);
+		return;
+	}
 	while (want > 0) {
 		size_t k = want < 64 ? (size_t) want : 64;
 		ssize_t got = bench_sread ? fi_cq_sread(cq, e, k, NULL, -1) : fi_cq_read(cq, e, k);

@@ -1,6 +1,6 @@
 /* msgrate: a windowed message-rate benchmark over libfabric, for make bench.
  *
- *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s] [SIZE...]
+ *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s|-c] [SIZE...]
  *
  * One process forks (before any libfabric call) into a sender and a
  * receiver on this host; they swap endpoint names through a pipe. For each
@@ -19,7 +19,10 @@
  * each side also opens EXTRA more endpoints in its domain (each with a CQ
  * of its own, enabled, idle): a provider whose fast path serves only a
  * domain's sole endpoint shows it here. With -s, the CQs have a wait
- * object (FI_WAIT_UNSPEC) and completions are awaited in fi_cq_sread. */
+ * object (FI_WAIT_UNSPEC) and completions are awaited in fi_cq_sread; with
+ * -c, they are counted by a counter bound for FI_SEND|FI_RECV (the CQ,
+ * bound with FI_SELECTIVE_COMPLETION, gets none) and awaited in
+ * fi_cntr_wait. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,8 @@ struct node {
 	struct fi_context2 ctx[MAXW + 1];
 };
 
+static int cntr_mode; /* -c: completions counted, awaited in fi_cntr_wait */
+
 static void open_node(struct node *n, const char *prov)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -79,7 +84,15 @@ static void open_node(struct node *n, const char *prov)
 		die("fi_av_open", rc);
 	if ((rc = fi_endpoint(n->domain, n->info, &n->ep, NULL)))
 		die("fi_endpoint", rc);
-	if ((rc = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	if (cntr_mode) {
+		struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+
+		if ((rc = fi_cntr_open(n->domain, &cattr, &bench_cntr, NULL)) ||
+		    (rc = fi_ep_bind(n->ep, &bench_cntr->fid, FI_SEND | FI_RECV)))
+			die("counter set-up", rc);
+	}
+	if ((rc = fi_ep_bind(n->ep, &n->cq->fid,
+			     FI_TRANSMIT | FI_RECV | (cntr_mode ? FI_SELECTIVE_COMPLETION : 0))) ||
 	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
 		die("endpoint set-up", rc);
 }
@@ -163,9 +176,10 @@ int main(int argc, char **argv)
 	struct node n;
 	char ack[4] = { 0 };
 
-	while ((opt = getopt(argc, argv, "p:w:t:e:s")) != -1) {
+	while ((opt = getopt(argc, argv, "p:w:t:e:sc")) != -1) {
 		switch (opt) {
 		case 's': bench_sread = 1; break;
+		case 'c': cntr_mode = 1; break;
 		case 'p': prov = optarg; break;
 		case 'e': extra = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
@@ -247,6 +261,6 @@ int main(int argc, char **argv)
 		waitpid(child, NULL, 0);
 	return 0;
 usage:
-	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s] [SIZE...]\n");
+	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s|-c] [SIZE...]\n");
 	return 2;
 }
