@@ -437,18 +437,11 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	if flags&fi.INJECT != 0 && (kind != AtomicWrite || n > ep.injectSize) {
 		return fi.EMSGSIZE
 	}
-	if len(e.rmaOut) > 0 {
-		if ep.rmaFlush(); len(e.rmaOut) > 0 {
-			return fi.EAGAIN
-		}
-	}
-	c, errno := ep.conn(dest)
+	o, errno := ep.rmaStart(dest, addr, key, ctx, flags, n, kind == AtomicWrite)
 	if errno != 0 {
 		return errno
 	}
-	o := e.newOp(opRMA)
-	o.ctx, o.flags, o.len = ctx, flags, n
-	o.rma.conn, o.rma.write, o.rma.addr, o.rma.key = c, kind == AtomicWrite, addr, key
+	c := o.rma.conn
 	o.rma.atomic = true
 	if kind != AtomicWrite {
 		if len(res) == 1 {

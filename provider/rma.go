@@ -144,18 +144,12 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	if flags&fi.INJECT != 0 && write && total > ep.injectSize {
 		return fi.EMSGSIZE
 	}
-	if len(e.rmaOut) > 0 {
-		if ep.rmaFlush(); len(e.rmaOut) > 0 {
-			return fi.EAGAIN
-		}
-	}
-	c, errno := ep.conn(dest)
+	o, errno := ep.rmaStart(dest, addr, key, ctx, flags, total, write)
 	if errno != 0 {
 		return errno
 	}
-	o := e.newOp(opRMA)
-	o.ctx, o.flags, o.len, o.rdata = ctx, flags, total, data
-	o.rma.conn, o.rma.write, o.rma.addr, o.rma.key = c, write, addr, key
+	o.rdata = data
+	c := o.rma.conn
 	if len(vecs) == 1 {
 		o.buf = uintptr(vecs[0].base)
 	} else if !write {
@@ -204,6 +198,26 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 			bytes, o.id, 0)
 	}
 	return 0
+}
+
+// rmaStart begins an initiator op (RMA or atomic) of n bytes to dest's
+// addr/key: once the outbox has drained (else EAGAIN, so a target sees
+// operations in the order posted) and dest resolves to a connection.
+func (ep *Endpoint) rmaStart(dest, addr, key uint64, ctx uintptr, flags, n uint64, write bool) (*op, fi.Errno) {
+	e := &ep.engine
+	if len(e.rmaOut) > 0 {
+		if ep.rmaFlush(); len(e.rmaOut) > 0 {
+			return nil, fi.EAGAIN
+		}
+	}
+	c, errno := ep.conn(dest)
+	if errno != 0 {
+		return nil, errno
+	}
+	o := e.newOp(opRMA)
+	o.ctx, o.flags, o.len = ctx, flags, n
+	o.rma.conn, o.rma.write, o.rma.addr, o.rma.key = c, write, addr, key
+	return o, 0
 }
 
 // rmaRequest sends the request h (payload iov, copied by the wire) of
