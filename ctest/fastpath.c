@@ -24,46 +24,12 @@
 #include "check.h"
 #include "node.h"
 
-struct node {
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	char name[16];
-};
-
 static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *dom1, *dom2, *dom3;
 
-static int open_node(struct node *n, struct fid_domain *d)
-{
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
-	size_t len = sizeof(n->name);
-	int ret;
-
-	n->domain = d;
-	if ((ret = fi_av_open(d, &av_attr, &n->av, NULL)) ||
-	    (ret = fi_cq_open(d, &cq_attr, &n->cq, NULL)) ||
-	    (ret = fi_endpoint(d, info, &n->ep, NULL)) ||
-	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
-	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(n->ep)) ||
-	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
-		return ret;
-	return 0;
-}
-
-static void close_node(struct node *n)
-{
-	fi_close(&n->ep->fid);
-	fi_close(&n->cq->fid);
-	fi_close(&n->av->fid);
-}
-
 /* insert: n's fi_addr for m. */
-static fi_addr_t insert(struct node *n, struct node *m)
+static fi_addr_t insert(struct ct_ep *n, struct ct_ep *m)
 {
 	fi_addr_t a = FI_ADDR_NOTAVAIL;
 	int ret = fi_av_insert(n->av, m->name, 1, &a, 0, NULL);
@@ -76,7 +42,7 @@ static fi_addr_t insert(struct node *n, struct node *m)
 static int MT_N = 20000;
 
 /* reap: read one entry from n's CQ (5 s at most); 1 if one came. */
-static int reap(struct node *n, struct fi_cq_tagged_entry *e)
+static int reap(struct ct_ep *n, struct fi_cq_tagged_entry *e)
 {
 	double end = ct_now() + (ct_under_valgrind() ? 60 : 5);
 	ssize_t r;
@@ -115,7 +81,7 @@ static int same(const unsigned char *b, size_t len, unsigned seed)
 
 /* Every size 0..inject_size, each way: inject/tinject/(t)injectdata to a
  * peer in another domain, receives posted before and after the message. */
-static void test_sizes(struct node *a, struct node *b, fi_addr_t ab)
+static void test_sizes(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	size_t max = info->tx_attr->inject_size;
 	unsigned char out[256], in[256];
@@ -195,7 +161,7 @@ static void ord_check(const struct fi_cq_tagged_entry *e)
 	ord_got++;
 }
 
-static void test_order(struct node *a, struct node *b, fi_addr_t ab)
+static void test_order(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	struct fi_cq_tagged_entry e;
 	int sends = 0;
@@ -256,7 +222,7 @@ static void test_order(struct node *a, struct node *b, fi_addr_t ab)
 
 /* More receives than the C queue holds, posted before any message: the
  * first posted matches first. */
-static void test_queue(struct node *a, struct node *b, fi_addr_t ab)
+static void test_queue(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	enum { N = 200 };
 	static uint64_t buf[N];
@@ -288,7 +254,7 @@ static void test_queue(struct node *a, struct node *b, fi_addr_t ab)
 }
 
 /* A directed receive takes only its source's message. */
-static void test_directed(struct node *a, struct node *b, struct node *c,
+static void test_directed(struct ct_ep *a, struct ct_ep *b, struct ct_ep *c,
 			  fi_addr_t ba, fi_addr_t ab, fi_addr_t cb)
 {
 	uint64_t from_a = 0xa, from_c = 0xc, got1 = 0, got2 = 0, x = 1;
@@ -312,7 +278,7 @@ static void test_directed(struct node *a, struct node *b, struct node *c,
 
 /* Injects to a receiver that does not poll: -FI_EAGAIN once its ring is
  * full, then every accepted message arrives, in order. */
-static void test_full(struct node *a, struct node *b, fi_addr_t ab)
+static void test_full(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	uint64_t i, sent = 0, v;
 	struct fi_context ctx;
@@ -347,7 +313,7 @@ static void test_full(struct node *a, struct node *b, fi_addr_t ab)
 
 /* Several receives with different tags: each message takes the first
  * posted receive that matches, wherever it sits in the queue. */
-static void test_match(struct node *a, struct node *b, fi_addr_t ab)
+static void test_match(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	static const uint64_t rtag[5] = { 1, 7, 2, 7, 3 };
 	static const uint64_t stag[5] = { 2, 7, 3, 7, 1 };
@@ -378,7 +344,7 @@ static void test_match(struct node *a, struct node *b, fi_addr_t ab)
 
 /* A message longer than its receive: FI_ETRUNC with olen, and the next
  * message is fine. */
-static void test_trunc(struct node *a, struct node *b, fi_addr_t ab)
+static void test_trunc(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	unsigned char out[48], in[8];
 	struct fi_cq_err_entry err = { 0 };
@@ -404,7 +370,7 @@ static void test_trunc(struct node *a, struct node *b, fi_addr_t ab)
 	CHECK(reap(b, &e) && e.len == 8 && same(in, 8, 3), "then a message that fits");
 }
 
-static void test_errors(struct node *a, struct node *b, fi_addr_t ab)
+static void test_errors(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	char big[4096] = { 0 };
 	struct fi_context ctx;
@@ -419,7 +385,7 @@ static void test_errors(struct node *a, struct node *b, fi_addr_t ab)
 
 /* Two threads inject into one receiver while a third receives. */
 struct inj {
-	struct node *from;
+	struct ct_ep *from;
 	fi_addr_t to;
 	uint64_t tag;
 	int n, bad;
@@ -441,7 +407,7 @@ static void *injector(void *arg)
 	return NULL;
 }
 
-static void test_threads(struct node *a, struct node *c, struct node *b,
+static void test_threads(struct ct_ep *a, struct ct_ep *c, struct ct_ep *b,
 			 fi_addr_t ab, fi_addr_t cb)
 {
 	struct inj ja = { a, ab, 0x100, MT_N, 0 }, jc = { c, cb, 0x200, MT_N, 0 };
@@ -483,7 +449,7 @@ static void test_threads(struct node *a, struct node *c, struct node *b,
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct node a, b, c, d;
+	struct ct_ep a, b, c, d;
 	fi_addr_t ab, ba, cb, ad, da, cd;
 	int ret;
 
@@ -500,7 +466,8 @@ int main(void)
 	ret = fi_fabric(info->fabric_attr, &fabric, NULL) ||
 	      fi_domain(fabric, info, &dom1, NULL) || fi_domain(fabric, info, &dom2, NULL) ||
 	      fi_domain(fabric, info, &dom3, NULL) ||
-	      open_node(&a, dom1) || open_node(&b, dom2) || open_node(&c, dom2) || open_node(&d, dom3);
+	      ct_open_ep(&a, dom1, info, FI_WAIT_NONE) || ct_open_ep(&b, dom2, info, FI_WAIT_NONE) ||
+	      ct_open_ep(&c, dom2, info, FI_WAIT_NONE) || ct_open_ep(&d, dom3, info, FI_WAIT_NONE);
 	CHECK(ret == 0, "open");
 	if (ret)
 		return finish("fastpath");
@@ -535,10 +502,10 @@ int main(void)
 	test_full(&a, &d, ad);
 	test_threads(&a, &c, &d, ad, cd);
 
-	close_node(&d);
-	close_node(&c);
-	close_node(&b);
-	close_node(&a);
+	ct_close_ep(&d);
+	ct_close_ep(&c);
+	ct_close_ep(&b);
+	ct_close_ep(&a);
 	fi_close(&dom3->fid);
 	fi_close(&dom2->fid);
 	fi_close(&dom1->fid);

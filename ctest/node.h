@@ -125,6 +125,47 @@ static inline int ct_wait_one(struct ct_node *n, struct ct_node *other, void **c
 	}
 }
 
+/* ct_ep: an endpoint in a domain the test opened itself, with an AV
+ * (table) and a tagged CQ of its own: several of them can share a
+ * domain, which a ct_node cannot. */
+struct ct_ep {
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	char name[64];		/* the endpoint's name (fi_getname) */
+};
+
+/* ct_open_ep opens n in domain d for info, its CQ with wait object wait,
+ * binds and enables it: 0 or the failing call's -FI_E*. */
+static inline int ct_open_ep(struct ct_ep *n, struct fid_domain *d, struct fi_info *info,
+			     enum fi_wait_obj wait)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096, .wait_obj = wait };
+	size_t len = sizeof(n->name);
+	int ret;
+
+	n->domain = d;
+	if ((ret = fi_av_open(d, &av_attr, &n->av, NULL)) ||
+	    (ret = fi_cq_open(d, &cq_attr, &n->cq, NULL)) ||
+	    (ret = fi_endpoint(d, info, &n->ep, NULL)) ||
+	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
+	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(n->ep)) ||
+	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
+		return ret;
+	return 0;
+}
+
+/* ct_close_ep closes n's endpoint, CQ and AV (not its domain). */
+static inline void ct_close_ep(struct ct_ep *n)
+{
+	fi_close(&n->ep->fid);
+	fi_close(&n->cq->fid);
+	fi_close(&n->av->fid);
+}
+
 /* ct_close_node closes whatever of n is open. */
 static inline void ct_close_node(struct ct_node *n)
 {

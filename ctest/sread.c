@@ -18,12 +18,10 @@
 #include "check.h"
 #include "node.h"
 
+/* An endpoint (node.h's ct_ep) in a domain of its own, and its peer's
+ * address. */
 struct wnode {
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	char name[64];
+	struct ct_ep e;
 	fi_addr_t peer;
 };
 
@@ -32,41 +30,28 @@ static struct fid_fabric *fabric;
 
 static int open_wnode(struct wnode *n, enum fi_wait_obj wait)
 {
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024, .wait_obj = wait };
-	size_t len = sizeof(n->name);
-	int ret;
+	struct fid_domain *d;
+	int ret = fi_domain(fabric, info, &d, NULL);
 
-	if ((ret = fi_domain(fabric, info, &n->domain, NULL)) ||
-	    (ret = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
-	    (ret = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
-	    (ret = fi_endpoint(n->domain, info, &n->ep, NULL)) ||
-	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
-	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(n->ep)) ||
-	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
-		return ret;
-	return 0;
+	return ret ? ret : ct_open_ep(&n->e, d, info, wait);
 }
 
 static void close_wnode(struct wnode *n)
 {
-	fi_close(&n->ep->fid);
-	fi_close(&n->av->fid);
-	fi_close(&n->cq->fid);
-	fi_close(&n->domain->fid);
+	ct_close_ep(&n->e);
+	fi_close(&n->e.domain->fid);
 }
 
 static int connect_pair(struct wnode *a, struct wnode *b)
 {
-	return fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) != 1 ||
-	       fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) != 1;
+	return fi_av_insert(a->e.av, b->e.name, 1, &a->peer, 0, NULL) != 1 ||
+	       fi_av_insert(b->e.av, a->e.name, 1, &b->peer, 0, NULL) != 1;
 }
 
 /* sread_one waits (sread, 5 s) for one completion: its flags, or 0. */
 static uint64_t sread_one(struct wnode *n, struct fi_cq_tagged_entry *e)
 {
-	ssize_t got = fi_cq_sread(n->cq, e, 1, NULL, 5000);
+	ssize_t got = fi_cq_sread(n->e.cq, e, 1, NULL, 5000);
 
 	return got == 1 ? e->flags : 0;
 }
@@ -86,8 +71,8 @@ static void test_pingpong(struct wnode *a, struct wnode *b, int rounds)
 
 		memset(sbuf, i & 0xff, len);
 		memset(rbuf, 0, sizeof(rbuf));
-		if (fi_trecv(r->ep, rbuf, sizeof(rbuf), NULL, r->peer, 7, 0, &rctx) ||
-		    fi_tsend(s->ep, sbuf, len, NULL, s->peer, 7, &sctx)) {
+		if (fi_trecv(r->e.ep, rbuf, sizeof(rbuf), NULL, r->peer, 7, 0, &rctx) ||
+		    fi_tsend(s->e.ep, sbuf, len, NULL, s->peer, 7, &sctx)) {
 			lost++;
 			break;
 		}
@@ -129,7 +114,7 @@ static void *sleeper(void *arg)
 	struct fi_cq_tagged_entry e;
 
 	while (w->got < w->want) {
-		ssize_t got = fi_cq_sread(w->n->cq, &e, 1, NULL, 5000);
+		ssize_t got = fi_cq_sread(w->n->e.cq, &e, 1, NULL, 5000);
 
 		if (got != 1)
 			break;
@@ -150,13 +135,13 @@ static void test_wake(struct wnode *a, struct wnode *b, int n)
 	int ok = 1;
 
 	for (int i = 0; i < n; i++)
-		ok &= fi_trecv(b->ep, rbuf[i], sizeof(rbuf[i]), NULL, b->peer, 9, 0, &rctx[i]) == 0;
+		ok &= fi_trecv(b->e.ep, rbuf[i], sizeof(rbuf[i]), NULL, b->peer, 9, 0, &rctx[i]) == 0;
 	CHECK(ok, "posting the receives");
 	pthread_create(&t, NULL, sleeper, &w);
 	for (int i = 0; i < n && ok; i++) {
 		usleep(2000);	/* the sleeper is asleep by now */
 		w.sent_at = ct_now();
-		ok = fi_tsend(a->ep, sbuf, sizeof(sbuf), NULL, a->peer, 9, &sctx[i]) == 0;
+		ok = fi_tsend(a->e.ep, sbuf, sizeof(sbuf), NULL, a->peer, 9, &sctx[i]) == 0;
 		/* the sleeper takes the completion; wait for it before the next */
 		for (double t0 = ct_now(); w.got <= i && ct_now() - t0 < 10;)
 			usleep(100);
@@ -183,13 +168,13 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 	int ok = 1;
 
 	for (int i = 0; i < 2; i++)
-		ok &= fi_trecv(b->ep, buf[i], 8, NULL, b->peer, 11, 0, &ctx[i]) == 0;
+		ok &= fi_trecv(b->e.ep, buf[i], 8, NULL, b->peer, 11, 0, &ctx[i]) == 0;
 	for (int i = 0; i < 2; i++)
-		ok &= fi_tsend(a->ep, sbuf, 1, NULL, a->peer, 11, &ctx[2 + i]) == 0;
+		ok &= fi_tsend(a->e.ep, sbuf, 1, NULL, a->peer, 11, &ctx[2 + i]) == 0;
 	CHECK(ok, "posting");
 	got = 0;
 	for (int k = 0; k < 2 && got < 2; k++) {
-		ssize_t r = fi_cq_sread(b->cq, e + got, 4 - got, &two, 2000);
+		ssize_t r = fi_cq_sread(b->e.cq, e + got, 4 - got, &two, 2000);
 
 		if (r > 0)
 			got += r;
@@ -197,7 +182,7 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 	CHECK(got == 2, "sread with threshold 2: %zd", got);
 	got = 0;
 	for (int k = 0; k < 4 && got < 2; k++) {
-		ssize_t r = fi_cq_sread(a->cq, e, 4, NULL, 2000);
+		ssize_t r = fi_cq_sread(a->e.cq, e, 4, NULL, 2000);
 
 		if (r > 0)
 			got += r;
@@ -205,14 +190,14 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 	CHECK(got == 2, "the two send completions: %zd", got);
 
 	/* No wait object: sread is -FI_ENOSYS, a completion waiting or not. */
-	ok = fi_tinject(nw->ep, sbuf, 1, nw->peer, 12) == 0 &&
-	     fi_tsend(nw->ep, sbuf, 1, NULL, nw->peer, 12, &ctx[0]) == 0;
+	ok = fi_tinject(nw->e.ep, sbuf, 1, nw->peer, 12) == 0 &&
+	     fi_tsend(nw->e.ep, sbuf, 1, NULL, nw->peer, 12, &ctx[0]) == 0;
 	CHECK(ok, "sends without a wait object");
-	got = fi_cq_sread(nw->cq, e, 1, NULL, 10);
+	got = fi_cq_sread(nw->e.cq, e, 1, NULL, 10);
 	CHECK(got == -FI_ENOSYS, "sread without a wait object: %zd", got);
 	got = 0;
 	for (double t0 = ct_now(); got < 1 && ct_now() - t0 < 5;)
-		if (fi_cq_read(nw->cq, e, 1) == 1)
+		if (fi_cq_read(nw->e.cq, e, 1) == 1)
 			got++;
 	CHECK(got == 1, "the completion is still there for fi_cq_read");
 }
