@@ -141,7 +141,7 @@ func (c *Cntr) Wait(threshold uint64, timeout int) error {
 	errs := c.errVal.Load()
 	// Poll first for FI_PSM2_SREAD_SPIN, as fi_cq_sread does: waking a
 	// thread that slept in the kernel costs more than most waits last.
-	spinEnd := time.Now().Add(time.Duration(c.dom.params.SreadSpin) * time.Microsecond)
+	spinEnd := time.Now().Add(c.dom.sreadSpin())
 	if !deadline.IsZero() && deadline.Before(spinEnd) {
 		spinEnd = deadline
 	}

@@ -468,8 +468,12 @@ func (cq *CQ) Signal() error {
 
 // SreadSpin is how long fi_cq_sread polls before it sleeps
 // (FI_PSM2_SREAD_SPIN): the C side spins with its fast reads.
-func (cq *CQ) SreadSpin() time.Duration {
-	return time.Duration(cq.dom.params.SreadSpin) * time.Microsecond
+func (cq *CQ) SreadSpin() time.Duration { return cq.dom.sreadSpin() }
+
+// sreadSpin is how long a blocking wait (fi_cq_sread, fi_cntr_wait) polls
+// before it sleeps: FI_PSM2_SREAD_SPIN.
+func (d *Domain) sreadSpin() time.Duration {
+	return time.Duration(d.params.SreadSpin) * time.Microsecond
 }
 
 // StrError is fi_cq_strerror: the text of a provider errno.
