@@ -15,9 +15,10 @@
  *   - between two endpoints of this process: the receiver copies from
  *     the sender's buffer itself;
  *   - the same with FI_SHM_DISABLE_CMA=1: through bounce buffers.
- * In-process, eager messages (through a bounce buffer) are tried too: a
- * send buffer that cannot be read fails the send alone, one that cannot be
- * written fails the receive alone (the send was complete). */
+ * In-process, eager messages (through a bounce buffer) and inline ones (in
+ * ring cells) are tried too: a send buffer that cannot be read fails the
+ * send alone, one that cannot be written fails the receive alone (the send
+ * was complete). Both sizes are ones the C fast path copies itself. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #define BIG (1 << 20)		/* split between two processes */
 #define MID (256 << 10)		/* one process_vm_readv */
 #define EAGER 8192		/* through a bounce buffer */
+#define INLINE 100		/* in ring cells (the C fast path's, ucopy.c) */
 
 enum bad { NONE, SENDER, RECEIVER };
 static const char *bad_name[] = { "no bad buffer", "bad send buffer", "bad receive buffer" };
@@ -285,8 +287,8 @@ static void in_process(int copy)
 		return;
 	ab = insert(&a, b.name);
 	insert(&b, a.name);
-	for (int k = 0; k < 3; k++) {
-		size_t len = k == 0 ? BIG : k == 1 ? MID : EAGER;
+	for (int k = 0; k < 4; k++) {
+		size_t len = k == 0 ? BIG : k == 1 ? MID : k == 2 ? EAGER : INLINE;
 
 		for (int bad = SENDER; bad <= RECEIVER; bad++) {
 			local_exchange(&a, &b, ab, len, bad, tag++);

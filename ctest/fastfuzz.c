@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "../cmd/libfabric-psm2/fast.h"
+#include "../cmd/libfabric-psm2/ucopy.c"	/* fast.h copies user memory with it */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -50,6 +50,12 @@ import (
 //	     0 C must leave sends that complete to Go
 //	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
 //	     ignore, context, flags
+//	+3200 the senders' table: 1<<sendersLog2 fast-peer descriptors (or
+//	     0), at slot senderSlot(epid) of the peer they describe, so that a
+//	     C delivery finds the bounce buffers of an eager message's sender.
+//	     A later peer whose slot collides replaces an earlier one; C checks
+//	     that the descriptor it finds names the sender, else leaves the
+//	     message to Go. Descriptors stay valid until the wire closes.
 //
 // Every word is written under the domain lock.
 const (
@@ -74,7 +80,17 @@ const (
 	rqEntrySize  = 64
 	rqCap        = 48
 	maxFastPeers = 4096 // fi_addrs the peer table covers
+
+	epfSenders  = epfRQ + rqCap*rqEntrySize
+	sendersLog2 = 6
+	senderHash  = 0x9E3779B97F4A7C15 // Fibonacci hashing
 )
+
+// senderSlot is the slot of the senders' table for endpoint id epid.
+func senderSlot(epid uint64) int { return int((epid * senderHash) >> (64 - sendersLog2)) }
+
+// The senders' table ends inside the page (a compile error otherwise).
+var _ = [1]struct{}{}[(epfSenders+8<<sendersLog2)/4097]
 
 // rqEntry is one queued receive, as C writes it (under the domain lock,
 // so plain reads are enough here).
@@ -216,6 +232,15 @@ func (ep *Endpoint) setFastPeer(a uint64, desc unsafe.Pointer) {
 		return
 	}
 	atomic.StoreUint64(fastWord(ep.fast.peers, int(a)*8), uint64(uintptr(desc)))
+}
+
+// setFastSender records descriptor desc of peer epid in the senders'
+// table. The caller holds the domain lock.
+func (ep *Endpoint) setFastSender(epid uint64, desc unsafe.Pointer) {
+	if ep.fast.page == nil || desc == nil {
+		return
+	}
+	atomic.StoreUint64(fastWord(ep.fast.page, epfSenders+8*senderSlot(epid)), uint64(uintptr(desc)))
 }
 
 // closeFast gives back the page and unmaps the table; the endpoint is

@@ -274,8 +274,12 @@ func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 	if err != nil {
 		return 0, errnoOf(err)
 	}
-	if fs, ok := ep.tp.(transport.FastSender); ok && ep.av.baseAddr(a) == a {
-		ep.setFastPeer(a, fs.FastPeer(c))
+	if fs, ok := ep.tp.(transport.FastSender); ok {
+		desc := fs.FastPeer(c)
+		if ep.av.baseAddr(a) == a {
+			ep.setFastPeer(a, desc)
+		}
+		ep.setFastSender(name.EPID, desc)
 	}
 	a = ep.av.baseAddr(a)
 	for uint64(len(e.conns)) <= a {

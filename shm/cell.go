@@ -78,15 +78,18 @@ const (
 	contPayload    = CellPayload - offContPayload
 
 	// FastInlineCells is the most cells the C fast path (fast.h) puts in
-	// one inline message it sends: up to 1077 bytes (1069 with CQ data).
-	// fi_cq_read delivers them in C too. Measured against Go's bounce
-	// buffers (scripts/msgrate.c, fi_pingpong, same run): 128 B latency
-	// 0.66 -> 0.16 us, message rate 2.9 -> 6-8 M/s; at 1 KiB about even
-	// in rate and 0.65 -> 0.48 us; at 1.5 KiB the rate falls behind, so
-	// longer messages take a bounce buffer. Go's own sends keep
+	// one inline message it sends: up to 197 bytes (189 with CQ data).
+	// Longer messages up to the eager threshold go, from C too, through
+	// one of the sender's bounce buffers and one cell, and fi_cq_read
+	// delivers both kinds in C. Each cell of a message is a line the
+	// receiver must take from the sender's core, and a bounce buffer the
+	// receiver copies with wide aligned loads: measured with fi_pingpong
+	// -e rdm (pinned, best of 5, same run), 20 cells (1077 bytes) against
+	// 4 cells: 256 B 0.31 -> 0.15-0.20 us, 1 KiB 0.49 -> 0.24 us (shm
+	// 0.33); 2 and 4 cells were even at 64-200 B. Go's own sends keep
 	// InlineCells (2 by default): its multi-cell path is slower than its
 	// bounce buffer (BenchmarkEndpointPingPong).
-	FastInlineCells = 20
+	FastInlineCells = 4
 
 	// A continuation cell has no common header: its kind, then payload.
 	offContKind    = 0

@@ -144,11 +144,14 @@ type Endpoint struct {
 	last   *peer // the peer of the last cell received
 
 	// Our bounce buffers. Bit i of the segment's busy word is set while
-	// buffer i is handed to holder[i].
+	// buffer i is handed to peer holder[i]. holder points at holders, or,
+	// while the fast-peer descriptors are mapped, at their copy next to
+	// them, which C producers write too (fastpeer.go).
 	busy    *atomic.Uint64
 	nbuf    int
 	allBufs uint64
-	holder  [MaxBuffers]int32
+	holder  *[MaxBuffers]int32
+	holders [MaxBuffers]int32
 	reserve int  // buffers a stream leaves to eager sends
 	starved bool // an allocation failed since the last liveness check
 	blocked bool // a send found a peer's ring full since the last check
@@ -190,10 +193,10 @@ type Endpoint struct {
 	inc     transport.Incoming
 	stats   Stats
 	// fast holds the fast-peer descriptors (fastpeer.go), mapped at the
-	// first FastPeer; fastClosed is what they had counted when Close
-	// unmapped them.
+	// first FastPeer; fastClosed is what they had counted (inline and
+	// eager sends) when Close unmapped them.
 	fast       []byte
-	fastClosed uint64
+	fastClosed [2]uint64
 
 	// Wait and Wake may run on other goroutines than the owner's: they
 	// touch only these fields and atomics in the segment.
@@ -352,6 +355,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	}
 	e.token = uint64(e.epoch.UnixNano()) ^ cfg.EPID ^ uint64(uintptr(unsafe.Pointer(e)))
 	e.waitDone.L = &e.wakeMu
+	e.holder = &e.holders
 	for i := range e.holder {
 		e.holder[i] = -1
 	}
@@ -368,9 +372,12 @@ func (e *Endpoint) Name() string { return e.seg.Name() }
 // not run concurrently with them.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	n := e.fastClosed + e.fastSent()
-	s.Sent += n
-	s.Inline += n
+	inline, eager := e.fastSent()
+	inline += e.fastClosed[0]
+	eager += e.fastClosed[1]
+	s.Sent += inline + eager
+	s.Inline += inline
+	s.Eager += eager
 	return s
 }
 

@@ -105,3 +105,85 @@ func TestFastCParsesWhatSendBuilds(t *testing.T) {
 		t.Fatalf("C took %d messages and left %d: both kinds should occur", taken, left)
 	}
 }
+
+// randEager is a message for a bounce buffer: longer than C's inline
+// messages, up to max bytes.
+func randEager(r *rand.Rand, max int) (transport.Header, []byte) {
+	lo := inlineMax(FastInlineCells, false) + 1
+	h, _ := randInline(r, 0)
+	p := make([]byte, lo+r.IntN(max-lo+1))
+	for i := range p {
+		p[i] = byte(r.Uint32())
+	}
+	h.Len = uint64(len(p))
+	return h, p
+}
+
+func TestFastCEagerCellIsWhatPollDelivers(t *testing.T) {
+	a, b, ab := pair(t)
+	p := a.peers[int(ab)-1]
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 2000; i++ {
+		h, payload := randEager(r, a.threshold)
+		// As C's psm2_fast_send does it: a free buffer of a's, the
+		// bytes, one cell naming it.
+		k, ok := a.allocBuf(0)
+		if !ok {
+			t.Fatalf("message %d: no free bounce buffer", i)
+		}
+		copy(a.seg.Buffer(k), payload)
+		m := fastc.Inline{Len: h.Len, EPID: a.EPID(), Tag: h.Tag, Data: h.Data, HFlags: h.Flags}
+		if err := p.ring.TryPush(fastc.BuildEager(m, uint16(k))); err != nil {
+			t.Fatal(err)
+		}
+		d := recvOne(t, a, b)
+		if d.Hdr != h || !bytes.Equal(d.Payload, payload) || d.SrcEPID != a.EPID() {
+			t.Fatalf("message %d: C sent %+v (%d bytes); Poll delivered %+v (%d bytes, equal %v) from %#x",
+				i, h, len(payload), d.Hdr, len(d.Payload), bytes.Equal(d.Payload, payload), d.SrcEPID)
+		}
+		if a.busy.Load()&(1<<k) != 0 {
+			t.Fatalf("message %d: bounce buffer %d still busy after delivery", i, k)
+		}
+	}
+}
+
+func TestFastCParsesEagerSendBuilds(t *testing.T) {
+	a, b, ab := pair(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	taken, left := 0, 0
+	for i := 0; i < 2000; i++ {
+		h, payload := randEager(r, a.threshold)
+		if r.IntN(8) == 0 {
+			h.Flags |= 1 << (2 + r.IntN(30)) // a flag C does not know
+		}
+		before := len(b.rec.got)
+		sendAll(t, a, b, ab, h, [][]byte{payload}, uint64(i), 0)
+		pos := b.ring.cons.Load()
+		if b.ring.seq(b.ring.cellOff(pos)).Load() != pos+1 {
+			t.Fatalf("message %d: no cell in the ring", i)
+		}
+		m, k, ok := fastc.ParseEager(b.ring.payload(b.ring.cellOff(pos)))
+		want := h.Flags&^cHFlags == 0
+		if ok != want {
+			t.Fatalf("message %d (%d bytes, flags %#x): C took it: %v, want %v", i, h.Len, h.Flags, ok, want)
+		}
+		if ok {
+			taken++
+			buf := a.seg.Buffer(int(k))
+			if m.Len != h.Len || m.Tag != h.Tag || m.Data != h.Data || m.HFlags != h.Flags ||
+				m.EPID != a.EPID() || buf == nil || !bytes.Equal(buf[:m.Len], payload) {
+				t.Fatalf("message %d: sent %+v from %#x; C read %+v, buffer %d", i, h, a.EPID(), m, k)
+			}
+		} else {
+			left++
+		}
+		pollUntil(t, 10*time.Second, func() bool { return len(b.rec.got) > before }, a, b)
+	}
+	if taken == 0 || left == 0 {
+		t.Fatalf("C took %d messages and left %d: both kinds should occur", taken, left)
+	}
+	// An inline cell is not an eager one.
+	if _, _, ok := fastc.ParseEager(fastc.Build(fastc.Inline{Len: 3, EPID: 1}, []byte{1, 2, 3})); ok {
+		t.Fatal("C read an inline cell as an eager one")
+	}
+}

@@ -32,15 +32,37 @@ import (
 //	+80  address of this endpoint's producer slot in that ring (slots.go):
 //	     the pos word, with n at +8; written before every reservation
 //
+// For eager messages (one cell naming a bounce buffer, as sendEager and
+// onEager do), as a sender:
+//
+//	+88  longest eager message this endpoint sends (its threshold)
+//	+96  address of this endpoint's busy word (its segment's)
+//	+104 address of its bounce buffer 0
+//	+112 size of each of its bounce buffers
+//	+120 mask of its bounce buffers (bit i: buffer i exists)
+//	+128 address of its holder table (int32 per buffer: the peer index
+//	     a buffer was handed to), which the producer writes with +136
+//	+136 this peer's index
+//	+144 eager messages the C producer sent (folded into Stats.Sent/Eager)
+//
+// and as a receiver of the peer's eager cells:
+//
+//	+152 address of the peer's busy word, whose bit a receiver clears
+//	+160 address of the peer's bounce buffer 0 in our mapping
+//	+168 size of each of the peer's bounce buffers (as validated)
+//	+176 number of the peer's bounce buffers (as validated)
+//
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
 // endpoint changes descriptors and unmaps peer segments only under that
-// lock too. It must build cells exactly as sendInline does (cell.go), push
-// them as TryPushCells does (ring.go), ring the doorbell as ring2 does,
-// and leave everything else (a full ring, a closed peer, a long message)
-// to Send.
+// lock too. It must build cells exactly as sendInline and sendEager do
+// (cell.go), push them as TryPushCells does (ring.go), take and hand over
+// a bounce buffer as allocBuf and sendEager do, ring the doorbell as ring2
+// does, and leave everything else (a full ring, a closed peer, no free
+// buffer, a long message) to Send. A C receiver of an eager cell clears
+// the buffer's bit and rings the peer's doorbell as release does.
 const (
-	FastPeerSize = 128
+	FastPeerSize = 256
 	maxFastPeers = 1024
 
 	fpOK    = 0
@@ -54,6 +76,21 @@ const (
 	fpPeer  = 64
 	fpMask  = 72
 	fpSlot  = 80
+
+	fpEagerMax   = 88
+	fpBusy       = 96
+	fpBufs       = 104
+	fpBufSize    = 112
+	fpAllBufs    = 120
+	fpHolder     = 128
+	fpIdx        = 136
+	fpEagerSent  = 144
+	fpPeerBusy   = 152
+	fpPeerBufs   = 160
+	fpPeerBufSz  = 168
+	fpPeerNBufs  = 176
+	fastHolders  = maxFastPeers * FastPeerSize // the holder table's offset in e.fast
+	fastMapBytes = fastHolders + MaxBuffers*4
 )
 
 // FastPeer implements transport.FastSender.
@@ -63,12 +100,17 @@ func (e *Endpoint) FastPeer(c transport.Conn) unsafe.Pointer {
 		return nil
 	}
 	if e.fast == nil {
-		b, err := unix.Mmap(-1, 0, maxFastPeers*FastPeerSize, unix.PROT_READ|unix.PROT_WRITE,
+		b, err := unix.Mmap(-1, 0, fastMapBytes, unix.PROT_READ|unix.PROT_WRITE,
 			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
 			return nil
 		}
 		e.fast = b
+		// The holder table moves next to the descriptors, where C
+		// producers record the buffers they hand out.
+		h := (*[MaxBuffers]int32)(unsafe.Pointer(&b[fastHolders]))
+		*h = *e.holder
+		e.holder = h
 		for _, q := range e.peers {
 			e.syncFast(q)
 		}
@@ -98,16 +140,47 @@ func (e *Endpoint) syncFast(p *peer) {
 	wordAt(d, fpFence).Store(b2u(!asymFences()))
 	wordAt(d, fpMask).Store(p.ring.mask)
 	wordAt(d, fpSlot).Store(uint64(p.ring.slotAddr()))
+	e.syncFastEager(p, d)
 	wordAt(d, fpOK).Store(1)
 }
 
-// fastSent is what C producers sent through the descriptors.
-func (e *Endpoint) fastSent() uint64 {
-	var n uint64
-	for i := 0; i < len(e.fast); i += FastPeerSize {
-		n += wordAt(e.fast, i+fpSent).Load()
+// syncFastEager writes the eager words of p's descriptor d: 0 for
+// whatever side has no bounce buffers, so C leaves that side to Go.
+func (e *Endpoint) syncFastEager(p *peer, d []byte) {
+	var eagerMax, bufs, bufSize uint64
+	if e.nbuf > 0 && e.threshold > 0 {
+		if b := e.seg.Buffer(0); b != nil {
+			eagerMax = uint64(min(e.threshold, len(b)))
+			bufs = uint64(uintptr(unsafe.Pointer(&b[0])))
+			bufSize = uint64(e.seg.BufferSize())
+		}
 	}
-	return n
+	wordAt(d, fpEagerMax).Store(eagerMax)
+	wordAt(d, fpBusy).Store(uint64(uintptr(unsafe.Pointer(e.busy))))
+	wordAt(d, fpBufs).Store(bufs)
+	wordAt(d, fpBufSize).Store(bufSize)
+	wordAt(d, fpAllBufs).Store(e.allBufs)
+	wordAt(d, fpHolder).Store(uint64(uintptr(unsafe.Pointer(&e.fast[fastHolders]))))
+	wordAt(d, fpIdx).Store(uint64(p.idx))
+	var pbufs, psize, pn uint64
+	if b := p.seg.Buffer(0); b != nil && p.busy != nil {
+		pbufs = uint64(uintptr(unsafe.Pointer(&b[0])))
+		psize, pn = uint64(p.seg.BufferSize()), uint64(p.seg.Buffers())
+	}
+	wordAt(d, fpPeerBusy).Store(uint64(uintptr(unsafe.Pointer(p.busy))))
+	wordAt(d, fpPeerBufs).Store(pbufs)
+	wordAt(d, fpPeerBufSz).Store(psize)
+	wordAt(d, fpPeerNBufs).Store(pn)
+}
+
+// fastSent is what C producers sent through the descriptors: inline and
+// eager messages.
+func (e *Endpoint) fastSent() (inline, eager uint64) {
+	for i := 0; i < len(e.fast) && i < fastHolders; i += FastPeerSize {
+		inline += wordAt(e.fast, i+fpSent).Load()
+		eager += wordAt(e.fast, i+fpEagerSent).Load()
+	}
+	return inline, eager
 }
 
 // closeFast turns every descriptor off and unmaps them; Close calls it
@@ -116,7 +189,11 @@ func (e *Endpoint) closeFast() {
 	if e.fast == nil {
 		return
 	}
-	e.fastClosed = e.fastSent()
+	inline, eager := e.fastSent()
+	e.fastClosed[0] += inline
+	e.fastClosed[1] += eager
+	e.holders = *e.holder
+	e.holder = &e.holders
 	_ = unix.Munmap(e.fast)
 	e.fast = nil
 }

@@ -4,7 +4,8 @@
  * hottest calls are done here when they are simple:
  *   - fi_inject (and tinject, injectdata, tinjectdata) of an inline-sized
  *     message to a connected shared-memory peer: the cells are built and
- *     pushed into the peer's ring here;
+ *     pushed into the peer's ring here; a longer one, up to the eager
+ *     threshold, is copied into a bounce buffer named by one cell;
  *   - fi_recv/fi_trecv with plain flags: the receive is queued in the
  *     endpoint's page, and Go posts it before anything else it does under
  *     the domain lock (provider/fastep.go).
@@ -47,6 +48,7 @@
  * (unlike a send with the FI_INJECT flag): an operation flag bit libfabric
  * leaves undefined. */
 #include "layout.h"
+#include "ucopy.h"
 
 /* The message header flags and cell flags this file handles; a message
  * with any other is left to Go. */
@@ -107,6 +109,17 @@ static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 static inline char *psm2_probe_ring(uint64_t w) { return (char *) (uintptr_t) (w & ~(uint64_t) PROBE_LOG2_MASK); }
 static inline uint64_t psm2_probe_mask(uint64_t w) { return ((uint64_t) 1 << (w & PROBE_LOG2_MASK)) - 1; }
 
+/* psm2_prefetchw asks for the line at p in a writable state (x86's
+ * PREFETCHW, a no-op where it is not implemented). */
+static inline void psm2_prefetchw(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *) p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /* psm2_push pushes n (1 to FAST_INLINE_CELLS) cells into ring r of
  * mask+1 cells, as the producer owning slot (its pos word; n is the
  * next): the same protocol as shm's TryPushCells through a claimed view.
@@ -136,6 +149,10 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 						__ATOMIC_RELAXED))
 			break;
 	}
+	/* Ask for every cell's line for writing at once: the consumer read
+	 * them last, so each store would otherwise wait for its own line. */
+	for (uint64_t k = n; k-- > 0;)
+		psm2_prefetchw(r + RING_HDR + ((pos + k) & mask) * CELL_SIZE);
 	for (uint64_t k = n; k-- > 0;) {
 		char *c = r + RING_HDR + ((pos + k) & mask) * CELL_SIZE;
 
@@ -253,9 +270,60 @@ static inline void psm2_inline_copy(void *dst, const struct psm2_inline *m,
 	}
 }
 
+/* psm2_eager_build writes the payload of the cell of eager message m,
+ * whose bytes are in the sender's bounce buffer idx: the same cell as
+ * shm's sendEager (which always carries the data word). */
+static inline void psm2_eager_build(uint64_t cell[CELL_PAYLOAD / 8], const struct psm2_inline *m,
+				    uint16_t idx)
+{
+	unsigned char *h = (unsigned char *) cell;
+
+	memset(h, 0, CELL_PAYLOAD);
+	h[CELL_KIND] = CELL_EAGER;
+	h[CELL_FLAGS] = CELL_HAS_DATA;
+	memcpy(h + CELL_SHORT, &idx, 2);
+	memcpy(h + CELL_HFLAGS, &m->hflags, 4);
+	memcpy(h + CELL_EPID, &m->epid, 8);
+	memcpy(h + CELL_TAG, &m->tag, 8);
+	memcpy(h + CELL_DATA, &m->data, 8);
+	memcpy(h + CELL_LEN, &m->len, 8);
+}
+
+/* psm2_eager_head parses the payload p of an eager cell into m and the
+ * bounce buffer's index, and returns 1, or 0 when C must leave it to Go:
+ * another kind of cell, or a flag C does not know. */
+static inline int psm2_eager_head(const unsigned char *p, struct psm2_inline *m, uint16_t *idx)
+{
+	if (p[CELL_KIND] != CELL_EAGER || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+		return 0;
+	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
+	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
+		return 0;
+	memcpy(idx, p + CELL_SHORT, 2);
+	memcpy(&m->len, p + CELL_LEN, 8);
+	memcpy(&m->epid, p + CELL_EPID, 8);
+	memcpy(&m->tag, p + CELL_TAG, 8);
+	m->with_data = (p[CELL_FLAGS] & CELL_HAS_DATA) != 0;
+	m->data = 0;
+	if (m->with_data)
+		memcpy(&m->data, p + CELL_DATA, 8);
+	return 1;
+}
+
+/* psm2_copy_out copies n bytes of the caller's buffer src to a bounce
+ * buffer, asking first for the destination's lines for writing (the peer
+ * read them last, and each store would wait for its own line): 0, or -1
+ * if src faulted. */
+static inline int psm2_copy_out(void *dst, const void *src, size_t n)
+{
+	for (size_t o = 0; o < n && o < 64 * 64; o += 64)
+		psm2_prefetchw((char *) dst + o);
+	return psm2_ucopy(dst, src, n);
+}
+
 /* psm2_fast_send is a send of len bytes to dest, with the message's tag
  * and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can be:
- * an inline message to a connected shm peer. flags are the call's; with
+ * an inline or eager message to a connected shm peer. flags are the call's; with
  * FI_INJECT its buffer is free on return (at most inject_size bytes); with
  * PSM2_NO_COMPLETION (the fi_inject* calls) it has no completion;
  * otherwise its completion, if one is due, is queued in the transmit CQ's
@@ -294,8 +362,20 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	m.data = data;
 	m.with_data = has_data && data != 0;
 	m.hflags = (tagged ? HF_TAGGED : 0) | (has_data ? HF_DATA : 0);
-	if (!(n = psm2_inline_build(cells, &m, buf)))
+	/* 0 cells: too long for inline cells; an eager message, if the
+	 * peer's descriptor allows one. The caller's bytes are read with
+	 * guarded copies (ucopy.c): a buffer the kernel refuses sends the
+	 * call to Go, which fails it with FI_EFAULT. */
+	if (len && !psm2_ucopy_ready())
 		return PSM2_FAST_GO;
+	n = 0;
+	if (psm2_inline_cells(&m, FAST_INLINE_CELLS)) {
+		unsigned char stage[FAST_INLINE_CELLS * CELL_PAYLOAD];
+
+		if (psm2_ucopy(stage, buf, len))
+			return PSM2_FAST_GO;
+		n = psm2_inline_build(cells, &m, stage);
+	}
 
 	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
 	if (locking)
@@ -315,12 +395,45 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		goto out;
 	if (__atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
 		goto out;	/* the peer closed: Go fails the send */
-	memcpy((unsigned char *) cells[0] + CELL_EPID, &d[FP_EPID], 8);
-	if (!d[FP_SLOT] ||
-	    psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
-		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
-		goto out;	/* full: Go queues or refuses it */
-	d[FP_SENT]++;
+	if (!d[FP_SLOT])
+		goto out;
+	if (n) {
+		memcpy((unsigned char *) cells[0] + CELL_EPID, &d[FP_EPID], 8);
+		if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+			      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
+			goto out;	/* full: Go queues or refuses it */
+		d[FP_SENT]++;
+	} else {
+		/* Eager: into a free bounce buffer of ours (shm's allocBuf
+		 * and sendEager), then one cell naming it. */
+		uint64_t *busy = (uint64_t *) (uintptr_t) d[FP_BUSY];
+		uint64_t free, bit;
+		int i;
+
+		if (len > d[FP_EAGER_MAX] || !d[FP_BUFS] || !busy)
+			goto out;
+		free = ~__atomic_load_n(busy, __ATOMIC_ACQUIRE) & d[FP_ALL_BUFS];
+		if (!free)
+			goto out;	/* Go reclaims, waits or refuses */
+		i = __builtin_ctzll(free);
+		bit = (uint64_t) 1 << i;
+		/* Receivers only clear bits, so the bit is still clear. */
+		__atomic_fetch_or(busy, bit, __ATOMIC_SEQ_CST);
+		if (psm2_copy_out((char *) (uintptr_t) d[FP_BUFS] + (uint64_t) i * d[FP_BUF_SIZE], buf, len)) {
+			__atomic_fetch_and(busy, ~bit, __ATOMIC_SEQ_CST);
+			goto out;
+		}
+		m.epid = d[FP_EPID];
+		m.data = has_data ? data : 0;
+		psm2_eager_build(cells[0], &m, (uint16_t) i);
+		if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+			      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, 1)) {
+			__atomic_fetch_and(busy, ~bit, __ATOMIC_SEQ_CST);
+			goto out;
+		}
+		((int32_t *) (uintptr_t) d[FP_HOLDER])[i] = (int32_t) d[FP_IDX];
+		d[FP_EAGER_SENT]++;
+	}
 	if (comp) {
 		/* The send is complete: the message is in the peer's ring (the
 		 * provider's choice for every completion level). */
@@ -490,8 +603,8 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
-/* psm2_deliver_ep delivers, for endpoint page f, the inline messages that
- * arrived in its ring to the receives C queued for it, writing up to count
+/* psm2_deliver_ep delivers, for endpoint page f, the inline and eager
+ * messages that arrived in its ring to the receives C queued for it, writing up to count
  * completions of stride bytes at out; psm2_fast_deliver holds the domain
  * lock and has checked that f delivers through the CQ being read. It stops
  * at anything else (another cell kind, an unexpected message, a short
@@ -503,7 +616,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
 	ssize_t got = 0;
 
-	if (!r)
+	if (!r || !psm2_ucopy_ready())
 		return 0;
 	while ((size_t) got < count) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
@@ -512,14 +625,30 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		const unsigned char *cont[PUSH_CELLS_MAX];
 		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
 		uint64_t *q;
+		const uint64_t *sd = NULL;
+		const char *eager = NULL;
 		struct psm2_inline m;
+		uint16_t idx = 0;
 		int i, cells, k;
 
 		if (!n || __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
-		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m)))
-			break;
-		/* The unit's cells were published before its head cell. */
+		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
+			if (!psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx))
+				break;
+			/* The sender's bounce buffer, through its descriptor. */
+			sd = (const uint64_t *) (uintptr_t) f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
+			if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
+			    idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] || !sd[FP_PEER_BUFS] ||
+			    !sd[FP_PEER_BUSY])
+				break;
+			eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
+			cells = 1;
+		}
+		/* The unit's cells were published before its head cell: ask
+		 * for all their lines before reading the first. */
+		for (k = 1; k < cells; k++)
+			__builtin_prefetch(r + RING_HDR + ((cons + k) & mask) * CELL_SIZE, 0, 3);
 		for (k = 1; k < cells; k++) {
 			const unsigned char *ck = (const unsigned char *) r + RING_HDR + ((cons + k) & mask) * CELL_SIZE;
 
@@ -536,7 +665,29 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		q = f + EPF_RQ + i * EPF_RQ_WORDS;
 		if (q[RQ_LEN] < m.len)
 			break;	/* truncated: Go reports it */
-		psm2_inline_copy((void *) (uintptr_t) q[RQ_BUF], &m, c + CELL_PAYLOAD_OFF, cont);
+		if (eager) {
+			/* Copy, then give the buffer back and ring the sender in
+			 * case it waits for one (shm's release; the locked AND is
+			 * the fence ring2 needs). A receive buffer the kernel
+			 * refuses leaves the message to Go, which fails the
+			 * receive with FI_EFAULT. */
+			if (psm2_ucopy((void *) (uintptr_t) q[RQ_BUF], eager, m.len))
+				break;
+			__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
+					   __ATOMIC_SEQ_CST);
+			if (__atomic_load_n((uint32_t *) (uintptr_t) sd[FP_WAIT], __ATOMIC_RELAXED)) {
+				uint32_t *seq = (uint32_t *) (uintptr_t) sd[FP_SEQ];
+
+				__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+				psm2_futex(seq, FUTEX_WAKE, INT_MAX);
+			}
+		} else {
+			unsigned char stage[PUSH_CELLS_MAX * CELL_PAYLOAD];
+
+			psm2_inline_copy(stage, &m, c + CELL_PAYLOAD_OFF, cont);
+			if (psm2_ucopy((void *) (uintptr_t) q[RQ_BUF], stage, m.len))
+				break;
+		}
 		if (!f[EPF_RX_SEL] || (q[RQ_FLAGS] & FI_COMPLETION)) {
 			psm2_recv_entry(out + got * stride, stride, q, &m);
 			got++;

@@ -32,6 +32,9 @@
 #define EPF_TX_CQ_OK 15
 #define EPF_RQ 16                        /* the receive queue */
 #define EPF_RQ_CAP 48                    /* entries */
+#define EPF_SENDERS 400                  /* the senders' table: fast-peer descriptors by epid hash */
+#define EPF_SENDERS_SHIFT 58             /* slot = (epid * SENDER_HASH) >> EPF_SENDERS_SHIFT */
+#define SENDER_HASH 0x9e3779b97f4a7c15ULL
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1
@@ -80,6 +83,7 @@
 /* Cells, bytes from the payload's start (shm/cell.go) */
 #define CELL_INLINE 1                    /* kind: head cell of an inline message */
 #define CELL_CONT 2                      /* kind: continuation cell */
+#define CELL_EAGER 3                     /* kind: a message in the sender's bounce buffer CELL_SHORT */
 #define CELL_HAS_DATA 1                  /* flag: the data word is present */
 #define CELL_KIND 0                      /* uint8 */
 #define CELL_FLAGS 1                     /* uint8 */
@@ -88,13 +92,16 @@
 #define CELL_EPID 8                      /* uint64: sender's endpoint id */
 #define CELL_TAG 16                      /* uint64 */
 #define CELL_DATA 24                     /* uint64, with CELL_HAS_DATA */
+#define CELL_LEN 32                      /* uint64: an eager message's length */
+#define CELL_W5 40                       /* uint64: 0 in an eager cell */
+#define CELL_W6 48                       /* uint64: 0 in an eager cell */
 #define INLINE_HEAD 32                   /* payload bytes in a head cell without data */
 #define INLINE_HEAD_DATA 24              /* ... with the data word */
 #define CONT_KIND 0                      /* in a continuation cell: its kind byte */
 #define CONT_PAYLOAD_OFF 1               /* ... then its payload */
 #define CONT_PAYLOAD 55                  /* payload bytes in a continuation cell */
 #define PUSH_CELLS_MAX 32                /* cells of one unit (an inline message) at most */
-#define FAST_INLINE_CELLS 20             /* cells of an inline message C sends, at most */
+#define FAST_INLINE_CELLS 4              /* cells of an inline message C sends, at most */
 
 /* Fast-peer descriptor, words (shm/fastpeer.go) */
 #define FP_OK 0
@@ -108,5 +115,18 @@
 #define FP_PEER 8
 #define FP_MASK 9
 #define FP_SLOT 10
+#define FP_EAGER_MAX 11
+#define FP_BUSY 12
+#define FP_BUFS 13
+#define FP_BUF_SIZE 14
+#define FP_ALL_BUFS 15
+#define FP_HOLDER 16
+#define FP_IDX 17
+#define FP_EAGER_SENT 18
+#define FP_PEER_BUSY 19
+#define FP_PEER_BUFS 20
+#define FP_PEER_BUF_SIZE 21
+#define FP_PEER_NBUFS 22
+#define FP_SIZE 256                      /* bytes of a descriptor */
 
 #endif /* PSM2_LAYOUT_H */

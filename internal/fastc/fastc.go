@@ -12,6 +12,7 @@ package fastc
 #cgo CFLAGS: -I${SRCDIR}/../../include -O2 -Wall -Wno-unused-function
 #include <stdlib.h>
 #include "fast.h"
+#include "ucopy.h"
 
 static int fastc_build(void *cells, struct psm2_inline *m, const void *buf)
 {
@@ -34,6 +35,11 @@ static int fastc_parse(const unsigned char *cells, int n, struct psm2_inline *m,
 	}
 	psm2_inline_copy(dst, m, cells, cont);
 	return k;
+}
+
+static void fastc_eager_build(void *cell, struct psm2_inline *m, uint16_t idx)
+{
+	psm2_eager_build((uint64_t *) cell, m, idx);
 }
 
 // fastc_match builds an endpoint page holding the n receives of q (each
@@ -128,6 +134,40 @@ func Parse(cells []byte) (m Inline, payload []byte, ok bool) {
 	m = Inline{Len: uint64(c.len), EPID: uint64(c.epid), Tag: uint64(c.tag), Data: uint64(c.data),
 		HFlags: uint32(c.hflags), WithData: c.with_data != 0}
 	return m, dst[:m.Len], true
+}
+
+// BuildEager returns the cell payload C builds for eager message m (whose
+// bytes are in the sender's bounce buffer idx).
+func BuildEager(m Inline, idx uint16) []byte {
+	cell := make([]byte, CellPayload)
+	c := toC(m)
+	C.fastc_eager_build(unsafe.Pointer(&cell[0]), &c, C.uint16_t(idx))
+	return cell
+}
+
+// ParseEager returns what C reads from an eager cell's payload: the header
+// and the bounce buffer's index, or ok false when C leaves it to Go.
+func ParseEager(cell []byte) (m Inline, idx uint16, ok bool) {
+	if len(cell) < CellPayload {
+		return m, 0, false
+	}
+	var c C.struct_psm2_inline
+	var i C.uint16_t
+	if C.psm2_eager_head((*C.uchar)(unsafe.Pointer(&cell[0])), &c, &i) == 0 {
+		return m, 0, false
+	}
+	m = Inline{Len: uint64(c.len), EPID: uint64(c.epid), Tag: uint64(c.tag), Data: uint64(c.data),
+		HFlags: uint32(c.hflags), WithData: c.with_data != 0}
+	return m, uint16(i), true
+}
+
+// UCopy copies src to dst with the fast path's guarded copy (ucopy.c):
+// false if either faulted, or if its fault handler could not be installed.
+func UCopy(dst, src unsafe.Pointer, n int) bool {
+	if C.psm2_ucopy_ready() == 0 {
+		return false
+	}
+	return C.psm2_ucopy(dst, src, C.size_t(n)) == 0
 }
 
 // RQ is a receive as C queues it in the endpoint page.

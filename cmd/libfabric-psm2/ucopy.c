@@ -1,0 +1,99 @@
+/* ucopy.c: copies between the application's buffers and shared memory
+ * that survive a buffer the kernel refuses.
+ *
+ * The C fast path (fast.h) copies a send's bytes out of the caller's
+ * buffer and a message's bytes into a receive buffer. Either may be
+ * PROT_NONE, unmapped or read-only; a plain memcpy would kill the process
+ * with SIGSEGV, where the same call through Go fails the operation with
+ * FI_EFAULT (internal/umem). So fast.h copies with psm2_ucopy: a fault
+ * during it returns -1, the fast path leaves the operation to Go, and Go's
+ * guarded copy reports it.
+ *
+ * How: a SIGSEGV/SIGBUS handler, installed once, after the Go runtime's
+ * (which it chains to), jumps back into psm2_ucopy when the fault happened
+ * on a thread that is inside one; any other fault goes to the handler that
+ * was there before, with its arguments, as if ours were not there. A copy
+ * costs a sigsetjmp that saves no signal mask (no system call) and two
+ * stores of a thread-local word. As with Go's guard, an application that
+ * later installs its own handler without chaining takes such faults
+ * itself, as it would for memcpy in any C library. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include "ucopy.h"
+
+static __thread sigjmp_buf *ucopy_env;
+static struct sigaction ucopy_prev_segv, ucopy_prev_bus;
+static pthread_once_t ucopy_once = PTHREAD_ONCE_INIT;
+static int ucopy_ready;
+
+static void ucopy_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *env = ucopy_env;
+	struct sigaction *prev = sig == SIGBUS ? &ucopy_prev_bus : &ucopy_prev_segv;
+
+	if (env) {
+		ucopy_env = NULL;
+		siglongjmp(*env, 1);
+	}
+	if (prev->sa_flags & SA_SIGINFO) {
+		prev->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (prev->sa_handler == SIG_IGN || prev->sa_handler == SIG_DFL) {
+		/* Put it back and return: the instruction faults again and the
+		 * default action (a core dump) is the one the process had. */
+		sigaction(sig, prev, NULL);
+		return;
+	}
+	prev->sa_handler(sig);
+}
+
+static void ucopy_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = ucopy_fault;
+	/* SA_ONSTACK: Go's handler, which this one calls, expects its
+	 * signal stack; SA_NODEFER: a jump out of the handler leaves the
+	 * signal unblocked. */
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &ucopy_prev_segv) != 0)
+		return;
+	if (sigaction(SIGBUS, &sa, &ucopy_prev_bus) != 0) {
+		sigaction(SIGSEGV, &ucopy_prev_segv, NULL);
+		return;
+	}
+	__atomic_store_n(&ucopy_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* psm2_ucopy_ready installs the handler (once) and says whether it is in
+ * place; without it, fast.h leaves copies of user memory to Go. */
+int psm2_ucopy_ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&ucopy_ready, __ATOMIC_ACQUIRE), 1))
+		return 1;
+	pthread_once(&ucopy_once, ucopy_install);
+	return __atomic_load_n(&ucopy_ready, __ATOMIC_ACQUIRE);
+}
+
+int psm2_ucopy(void *dst, const void *src, size_t n)
+{
+	sigjmp_buf env;
+
+	if (sigsetjmp(env, 0)) {
+		/* A fault: the handler cleared ucopy_env. */
+		return -1;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = &env;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(dst, src, n);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = NULL;
+	return 0;
+}
