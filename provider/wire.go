@@ -174,12 +174,16 @@ func shmThreshold(n int) int {
 
 // DefaultShmRndvThreshold is PSM2_MQ_RNDV_SHM_THRESH's default: messages
 // longer than this go by rendezvous (a single copy) on the shm wire. PSM2
-// uses 16000. Here a bounce buffer still beats the rendezvous round trip
-// at 16 and 20 KiB (fi_pingpong one-way, same run: 16 KiB 3.1-3.2 us
-// eager against 3.8-4.0 by rendezvous, shm 3.1-3.3; 20 KiB 3.6-4.1
-// against 4.3-4.6), they are even at 24 KiB and the rendezvous wins from
-// 28 KiB (32 KiB: 4.8-5.6 against 6.9).
-const DefaultShmRndvThreshold = 20480
+// uses 16000. Here a bounce buffer beats the rendezvous round trip up to
+// 32 KiB since the C fast path sends and delivers eager messages itself
+// (fi_pingpong -e rdm one-way, pinned, best of 3, same run, eager against
+// rendezvous: 24 KiB 3.63 against 5.35 us, shm 3.95-4.01; 32 KiB 4.68
+// against 5.32, shm 4.14-4.22; 40 KiB 5.74 against 5.98; 48 KiB 7.18
+// against 6.27). scripts/msgrate.c (64 in flight) is even or better with
+// it: 24 KiB 293-327 K against 271-273 K messages/s, 32 KiB 239-249 K
+// against 234-236 K (shm 273 K and 241 K). Bounce buffers are 32 KiB
+// each, 1 MiB an endpoint.
+const DefaultShmRndvThreshold = 32768
 
 // rndvThreshold is PSM2_MQ_RNDV_SHM_THRESH (default
 // DefaultShmRndvThreshold): messages longer than this go by rendezvous.
