@@ -18,9 +18,10 @@
 #       does not, it lacks FI_REMOTE_COMM, which the MTL asks for): a
 #       sanity check of the cm/ofi path itself
 #
-# It adds --allow-run-as-root and --oversubscribe, and, when more ranks are
-# asked for (-np/-n) than there are cores, --mca mpi_yield_when_idle 1 (a
-# spinning rank otherwise starves the one it waits for). MPIRUN_DRYRUN=1
+# It adds --allow-run-as-root and --oversubscribe, and --mca
+# mpi_yield_when_idle 1 when more ranks are asked for (-np/-n) than there
+# are cores (a spinning rank otherwise starves the one it waits for), else
+# 0 on one host (which --oversubscribe would turn on). MPIRUN_DRYRUN=1
 # prints the command instead of running it. Exit status: mpirun's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,16 +39,27 @@ esac
 
 # How many ranks? (for the yield decision only)
 np=1
+hosts=0
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	case "${args[i]}" in
 	-np|-n|--np|-c) np=${args[i+1]:-1} ;;
+	--hostfile|-hostfile|--machinefile|-machinefile|-H|-host|--host) hosts=1 ;;
 	esac
 done
 
+# On one host yielding is set either way: with --oversubscribe, Open MPI
+# 4.1 turns mpi_yield_when_idle on by itself, even for 2 ranks on 2 cores,
+# and every idle progress loop then calls sched_yield (about 1.5 calls a
+# NetPIPE round trip, 40% of the samples in the kernel's scheduler), for
+# our library and for the references alike. Across namespace "hosts"
+# (a hostfile) it is left on: each host binds its first rank to the same
+# core of this one machine.
 cmd=(mpirun --allow-run-as-root --oversubscribe)
 if [ "$np" -gt "$(nproc)" ] 2>/dev/null; then
 	cmd+=(--mca mpi_yield_when_idle 1)
+elif [ "$hosts" = 0 ]; then
+	cmd+=(--mca mpi_yield_when_idle 0)
 fi
 
 case $mode in
