@@ -38,13 +38,19 @@ case "${1:-}" in
 esac
 
 # How many ranks? (for the yield decision only)
+# mpirun's options only: the scan stops at the program, whose own
+# options (NetPIPE's -n, the iteration count) are not ours to read.
 np=1
 hosts=0
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	case "${args[i]}" in
-	-np|-n|--np|-c) np=${args[i+1]:-1} ;;
-	--hostfile|-hostfile|--machinefile|-machinefile|-H|-host|--host) hosts=1 ;;
+	-np|-n|--np|-c) np=${args[i+1]:-1}; i=$((i + 1)) ;;
+	--hostfile|-hostfile|--machinefile|-machinefile|-H|-host|--host) hosts=1; i=$((i + 1)) ;;
+	--mca|-mca|--gmca|-gmca) i=$((i + 2)) ;;
+	-x|--map-by|-map-by|--bind-to|-bind-to|--rank-by|-rank-by|-N|--npernode|-npernode|--wdir|-wdir) i=$((i + 1)) ;;
+	-*) ;;
+	*) break ;;
 	esac
 done
 
