@@ -20,8 +20,9 @@
 #
 # It adds --allow-run-as-root and --oversubscribe, and --mca
 # mpi_yield_when_idle 1 when more ranks are asked for (-np/-n) than there
-# are cores (a spinning rank otherwise starves the one it waits for), else
-# 0 on one host (which --oversubscribe would turn on). MPIRUN_DRYRUN=1
+# are cores or the ranks go to a hostfile's namespace hosts (a spinning
+# rank otherwise starves the one it waits for), else 0 (which
+# --oversubscribe would turn on). MPIRUN_DRYRUN=1
 # prints the command instead of running it. Exit status: mpirun's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,17 +55,17 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 	esac
 done
 
-# On one host yielding is set either way: with --oversubscribe, Open MPI
+# Yielding is set either way. On one host, with --oversubscribe, Open MPI
 # 4.1 turns mpi_yield_when_idle on by itself, even for 2 ranks on 2 cores,
 # and every idle progress loop then calls sched_yield (about 1.5 calls a
 # NetPIPE round trip, 40% of the samples in the kernel's scheduler), for
-# our library and for the references alike. Across namespace "hosts"
-# (a hostfile) it is left on: each host binds its first rank to the same
-# core of this one machine.
+# our library and for the references alike. Across namespace "hosts" (a
+# hostfile) it is on: every host believes it has this machine's cores to
+# itself, so ranks of different hosts share cores.
 cmd=(mpirun --allow-run-as-root --oversubscribe)
-if [ "$np" -gt "$(nproc)" ] 2>/dev/null; then
+if [ "$hosts" = 1 ] || [ "$np" -gt "$(nproc)" ] 2>/dev/null; then
 	cmd+=(--mca mpi_yield_when_idle 1)
-elif [ "$hosts" = 0 ]; then
+else
 	cmd+=(--mca mpi_yield_when_idle 0)
 fi
 
