@@ -1,7 +1,8 @@
 /* fastpath.c: the calls the library answers in C without entering Go
  * (fi_inject*, plain fi_recv/fi_trecv: cmd/libfabric-psm2/fast.h), mixed
  * with the calls that go through Go, must keep every libfabric rule:
- *   - data, tag, CQ data and length arrive intact, for 0..inject_size bytes;
+ *   - data, tag, CQ data and length arrive intact, for 0..inject_size bytes
+ *     and at eager sizes (198 bytes to 32 KiB, bounce buffers);
  *   - one sender's messages match in order, whichever path each took;
  *   - receives match in the order they were posted, also past the C queue;
  *   - a receive posted after its message arrived still finds it;
@@ -71,12 +72,18 @@ static void fill(unsigned char *b, size_t len, unsigned seed)
 		b[i] = (unsigned char) (seed * 31 + i * 7 + 1);
 }
 
-static int same(const unsigned char *b, size_t len, unsigned seed)
+/* same_from: bytes from..len-1 of b are fill's pattern for seed. */
+static int same_from(const unsigned char *b, size_t len, unsigned seed, size_t from)
 {
-	for (size_t i = 0; i < len; i++)
+	for (size_t i = from; i < len; i++)
 		if (b[i] != (unsigned char) (seed * 31 + i * 7 + 1))
 			return 0;
 	return 1;
+}
+
+static int same(const unsigned char *b, size_t len, unsigned seed)
+{
+	return same_from(b, len, seed, 0);
 }
 
 /* Every size 0..inject_size, each way: inject/tinject/(t)injectdata to a
@@ -131,16 +138,18 @@ static void test_sizes(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 
 /* One sender alternating C injects with Go sends (completions, eager
  * sizes): the receiver must match them in send order. */
-enum { ORD_N = 300 };
-static unsigned char ord_buf[ORD_N][2048];
+enum { ORD_N = 300, ORD_MAX = 12288 };
+static unsigned char ord_buf[ORD_N][ORD_MAX];
 static struct fi_context ord_sctx[ORD_N], ord_rctx[ORD_N];
 static int ord_got, ord_bad;
 
-/* Every third message is an eager fi_tsend (Go), every other one of the
- * rest a small fi_tsend (C, with a completion), the others injects. */
+/* Every third message is a longer fi_tsend (198 bytes to 12 KiB: C's
+ * eager sends through a bounce buffer, or Go's when C declines), every
+ * other one of the rest a small fi_tsend (C, with a completion), the
+ * others injects. */
 static size_t ord_len(int i)
 {
-	return (i % 3 == 2) ? 1000 + i : (size_t) (i % 60);
+	return (i % 3 == 2) ? 198 + (size_t) (i * 997) % (ORD_MAX - 198) : (size_t) (i % 60);
 }
 
 static int ord_completes(int i)
@@ -153,10 +162,12 @@ static void ord_check(const struct fi_cq_tagged_entry *e)
 	int i = (struct fi_context *) e->op_context - ord_rctx;
 	size_t want = ord_len(i);
 
-	if (i != ord_got || e->len != want || (want && ord_buf[i][0] != (unsigned char) i)) {
+	int intact = !want || (ord_buf[i][0] == (unsigned char) i && same_from(ord_buf[i], want, i, 1));
+
+	if (i != ord_got || e->len != want || !intact) {
 		if (ord_bad++ < 5)
-			printf("FAIL: receive %d took message %d (len %zu, want %zu)\n",
-			       ord_got, i, e->len, want);
+			printf("FAIL: receive %d took message %d (len %zu, want %zu, intact %d)\n",
+			       ord_got, i, e->len, want, intact);
 	}
 	ord_got++;
 }
@@ -170,7 +181,7 @@ static void test_order(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 	for (int i = 0; i < ORD_N; i++)
 		fi_trecv(b->ep, ord_buf[i], sizeof(ord_buf[i]), NULL, FI_ADDR_UNSPEC, 0x77, 0, &ord_rctx[i]);
 	for (int i = 0; i < ORD_N; i++) {
-		unsigned char msg[2048];
+		static unsigned char msg[ORD_MAX];
 		size_t len = ord_len(i);
 		ssize_t r;
 
@@ -222,6 +233,55 @@ static void test_order(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 
 /* More receives than the C queue holds, posted before any message: the
  * first posted matches first. */
+/* Eager sizes (198 bytes to 32 KiB) one at a time, each receive queued
+ * before its message comes: C sends them through a bounce buffer and C
+ * delivers them (fast.h), once the receiver knows the sender (it sent to
+ * it first). Every byte, the CQ data and the flags are checked. */
+static void test_eager(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab, fi_addr_t ba)
+{
+	static unsigned char msg[32768], rbuf[32768];
+	struct fi_cq_tagged_entry e;
+	struct fi_context sctx, rctx;
+	int x = 1, bad = 0, n = ct_under_valgrind() ? 20 : 400;
+
+	CHECK(fi_tinject(b->ep, &x, sizeof(x), ba, 0x56) == 0, "b -> a");
+	CHECK(fi_trecv(a->ep, &x, sizeof(x), NULL, FI_ADDR_UNSPEC, 0x56, 0, &rctx) == 0, "a recv");
+	CHECK(reap(a, &e), "a got b's message");
+	for (int i = 0; i < n && !bad; i++) {
+		size_t len = 198 + (size_t) (i * 1237) % (sizeof(msg) - 198);
+		uint64_t data = i & 1 ? 0x1234000000000000ull + (uint64_t) i : 0;
+		int got_send = 0, got_recv = 0;
+		double end = ct_now() + 5;
+		ssize_t r;
+
+		fill(msg, len, i);
+		memset(rbuf, 0, len);
+		CHECK(fi_trecv(b->ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, 0x55, 0, &rctx) == 0, "trecv");
+		do {
+			r = data ? fi_tsenddata(a->ep, msg, len, NULL, data, ab, 0x55, &sctx)
+				 : fi_tsend(a->ep, msg, len, NULL, ab, 0x55, &sctx);
+			if (r == -FI_EAGAIN)
+				fi_cq_read(b->cq, NULL, 0);
+		} while (r == -FI_EAGAIN && ct_now() < end);
+		CHECK(r == 0, "send %d (%zu bytes) = %zd", i, len, r);
+		while ((!got_send || !got_recv) && ct_now() < end) {
+			if (!got_send && fi_cq_read(a->cq, &e, 1) == 1)
+				got_send = e.op_context == &sctx;
+			if (!got_recv && fi_cq_read(b->cq, &e, 1) == 1) {
+				got_recv = 1;
+				if (e.op_context != &rctx || e.len != len || e.tag != 0x55 || e.buf != rbuf ||
+				    (data && (e.data != data || !(e.flags & FI_REMOTE_CQ_DATA))) ||
+				    !same(rbuf, len, i))
+					bad++;
+			}
+		}
+		if (!got_send || !got_recv)
+			bad++;
+		CHECK(!bad, "eager message %d (%zu bytes, data %d): sent %d, received %d, intact %d", i, len,
+		      data != 0, got_send, got_recv, got_recv && same(rbuf, len, i));
+	}
+}
+
 static void test_queue(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
 {
 	enum { N = 200 };
@@ -484,6 +544,7 @@ int main(void)
 	 * its own CQ (fast.h, psm2_fast_deliver lists the domain's endpoints). */
 	test_sizes(&a, &b, ab);
 	test_order(&a, &b, ab);
+	test_eager(&a, &b, ab, ba);
 	test_queue(&a, &b, ab);
 	test_match(&a, &b, ab);
 	test_directed(&a, &b, &c, ba, ab, cb);
@@ -495,6 +556,7 @@ int main(void)
 	 * receives it queued (fast.h, psm2_fast_deliver). */
 	test_sizes(&a, &d, ad);
 	test_order(&a, &d, ad);
+	test_eager(&a, &d, ad, da);
 	test_queue(&a, &d, ad);
 	test_directed(&a, &d, &c, da, ad, cd);
 	test_match(&a, &d, ad);
