@@ -24,7 +24,13 @@ import (
 const cHFlags = 3
 
 func randInline(r *rand.Rand, maxLen int) (transport.Header, []byte) {
-	n := r.IntN(maxLen + 1)
+	return randMsg(r, 0, maxLen)
+}
+
+// randMsg is a message of minLen to maxLen random bytes with a random
+// header (flags C knows, data half of the time).
+func randMsg(r *rand.Rand, minLen, maxLen int) (transport.Header, []byte) {
+	n := minLen + r.IntN(maxLen-minLen+1)
 	p := make([]byte, n)
 	for i := range p {
 		p[i] = byte(r.Uint32())
@@ -109,14 +115,7 @@ func TestFastCParsesWhatSendBuilds(t *testing.T) {
 // randEager is a message for a bounce buffer: longer than C's inline
 // messages, up to max bytes.
 func randEager(r *rand.Rand, max int) (transport.Header, []byte) {
-	lo := inlineMax(FastInlineCells, false) + 1
-	h, _ := randInline(r, 0)
-	p := make([]byte, lo+r.IntN(max-lo+1))
-	for i := range p {
-		p[i] = byte(r.Uint32())
-	}
-	h.Len = uint64(len(p))
-	return h, p
+	return randMsg(r, inlineMax(FastInlineCells, false)+1, max)
 }
 
 func TestFastCEagerCellIsWhatPollDelivers(t *testing.T) {

@@ -120,6 +120,18 @@ static inline void psm2_prefetchw(const void *p)
 #endif
 }
 
+/* psm2_bell rings the doorbell of the peer descriptor d names, if one of
+ * its threads waits in it (shm's ring2, after its fence: the caller's). */
+static inline void psm2_bell(const uint64_t *d)
+{
+	if (__atomic_load_n((uint32_t *) (uintptr_t) d[FP_WAIT], __ATOMIC_RELAXED)) {
+		uint32_t *seq = (uint32_t *) (uintptr_t) d[FP_SEQ];
+
+		__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+		psm2_futex(seq, FUTEX_WAKE, INT_MAX);
+	}
+}
+
 /* psm2_push pushes n (1 to FAST_INLINE_CELLS) cells into ring r of
  * mask+1 cells, as the producer owning slot (its pos word; n is the
  * next): the same protocol as shm's TryPushCells through a claimed view.
@@ -323,8 +335,8 @@ static inline int psm2_copy_out(void *dst, const void *src, size_t n)
 
 /* psm2_fast_send is a send of len bytes to dest, with the message's tag
  * and (with FI_REMOTE_CQ_DATA, has_data) data, done in C when it can be:
- * an inline or eager message to a connected shm peer. flags are the call's; with
- * FI_INJECT its buffer is free on return (at most inject_size bytes); with
+ * an inline or eager message to a connected shm peer. flags are the
+ * call's; with FI_INJECT its buffer is free on return (at most inject_size bytes); with
  * PSM2_NO_COMPLETION (the fi_inject* calls) it has no completion;
  * otherwise its completion, if one is due, is queued in the transmit CQ's
  * page (provider/fastpath.go) for fi_cq_read. f is the endpoint page
@@ -450,12 +462,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	 * doing it for us: shm/fence.go). */
 	if (d[FP_FENCE])
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n((uint32_t *) (uintptr_t) d[FP_WAIT], __ATOMIC_RELAXED)) {
-		uint32_t *seq = (uint32_t *) (uintptr_t) d[FP_SEQ];
-
-		__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
-		psm2_futex(seq, FUTEX_WAKE, INT_MAX);
-	}
+	psm2_bell(d);
 	ret = PSM2_FAST_DONE;
 out:
 	if (locking)
@@ -604,10 +611,10 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 }
 
 /* psm2_deliver_ep delivers, for endpoint page f, the inline and eager
- * messages that arrived in its ring to the receives C queued for it, writing up to count
- * completions of stride bytes at out; psm2_fast_deliver holds the domain
- * lock and has checked that f delivers through the CQ being read. It stops
- * at anything else (another cell kind, an unexpected message, a short
+ * messages that arrived in its ring to the receives C queued for it,
+ * writing up to count completions of stride bytes at out;
+ * psm2_fast_deliver holds the domain lock and has checked that f delivers
+ * through the CQ being read. It stops at anything else (another cell kind, an unexpected message, a short
  * buffer) and leaves it to Go. Returns the entries written. */
 static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t stride,
 				      char *out, size_t count)
@@ -675,12 +682,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				break;
 			__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
 					   __ATOMIC_SEQ_CST);
-			if (__atomic_load_n((uint32_t *) (uintptr_t) sd[FP_WAIT], __ATOMIC_RELAXED)) {
-				uint32_t *seq = (uint32_t *) (uintptr_t) sd[FP_SEQ];
-
-				__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
-				psm2_futex(seq, FUTEX_WAKE, INT_MAX);
-			}
+			psm2_bell(sd);
 		} else {
 			unsigned char stage[PUSH_CELLS_MAX * CELL_PAYLOAD];
 
