@@ -614,8 +614,9 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
  * messages that arrived in its ring to the receives C queued for it,
  * writing up to count completions of stride bytes at out;
  * psm2_fast_deliver holds the domain lock and has checked that f delivers
- * through the CQ being read. It stops at anything else (another cell kind, an unexpected message, a short
- * buffer) and leaves it to Go. Returns the entries written. */
+ * through the CQ being read. It stops at anything else (another cell
+ * kind, an unexpected message, a short buffer) and leaves it to Go.
+ * Returns the entries written. */
 static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t stride,
 				      char *out, size_t count)
 {
