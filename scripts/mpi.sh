@@ -15,6 +15,19 @@ out=build/mpi
 mkdir -p "$out"
 . scripts/report.sh
 
+# mpirun.sh's yield setting comes from mpirun's own options only: a
+# program's -n (NetPIPE's iteration count) once counted as 20000 ranks and
+# made every NetPIPE run yield when idle.
+yield_of() { MPIRUN_DRYRUN=1 scripts/mpirun.sh "$@" | grep -o 'mpi_yield_when_idle [01]' | cut -d' ' -f2; }
+more=$(($(nproc) + 1))
+y1=$(yield_of -np 2 NPopenmpi -n 20000) y2=$(yield_of --mca btl self -np "$more" x -n 1)
+y3=$(yield_of --hostfile h -np 2 NPopenmpi -n 20000)
+if [ "$y1" = 0 ] && [ "$y2" = 1 ] && [ "$y3" = 1 ]; then
+	ok "mpirun.sh: yield when idle off for 2 ranks on $(nproc) cores, on for $more or across hosts"
+else
+	fail "mpirun.sh yield setting" "2 ranks: '$y1' (want 0), $more ranks: '$y2' (want 1), hostfile: '$y3' (want 1)"
+fi
+
 # fi_pingpong: the server first, then the client on 127.0.0.1.
 pingpong() {
 	local port=$1; shift
