@@ -124,6 +124,7 @@ const DefaultCredits = 128
 // Stats counts what the wire did; read with Endpoint.Stats.
 type Stats struct {
 	Sent, Received     uint64 // packets
+	Batches            uint64 // sends of packet batches (Sent/Batches: packets per batch)
 	Retransmits        uint64 // packets sent again
 	Naks, NaksSent     uint64
 	Dups               uint64 // duplicate sequenced packets dropped

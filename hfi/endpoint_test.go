@@ -598,3 +598,47 @@ func TestOpenCloseReusesArrivalRing(t *testing.T) {
 		t.Fatalf("200 open/close cycles mapped %d new arrival rings, want 0", made)
 	}
 }
+
+// TestConcurrentRendezvousBatches: with 16 rendezvous sends in flight and
+// a receiver that takes a few packets per poll (so ACKs and grants come
+// back for parts of a window), the sender still sends in batches of an
+// ACK interval or more, not a few packets per ACK it gets.
+func TestConcurrentRendezvousBatches(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}, ErrchkMin: time.Second, ConnTimeout: 20 * time.Second, RndvWindow: 65536}
+	a, b := openPair(t, net, cfg)
+	ra, rb := newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	c, err := a.Connect(b.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 16, 1 << 20
+	for i := 0; i < n; i++ {
+		h := transport.Header{Tag: uint64(i), Len: size}
+		if _, err := a.Send(c, &h, [][]byte{pattern(i, size)}, uint64(i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := time.Now().Add(60 * time.Second)
+	for len(ra.sends) < n || len(rb.fetched) < n {
+		if time.Now().After(end) {
+			t.Fatalf("stuck: %d sends done, %d fetched; a %+v b %+v", len(ra.sends), len(rb.fetched), a.Stats(), b.Stats())
+		}
+		a.Poll(ra, 64)
+		b.Poll(rb, 5)
+	}
+	for i := range rb.msgs {
+		if !bytes.Equal(rb.data[i], pattern(int(rb.msgs[i].Tag), size)) {
+			t.Fatalf("message %d: contents differ", i)
+		}
+	}
+	s := a.Stats()
+	per := float64(s.Sent) / float64(s.Batches)
+	t.Logf("sender: %d packets in %d batches (%.1f per batch); receiver sent %d", s.Sent, s.Batches, per, b.Stats().Sent)
+	// (About 16 here: a batch also ends where a window changes path.
+	// Pumping on every ACK gave under 5.)
+	if per < 10 {
+		t.Errorf("%.1f packets per batch, want at least 10", per)
+	}
+}

@@ -157,6 +157,7 @@ func (e *Endpoint) flush(p *peer) {
 		e.stats.SendErrors++
 	}
 	e.stats.Sent += uint64(len(e.out))
+	e.stats.Batches++
 	clear(e.out)
 	e.out = e.out[:0]
 }
@@ -204,7 +205,19 @@ func (e *Endpoint) onAck(p *peer, ack uint32) {
 	p.progress = now
 	p.rtxWait = e.rto(p)
 	p.rtxAt = now + p.rtxWait
-	e.pump(p)
+	// Send again only once an ACK interval of credits is free (or all
+	// are). Pumping on every ACK into the few credits it freed fills the
+	// window again, so every small batch ends with a window-full ACK
+	// request, gets its own ACK, and frees a few credits more: with
+	// several rendezvous in flight (whose grants carry ACKs of part of
+	// a window) the flow settled into batches of 6 packets, a sendmsg
+	// each, and 16 1 MiB sends in flight across two namespace hosts moved
+	// 0.8-1.2 GB/s against 1.8-2.4 for one at a time. No ACK is waited
+	// for in vain: pump's last packet asked for one (the window filled,
+	// or nothing was left to send).
+	if p.unacked.len() == 0 || e.cfg.Credits-p.unacked.len() >= e.ackInterval() {
+		e.pump(p)
+	}
 }
 
 // rto is p's retransmission timeout before any backoff: the errchk
