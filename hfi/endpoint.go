@@ -279,7 +279,7 @@ func (e *Endpoint) Idle() bool {
 	if e.closed {
 		return len(e.failed) == 0
 	}
-	return len(e.busy) == 0 && !e.rx.hot.Load() && e.rx.ring.Empty()
+	return len(e.busy) == 0 && len(e.failed) == 0 && !e.rx.hot.Load() && e.rx.ring.Empty()
 }
 
 // pollDirect reads the network from the polling thread (hot mode): the

@@ -114,6 +114,9 @@ func (e *Endpoint) pump(p *peer) {
 		setAck(x.b, p.expect)
 		if p.unacked.len() == 0 || p.rttAt == 0 {
 			now := e.clock.Now()
+			// (Also the send time below: an idle wire's polls are
+			// skipped, so Poll's reading may be old.)
+			e.now = now
 			if p.unacked.len() == 0 {
 				p.progress = now
 				p.rtxWait = e.rto(p)
