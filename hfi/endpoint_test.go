@@ -31,6 +31,23 @@ func newRecorder(t testing.TB) *recorder {
 	return &recorder{t: t, sends: map[uint64]error{}, fetched: map[uint64]int{}, pending: map[uint64]int{}, next: 1 << 40}
 }
 
+// recorders makes the recorders of endpoints a and b.
+func recorders(t testing.TB, a, b *Endpoint) (ra, rb *recorder) {
+	ra, rb = newRecorder(t), newRecorder(t)
+	ra.ep, rb.ep = a, b
+	return ra, rb
+}
+
+// connect opens a's connection to b.
+func connect(t testing.TB, a, b *Endpoint) transport.Conn {
+	t.Helper()
+	c, err := a.Connect(b.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func (r *recorder) Deliver(h *transport.Header, m *transport.Incoming) {
 	r.msgs = append(r.msgs, *h)
 	if !m.IsRndv {
@@ -110,12 +127,8 @@ func TestMessagesExactlyOnce(t *testing.T) {
 			cfg := Config{Job: [16]byte{1}, ErrchkMin: 20 * time.Millisecond, ErrchkMax: 80 * time.Millisecond, ErrchkAdaptive: true,
 				ConnTimeout: 20 * time.Second, AckDelay: 50 * time.Microsecond, RndvWindow: 65536}
 			a, b := openPair(t, net, cfg)
-			ra, rb := newRecorder(t), newRecorder(t)
-			ra.ep, rb.ep = a, b
-			c, err := a.Connect(b.EPID())
-			if err != nil {
-				t.Fatal(err)
-			}
+			ra, rb := recorders(t, a, b)
+			c := connect(t, a, b)
 			rng := rand.New(rand.NewPCG(3, 4))
 			sizes := make([]int, tc.count)
 			for i := range sizes {
@@ -220,12 +233,8 @@ func TestWrongJobDelivers(t *testing.T) {
 	}
 	defer a.Close()
 	defer b.Close()
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
-	c, err := a.Connect(b.EPID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ra, rb := recorders(t, a, b)
+	c := connect(t, a, b)
 	h := transport.Header{Len: 5}
 	if done, err := a.Send(c, &h, [][]byte{[]byte("hello")}, 7, 0); done || err != nil {
 		t.Fatalf("send to a connecting peer: done %v err %v", done, err)
@@ -245,8 +254,7 @@ func TestPeerDiesMidRendezvous(t *testing.T) {
 	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}, ConnTimeout: 400 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	c, _ := a.Connect(b.EPID())
 	h := transport.Header{Len: 1 << 20}
 	if _, err := a.Send(c, &h, [][]byte{make([]byte, 1<<20)}, 1, 0); err != nil {
@@ -278,8 +286,7 @@ func TestDisconnectFailsPending(t *testing.T) {
 	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	rb.discard = true
 	c, _ := a.Connect(b.EPID())
 	h := transport.Header{Len: 1}
@@ -304,8 +311,7 @@ func TestRestartedPeerReusesAddress(t *testing.T) {
 	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	c, _ := a.Connect(b.EPID())
 	h := transport.Header{Len: 1}
 	a.Send(c, &h, [][]byte{{1}}, 1, 0)
@@ -350,8 +356,7 @@ func TestTimersUseTheClock(t *testing.T) {
 	clk := &fakeClock{}
 	cfg := Config{Job: [16]byte{1}, Clock: clk}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	net.filter = func(p []byte) bool { return false } // the first request is lost
 	c, _ := a.Connect(b.EPID())
 	net.filter = nil
@@ -386,8 +391,7 @@ func TestTimersUseTheClock(t *testing.T) {
 func TestCraftedPackets(t *testing.T) {
 	net := newMemNet()
 	a, b := openPair(t, net, Config{Job: [16]byte{1}})
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	c, _ := a.Connect(b.EPID())
 	h := transport.Header{Len: 3}
 	a.Send(c, &h, [][]byte{{1, 2, 3}}, 1, 0)
@@ -530,8 +534,7 @@ func TestSelectiveRetransmit(t *testing.T) {
 	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}, ErrchkMin: 200 * time.Millisecond, ErrchkAdaptive: true}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
+	ra, rb := recorders(t, a, b)
 	c, _ := a.Connect(b.EPID())
 	h := transport.Header{Len: 1}
 	a.Send(c, &h, [][]byte{{1}}, 1, 0)
@@ -607,12 +610,8 @@ func TestConcurrentRendezvousBatches(t *testing.T) {
 	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}, ErrchkMin: time.Second, ConnTimeout: 20 * time.Second, RndvWindow: 65536}
 	a, b := openPair(t, net, cfg)
-	ra, rb := newRecorder(t), newRecorder(t)
-	ra.ep, rb.ep = a, b
-	c, err := a.Connect(b.EPID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ra, rb := recorders(t, a, b)
+	c := connect(t, a, b)
 	const n, size = 16, 1 << 20
 	for i := 0; i < n; i++ {
 		h := transport.Header{Tag: uint64(i), Len: size}
