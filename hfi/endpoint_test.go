@@ -641,3 +641,25 @@ func TestConcurrentRendezvousBatches(t *testing.T) {
 		t.Errorf("%.1f packets per batch, want at least 10", per)
 	}
 }
+
+// TestIdleUntilFailuresReported: a failure waiting for the next Poll keeps
+// the endpoint from Idle, since route skips the Poll of an idle wire.
+func TestIdleUntilFailuresReported(t *testing.T) {
+	a, b := openPair(t, newMemNet(), Config{Job: [16]byte{1}, ConnTimeout: time.Second})
+	ra, _ := recorders(t, a, b)
+	a.Poll(ra, 64)
+	if !a.Idle() {
+		t.Fatal("a fresh endpoint is not idle")
+	}
+	a.failed = append(a.failed, failure{cookie: 5, err: transport.ErrPeerDead})
+	if a.Idle() {
+		t.Fatal("idle with a failure to report")
+	}
+	a.Poll(ra, 64)
+	if err := ra.sends[5]; !errors.Is(err, transport.ErrPeerDead) {
+		t.Fatalf("send 5 reported %v, want ErrPeerDead", err)
+	}
+	if !a.Idle() {
+		t.Fatal("not idle after the failure was reported")
+	}
+}
