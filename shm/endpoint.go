@@ -172,6 +172,7 @@ type Endpoint struct {
 	stallPos    uint64
 	idleRun     uint32 // Idle answers since Poll last popped a cell (the producer counter is read every idleProbeEvery)
 	probeHit    bool   // Idle's probe saw a reservation; Poll clears it
+	checkHit    bool   // Idle saw the liveness check due; Poll clears it
 	stallSince  int64
 	stallNext   int64
 	stallOwners []ProcIdentity
@@ -972,8 +973,20 @@ func (e *Endpoint) Idle() bool {
 	// Operations wait on peers: idle until the liveness check is due.
 	// The clock is read once every idleClockEvery answers: a spinning
 	// caller (fi_cq_read while a rendezvous is out) spent a twentieth of
-	// its time in clock_gettime, for a check due every ~100 ms.
-	return e.idleRun%idleClockEvery != 0 || e.now() < e.nextCheck
+	// its time in clock_gettime, for a check due every ~100 ms. A due
+	// check keeps Idle false until Poll has run it, as a probe hit does:
+	// the provider asks Idle twice per pass (before polling, then for
+	// the C side's busy word), so an answer that held for one call only
+	// always fell on the second, and the check never ran while the C
+	// side called in only every 10 ms.
+	if e.checkHit {
+		return false
+	}
+	if e.idleRun%idleClockEvery == 0 && e.now() >= e.nextCheck {
+		e.checkHit = true
+		return false
+	}
+	return true
 }
 
 // idleClockEvery: how many idle answers in a row share one clock reading

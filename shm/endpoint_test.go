@@ -835,6 +835,45 @@ func TestEndpointIdle(t *testing.T) {
 	}
 }
 
+// TestEndpointIdleUntilCheckRuns: once Idle has seen the liveness check
+// due, it answers false to every caller until Poll has run the check. The
+// provider asks Idle twice per pass (before it polls, then for the C
+// side's busy word); an answer that held for one call fell on the second
+// call every time, so a sender waiting for the FIN of a peer that had
+// died never ran the check that would have failed its send.
+func TestEndpointIdleUntilCheckRuns(t *testing.T) {
+	a, b, ab := pair(t)
+	h := transport.Header{Len: 100000}
+	if done, err := a.Send(ab, &h, [][]byte{pattern(100000, 0)}, 1, 0); done || err != nil {
+		t.Fatal(done, err)
+	}
+	recvOne(t, a, b) // b holds the RTS and never fetches
+	a.poll()
+	a.nextCheck = a.now() // due now
+	seen := -1
+	for i := 0; i < 2*idleClockEvery; i++ {
+		if !a.Idle() {
+			seen = i
+			break
+		}
+	}
+	if seen < 0 {
+		t.Fatalf("Idle true %d times in a row with the check due", 2*idleClockEvery)
+	}
+	for i := 0; i < 3; i++ {
+		if a.Idle() {
+			t.Fatalf("Idle true at call %d after it saw the check due, before any Poll", seen+2+i)
+		}
+	}
+	a.poll()
+	if a.nextCheck <= a.now() {
+		t.Error("Poll did not run the check")
+	}
+	if !a.Idle() {
+		t.Error("not idle after the check ran")
+	}
+}
+
 // TestEndpointClose: after Close, pending operations fail with ErrClosed
 // on the next Poll, and peers see the endpoint gone.
 func TestEndpointClose(t *testing.T) {

@@ -26,7 +26,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	if len(e.ctlPeers) > 0 {
 		e.flushAll()
 	}
-	e.probeHit = false
+	e.probeHit, e.checkHit = false, false
 	budget = max(budget, 1)
 	for k := range budget {
 		if _, ok := e.ring.TryPop(e.rx[:]); !ok {
