@@ -24,7 +24,7 @@
 #include <string.h>
 #include "ucopy.h"
 
-static __thread sigjmp_buf *ucopy_env;
+static __thread sigjmp_buf *ucopy_env __attribute__((tls_model("initial-exec")));
 static struct sigaction ucopy_prev_segv, ucopy_prev_bus;
 static pthread_once_t ucopy_once = PTHREAD_ONCE_INIT;
 static int ucopy_ready;
