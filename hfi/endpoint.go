@@ -126,6 +126,7 @@ type Stats struct {
 	Sent, Received     uint64 // packets
 	Batches            uint64 // sends of packet batches (Sent/Batches: packets per batch)
 	Retransmits        uint64 // packets sent again
+	Probes             uint64 // timer expiries answered by a probe (flow.go: probe)
 	Naks, NaksSent     uint64
 	Dups               uint64 // duplicate sequenced packets dropped
 	OutOfOrder         uint64 // packets past a gap (kept for their turn if within the window)

@@ -663,3 +663,99 @@ func TestIdleUntilFailuresReported(t *testing.T) {
 		t.Fatal("not idle after the failure was reported")
 	}
 }
+
+// TestTimeoutProbeSpurious: a receiver that does not poll for longer than
+// the timeout (descheduled) gets one packet again, the probe, not the
+// whole message; its answer shows that nothing was lost.
+func TestTimeoutProbeSpurious(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}, ErrchkMin: 50 * time.Millisecond}
+	a, b := openPair(t, net, cfg)
+	ra, rb := recorders(t, a, b)
+	c := connect(t, a, b)
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatal("no connection")
+	}
+	before, bBefore := a.Stats(), b.Stats()
+	data := pattern(2, 30000) // about 20 packets
+	hb := transport.Header{Len: uint64(len(data))}
+	a.Send(c, &hb, [][]byte{data}, 2, 0)
+	// Only the sender polls, past the first expiry (50 ms) and well
+	// before a second one could come (50 ms after it, doubled: 100 ms).
+	for end := time.Now().Add(80 * time.Millisecond); time.Now().Before(end); {
+		a.Poll(ra, 64)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if p := a.Stats().Probes - before.Probes; p != 1 {
+		t.Fatalf("%d probes after one expiry, want 1", p)
+	}
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatalf("not delivered: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	if !bytes.Equal(rb.data[1], data) {
+		t.Fatal("data differs")
+	}
+	st := a.Stats()
+	if r := st.Retransmits - before.Retransmits; r != 1 {
+		t.Errorf("%d packets sent again, want 1 (the probe)", r)
+	}
+	if d := b.Stats().Dups - bBefore.Dups; d != 1 {
+		t.Errorf("receiver dropped %d duplicates, want 1", d)
+	}
+}
+
+// TestTimeoutProbeTailLoss: the last packets of a message are lost, so no
+// later packet shows the gap. The timer's probe brings the answer that
+// tells the sender which are missing, and those go at once, without
+// waiting for a second expiry.
+func TestTimeoutProbeTailLoss(t *testing.T) {
+	net := newMemNet()
+	errchk := 50 * time.Millisecond
+	cfg := Config{Job: [16]byte{1}, ErrchkMin: errchk}
+	a, b := openPair(t, net, cfg)
+	ra, rb := recorders(t, a, b)
+	c := connect(t, a, b)
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatal("no connection")
+	}
+	seen, dropped := 0, 0
+	net.filter = func(p []byte) bool {
+		if p[3] != tCont {
+			return true
+		}
+		seen++
+		if seen > 17 && dropped < 3 {
+			dropped++
+			return false
+		}
+		return true
+	}
+	before := a.Stats()
+	data := pattern(3, 30000) // about 20 continuation packets
+	hb := transport.Header{Len: uint64(len(data))}
+	start := time.Now()
+	a.Send(c, &hb, [][]byte{data}, 2, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatalf("not delivered: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	took := time.Since(start)
+	if dropped != 3 || seen < 20 {
+		t.Fatalf("dropped %d of %d continuation packets, want the last 3", dropped, seen)
+	}
+	if !bytes.Equal(rb.data[1], data) {
+		t.Fatal("data differs")
+	}
+	st := a.Stats()
+	if r, p := st.Retransmits-before.Retransmits, st.Probes-before.Probes; r != 3 || p != 1 {
+		t.Errorf("%d packets sent again, %d probes; want 3 (the lost ones), 1", r, p)
+	}
+	// The first expiry comes after errchk; without the answer, the rest
+	// would wait for the second, 2*errchk after it.
+	if took >= 2*errchk+errchk/2 {
+		t.Errorf("recovered after %v: the missing packets waited for a second expiry", took)
+	}
+}

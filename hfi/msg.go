@@ -401,23 +401,31 @@ func (e *Endpoint) input(b []byte) int {
 	e.onAck(p, h.ack)
 	switch h.typ {
 	case tAck:
+		if h.flags&fProbe != 0 {
+			e.onProbeAnswer(p)
+		}
 		return 0
 	case tNak:
 		e.onNak(p, h.ack, &h.sack)
+		if h.flags&fProbe != 0 {
+			e.onProbeAnswer(p)
+		}
 		return 0
 	case tDisc:
 		e.onDisc(p, &h)
 		return 0
 	}
-	switch e.onSeq(p, &h, b) {
-	case seqNext:
-		n := e.process(p, &h)
+	n := 0
+	if e.onSeq(p, &h, b) == seqNext {
+		n = e.process(p, &h)
 		if p.nKept > 0 {
 			n += e.drainKept(p)
 		}
-		return n
 	}
-	return 0
+	if h.flags&fProbe != 0 && p.state == stUp {
+		e.answerProbe(p)
+	}
+	return n
 }
 
 // process acts on sequenced packet h from p, in PSN order; it returns the

@@ -40,6 +40,10 @@ const (
 const (
 	fAckReq = 1 << iota // answer with an ACK soon
 	fFault              // tData: the sender's buffer is unreadable; the fetch fails
+	// fProbe: on a sequenced packet, the sender's timer fired and this is
+	// the one packet it sent again; the receiver answers at once with an
+	// ACK or NAK that also carries fProbe (flow.go: probe).
+	fProbe
 )
 
 // Sizes of each type's header (the common header included).

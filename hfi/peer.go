@@ -44,6 +44,9 @@ type peer struct {
 	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
 	rttAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
+	probing  bool     // the timer fired; its probe's answer is awaited
+	probeEnd uint32   // the last PSN sent before the probe
+	probeAt  int64    // when the probe went
 	nextPath uint8
 
 	// Receive flow.
