@@ -91,6 +91,7 @@ declare -A LAT BW FAILED
 port=$(( 20000 + RANDOM % 20000 ))
 
 note() { printf '%s\n' "$*" >&2; }
+scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
 
 # why FILE...: the first lines that look like the reason a run failed.
 why() {

@@ -26,6 +26,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 port=$(( 20000 + RANDOM % 20000 ))
 note() { printf '%s\n' "$*" >&2; }
+scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
 
 # best FILE: keeps, per size (column 1), the lowest value of column 2 and
 # the highest of column 3 over the runs appended to FILE.
