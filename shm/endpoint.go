@@ -197,7 +197,7 @@ type Endpoint struct {
 	// first FastPeer; fastClosed is what they had counted (inline and
 	// eager sends) when Close unmapped them.
 	fast       []byte
-	fastClosed [2]uint64
+	fastClosed [3]uint64
 
 	// Wait and Wake may run on other goroutines than the owner's: they
 	// touch only these fields and atomics in the segment.
@@ -373,12 +373,14 @@ func (e *Endpoint) Name() string { return e.seg.Name() }
 // not run concurrently with them.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	inline, eager := e.fastSent()
+	inline, eager, rndv := e.fastSent()
 	inline += e.fastClosed[0]
 	eager += e.fastClosed[1]
+	rndv += e.fastClosed[2]
 	s.Sent += inline + eager
 	s.Inline += inline
 	s.Eager += eager
+	s.RndvCMA += rndv
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fastc"
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -184,5 +185,80 @@ func TestFastCParsesEagerSendBuilds(t *testing.T) {
 	// An inline cell is not an eager one.
 	if _, _, ok := fastc.ParseEager(fastc.Build(fastc.Inline{Len: 3, EPID: 1}, []byte{1, 2, 3})); ok {
 		t.Fatal("C read an inline cell as an eager one")
+	}
+}
+
+// TestFastCParsesRTSAndBuildsFIN: C reads the rendezvous request cells
+// Send builds (header, the sender's address of the data, the send id),
+// leaves to Go those with header flags it does not know, and the FIN it
+// builds after its own fetch completes the send at the sender, like the
+// FIN of Go's Fetch.
+func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
+	a, b, ab := pair(t)
+	ba, err := b.Connect(a.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := b.peers[int(ba)-1] // b's view of a's ring
+	r := rand.New(rand.NewPCG(9, 10))
+	taken, left := 0, 0
+	for i := 0; i < 500; i++ {
+		h, payload := randMsg(r, a.threshold+1, 4*a.threshold)
+		if r.IntN(8) == 0 {
+			h.Flags |= 1 << (2 + r.IntN(30)) // a flag C does not know
+		}
+		cookie := uint64(1000 + i)
+		if done, err := a.Send(ab, &h, [][]byte{payload}, cookie, 0); done || err != nil {
+			t.Fatalf("message %d: Send = %v, %v; want a rendezvous", i, done, err)
+		}
+		pos := b.ring.cons.Load()
+		if b.ring.seq(b.ring.cellOff(pos)).Load() != pos+1 {
+			t.Fatalf("message %d: no cell in the ring", i)
+		}
+		m, addr, sid, ok := fastc.ParseRTS(b.ring.payload(b.ring.cellOff(pos)))
+		if want := h.Flags&^cHFlags == 0; ok != want {
+			t.Fatalf("message %d (flags %#x): C took it: %v, want %v", i, h.Flags, ok, want)
+		}
+		if !ok {
+			// Go's Fetch, as the provider would do it.
+			left++
+			before := len(b.rec.got)
+			pollUntil(t, 10*time.Second, func() bool { return len(b.rec.got) > before }, b)
+			d := b.rec.got[len(b.rec.got)-1]
+			dst := make([]byte, h.Len)
+			if done, n, err := b.Fetch(&d.Rndv, dst, 0); !done || n != int(h.Len) || err != nil || !bytes.Equal(dst, payload) {
+				t.Fatalf("message %d: Go's fetch = %v, %d, %v", i, done, n, err)
+			}
+		} else {
+			taken++
+			if m.Len != h.Len || m.Tag != h.Tag || m.Data != h.Data || m.HFlags != h.Flags ||
+				m.EPID != a.EPID() || addr != uint64(uintptr(unsafe.Pointer(&payload[0]))) || sid == 0 {
+				t.Fatalf("message %d: sent %+v from %#x at %p; C read %+v, address %#x, send id %#x",
+					i, h, a.EPID(), &payload[0], m, addr, sid)
+			}
+			// C's fetch: take the cell, read the bytes (as process_vm_readv
+			// would), push C's FIN.
+			var cell [CellSize]byte
+			if _, ok := b.ring.TryPop(cell[:]); !ok {
+				t.Fatalf("message %d: pop", i)
+			}
+			if err := back.ring.TryPush(fastc.BuildFIN(b.EPID(), sid)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pollUntil(t, 10*time.Second, func() bool { _, ok := a.rec.sendDone[cookie]; return ok }, a, b)
+		if err := a.rec.sendDone[cookie]; err != nil {
+			t.Fatalf("message %d: send completed with %v", i, err)
+		}
+	}
+	if taken == 0 || left == 0 {
+		t.Fatalf("C took %d requests and left %d: both kinds should occur", taken, left)
+	}
+	if s := a.Stats(); s.Faults != 0 || s.Dropped != 0 {
+		t.Fatalf("sender: %+v", s)
+	}
+	// An eager cell is not a rendezvous request.
+	if _, _, _, ok := fastc.ParseRTS(fastc.BuildEager(fastc.Inline{Len: 300, EPID: 1}, 0)); ok {
+		t.Fatal("C read an eager cell as a rendezvous request")
 	}
 }

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -52,6 +53,15 @@ import (
 //	+168 size of each of the peer's bounce buffers (as validated)
 //	+176 number of the peer's bounce buffers (as validated)
 //
+// and as a receiver of the peer's rendezvous (RTS) cells, which C fetches
+// itself with process_vm_readv as Fetch does, then pushes the FIN:
+//
+//	+184 the peer's pid, or 0 when C must leave its RTS cells to Go (the
+//	     peer is in this process, or single copy is off or refused here)
+//	+192 the longest rendezvous C may fetch (below SplitThreshold when
+//	     split copies are on: those take Go's split protocol)
+//	+200 rendezvous C fetched (folded into Stats.RndvCMA)
+//
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
 // endpoint changes descriptors and unmaps peer segments only under that
@@ -89,6 +99,9 @@ const (
 	fpPeerBufs   = 160
 	fpPeerBufSz  = 168
 	fpPeerNBufs  = 176
+	fpPeerPID    = 184
+	fpRndvMax    = 192
+	fpRndvCMA    = 200
 	fastHolders  = maxFastPeers * FastPeerSize // the holder table's offset in e.fast
 	fastMapBytes = fastHolders + MaxBuffers*4
 )
@@ -141,6 +154,7 @@ func (e *Endpoint) syncFast(p *peer) {
 	wordAt(d, fpMask).Store(p.ring.mask)
 	wordAt(d, fpSlot).Store(uint64(p.ring.slotAddr()))
 	e.syncFastEager(p, d)
+	e.syncFastRndv(p, d)
 	wordAt(d, fpOK).Store(1)
 }
 
@@ -173,14 +187,39 @@ func (e *Endpoint) syncFastEager(p *peer, d []byte) {
 	wordAt(d, fpPeerNBufs).Store(pn)
 }
 
+// syncFastRndv writes the rendezvous words of p's descriptor d: a pid only
+// where Fetch would read p's memory with process_vm_readv.
+func (e *Endpoint) syncFastRndv(p *peer, d []byte) {
+	pid := uint64(0)
+	if !p.self && p.pid != e.pid && p.pid > 0 && !e.cfg.DisableCMA && !e.cmaRefused {
+		pid = uint64(p.pid)
+	}
+	rmax := uint64(math.MaxUint64)
+	if e.cfg.SplitThreshold > 0 && e.seg.splits > 0 {
+		rmax = uint64(e.cfg.SplitThreshold - 1)
+	}
+	wordAt(d, fpPeerPID).Store(pid)
+	wordAt(d, fpRndvMax).Store(rmax)
+}
+
+// refuseCMA turns single copy off for the endpoint's life (the kernel
+// refused it) and tells the descriptors, so C stops fetching too.
+func (e *Endpoint) refuseCMA() {
+	e.cmaRefused = true
+	for _, q := range e.peers {
+		e.syncFast(q)
+	}
+}
+
 // fastSent is what C producers sent through the descriptors: inline and
-// eager messages.
-func (e *Endpoint) fastSent() (inline, eager uint64) {
+// eager messages, and rendezvous C fetched.
+func (e *Endpoint) fastSent() (inline, eager, rndv uint64) {
 	for i := 0; i < len(e.fast) && i < fastHolders; i += FastPeerSize {
 		inline += wordAt(e.fast, i+fpSent).Load()
 		eager += wordAt(e.fast, i+fpEagerSent).Load()
+		rndv += wordAt(e.fast, i+fpRndvCMA).Load()
 	}
-	return inline, eager
+	return inline, eager, rndv
 }
 
 // closeFast turns every descriptor off and unmaps them; Close calls it
@@ -189,9 +228,10 @@ func (e *Endpoint) closeFast() {
 	if e.fast == nil {
 		return
 	}
-	inline, eager := e.fastSent()
+	inline, eager, rndv := e.fastSent()
 	e.fastClosed[0] += inline
 	e.fastClosed[1] += eager
+	e.fastClosed[2] += rndv
 	e.holders = *e.holder
 	e.holder = &e.holders
 	_ = unix.Munmap(e.fast)

@@ -83,7 +83,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 			e.stats.RndvCMA++
 			return true, want, nil
 		case err == unix.EPERM || err == unix.ENOSYS:
-			e.cmaRefused = true
+			e.refuseCMA()
 		case err == unix.ESRCH:
 			e.kill(p, transport.ErrPeerDead, "gone")
 			return true, 0, p.dead

@@ -136,7 +136,7 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		return true, 0, err
 	}
 	if ours == unix.EPERM || ours == unix.ENOSYS {
-		e.cmaRefused = true
+		e.refuseCMA()
 		return false, 0, nil
 	}
 	if ours == nil && fault.Load() == uint64(gen) {

@@ -29,12 +29,14 @@
 #ifndef PSM2_FAST_H
 #define PSM2_FAST_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
@@ -320,6 +322,84 @@ static inline int psm2_eager_head(const unsigned char *p, struct psm2_inline *m,
 	if (m->with_data)
 		memcpy(&m->data, p + CELL_DATA, 8);
 	return 1;
+}
+
+/* psm2_rts_head parses the payload p of a rendezvous request (RTS) cell
+ * into m, the sender's address of the data and the send id, and returns
+ * 1, or 0 when C must leave it to Go: another kind of cell, a flag C does
+ * not know, or no data (Go drops those). */
+static inline int psm2_rts_head(const unsigned char *p, struct psm2_inline *m, uint64_t *addr,
+				uint64_t *sid)
+{
+	if (p[CELL_KIND] != CELL_RTS || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+		return 0;
+	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
+	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
+		return 0;
+	memcpy(&m->len, p + CELL_LEN, 8);
+	if (!m->len)
+		return 0;
+	memcpy(&m->epid, p + CELL_EPID, 8);
+	memcpy(&m->tag, p + CELL_TAG, 8);
+	m->with_data = (p[CELL_FLAGS] & CELL_HAS_DATA) != 0;
+	m->data = 0;
+	if (m->with_data)
+		memcpy(&m->data, p + CELL_DATA, 8);
+	memcpy(addr, p + CELL_W5, 8);
+	memcpy(sid, p + CELL_W6, 8);
+	return 1;
+}
+
+/* psm2_cma_read copies n bytes at address src of process pid to dst with
+ * process_vm_readv, as shm's Fetch does (partial reads resumed): 0, or -1
+ * on any failure, which leaves the message to Go to fetch again and to
+ * report (EFAULT, ESRCH) or work around (EPERM: the copy protocol). */
+static inline int psm2_cma_read(uint64_t pid, void *dst, uint64_t src, uint64_t n)
+{
+	uint64_t off = 0;
+	int intr = 0;
+
+	while (off < n) {
+		struct iovec l = { (char *) dst + off, n - off };
+		struct iovec r = { (void *) (uintptr_t) (src + off), n - off };
+		long k = syscall(SYS_process_vm_readv, (long) pid, &l, 1L, &r, 1L, 0L);
+
+		if (k < 0 && errno == EINTR && ++intr < 16)
+			continue;
+		if (k <= 0)
+			return -1;
+		off += (uint64_t) k;
+	}
+	return 0;
+}
+
+/* psm2_fin_build writes the payload of the FIN of send sid from endpoint
+ * epid: shm's finCell with status 0 (the data was fetched). */
+static inline void psm2_fin_build(uint64_t cell[CELL_PAYLOAD / 8], uint64_t epid, uint64_t sid)
+{
+	unsigned char *h = (unsigned char *) cell;
+
+	memset(h, 0, CELL_PAYLOAD);
+	h[CELL_KIND] = CELL_FIN;
+	memcpy(h + CELL_EPID, &epid, 8);
+	memcpy(h + CELL_TAG, &sid, 8);
+}
+
+/* psm2_fin pushes the FIN of send sid into the ring of the peer that
+ * descriptor d names and rings its doorbell: 0, or -1 if its ring is full
+ * (Go fetches again and queues the FIN). */
+static inline int psm2_fin(uint64_t *d, uint64_t sid)
+{
+	uint64_t cell[1][CELL_PAYLOAD / 8];
+
+	psm2_fin_build(cell[0], d[FP_EPID], sid);
+	if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cell, 1))
+		return -1;
+	if (d[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	psm2_bell(d);
+	return 0;
 }
 
 /* psm2_copy_out copies n bytes of the caller's buffer src to a bounce
@@ -610,9 +690,11 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
-/* psm2_deliver_ep delivers, for endpoint page f, the inline and eager
- * messages that arrived in its ring to the receives C queued for it,
- * writing up to count completions of stride bytes at out;
+/* psm2_deliver_ep delivers, for endpoint page f, the inline, eager and
+ * rendezvous messages that arrived in its ring to the receives C queued
+ * for it (a rendezvous fetched with process_vm_readv, as shm's Fetch does,
+ * and its FIN pushed), writing up to count completions of stride bytes at
+ * out;
  * psm2_fast_deliver holds the domain lock and has checked that f delivers
  * through the CQ being read. It stops at anything else (another cell
  * kind, an unexpected message, a short buffer) and leaves it to Go.
@@ -637,20 +719,36 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		const char *eager = NULL;
 		struct psm2_inline m;
 		uint16_t idx = 0;
-		int i, cells, k;
+		uint64_t raddr = 0, rsid = 0;
+		int i, cells, k, rndv = 0;
 
 		if (!n || __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
-			if (!psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx))
+			if (psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx)) {
+				/* The sender's bounce buffer, through its descriptor. */
+				sd = (const uint64_t *) (uintptr_t)
+					f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
+				if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
+				    idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] || !sd[FP_PEER_BUFS] ||
+				    !sd[FP_PEER_BUSY])
+					break;
+				eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
+			} else if (psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
+				/* A rendezvous C fetches itself: from another process
+				 * that single copy may read (its pid in the
+				 * descriptor), below the split copy's size, and with
+				 * the ring back to it usable for the FIN (FP_OK: no
+				 * control cell of Go's queued before it). */
+				sd = (const uint64_t *) (uintptr_t)
+					f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
+				if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
+				    !sd[FP_PEER_PID] || m.len > sd[FP_RNDV_MAX] || !sd[FP_SLOT])
+					break;
+				rndv = 1;
+			} else {
 				break;
-			/* The sender's bounce buffer, through its descriptor. */
-			sd = (const uint64_t *) (uintptr_t) f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
-			if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
-			    idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] || !sd[FP_PEER_BUFS] ||
-			    !sd[FP_PEER_BUSY])
-				break;
-			eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
+			}
 			cells = 1;
 		}
 		/* The unit's cells were published before its head cell: ask
@@ -684,6 +782,15 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
 					   __ATOMIC_SEQ_CST);
 			psm2_bell(sd);
+		} else if (rndv) {
+			/* Read, then tell the sender (its send completes on the
+			 * FIN). Any failure, or no room for the FIN, leaves the
+			 * cell to Go, which reads again: the sender's data stays
+			 * until its FIN. */
+			if (psm2_cma_read(sd[FP_PEER_PID], (void *) (uintptr_t) q[RQ_BUF], raddr, m.len) ||
+			    psm2_fin((uint64_t *) sd, rsid))
+				break;
+			((uint64_t *) sd)[FP_RNDV_CMA]++;
 		} else {
 			unsigned char stage[PUSH_CELLS_MAX * CELL_PAYLOAD];
 

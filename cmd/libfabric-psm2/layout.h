@@ -84,6 +84,8 @@
 #define CELL_INLINE 1                    /* kind: head cell of an inline message */
 #define CELL_CONT 2                      /* kind: continuation cell */
 #define CELL_EAGER 3                     /* kind: a message in the sender's bounce buffer CELL_SHORT */
+#define CELL_RTS 4                       /* kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6 */
+#define CELL_FIN 5                       /* kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS */
 #define CELL_HAS_DATA 1                  /* flag: the data word is present */
 #define CELL_KIND 0                      /* uint8 */
 #define CELL_FLAGS 1                     /* uint8 */
@@ -92,9 +94,9 @@
 #define CELL_EPID 8                      /* uint64: sender's endpoint id */
 #define CELL_TAG 16                      /* uint64 */
 #define CELL_DATA 24                     /* uint64, with CELL_HAS_DATA */
-#define CELL_LEN 32                      /* uint64: an eager message's length */
-#define CELL_W5 40                       /* uint64: 0 in an eager cell */
-#define CELL_W6 48                       /* uint64: 0 in an eager cell */
+#define CELL_LEN 32                      /* uint64: an eager or rendezvous message's length */
+#define CELL_W5 40                       /* uint64: 0 in an eager cell, the sender's address in an RTS */
+#define CELL_W6 48                       /* uint64: 0 in an eager cell, the send id in an RTS */
 #define INLINE_HEAD 32                   /* payload bytes in a head cell without data */
 #define INLINE_HEAD_DATA 24              /* ... with the data word */
 #define CONT_KIND 0                      /* in a continuation cell: its kind byte */
@@ -127,6 +129,9 @@
 #define FP_PEER_BUFS 20
 #define FP_PEER_BUF_SIZE 21
 #define FP_PEER_NBUFS 22
+#define FP_PEER_PID 23
+#define FP_RNDV_MAX 24
+#define FP_RNDV_CMA 25
 #define FP_SIZE 256                      /* bytes of a descriptor */
 
 #endif /* PSM2_LAYOUT_H */

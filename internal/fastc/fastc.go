@@ -161,6 +161,31 @@ func ParseEager(cell []byte) (m Inline, idx uint16, ok bool) {
 	return m, uint16(i), true
 }
 
+// ParseRTS returns what C reads from a rendezvous request cell's payload:
+// the header, the sender's address of the data and the send id, or ok
+// false when C leaves it to Go.
+func ParseRTS(cell []byte) (m Inline, addr, sid uint64, ok bool) {
+	if len(cell) < CellPayload {
+		return m, 0, 0, false
+	}
+	var c C.struct_psm2_inline
+	var a, s C.uint64_t
+	if C.psm2_rts_head((*C.uchar)(unsafe.Pointer(&cell[0])), &c, &a, &s) == 0 {
+		return m, 0, 0, false
+	}
+	m = Inline{Len: uint64(c.len), EPID: uint64(c.epid), Tag: uint64(c.tag), Data: uint64(c.data),
+		HFlags: uint32(c.hflags), WithData: c.with_data != 0}
+	return m, uint64(a), uint64(s), true
+}
+
+// BuildFIN returns the payload of the FIN cell C pushes after it fetched
+// send sid of a rendezvous, as endpoint epid.
+func BuildFIN(epid, sid uint64) []byte {
+	cell := make([]byte, CellPayload)
+	C.psm2_fin_build((*C.uint64_t)(unsafe.Pointer(&cell[0])), C.uint64_t(epid), C.uint64_t(sid))
+	return cell
+}
+
 // UCopy copies src to dst with the fast path's guarded copy (ucopy.c):
 // false if either faulted, or if its fault handler could not be installed.
 func UCopy(dst, src unsafe.Pointer, n int) bool {
