@@ -139,15 +139,7 @@ type engine struct {
 	freeUx  []*unexpected
 	bufs    [bufClasses][][]byte
 
-	// pending counts work only polls move on: fetches in flight, RMA
-	// traffic on the wire or queued for it. While it is nonzero the domain
-	// is busy (fi_cq_read calls into Go) and C delivers nothing.
-	pending int
-	// sending counts sends waiting for their wire's SendDone. Not
-	// pending: what completes them (a FIN in the ring, an ACK, a CTS)
-	// shows in a ring C watches or keeps the wire from Idle, so an
-	// fi_cq_read spinning while a rendezvous send is out stays in C.
-	sending int
+	pending int // sends and fetches in flight on the wire
 
 	conns  []transport.Conn // by fi_addr; 0: not resolved yet
 	iov    [IovLimit][]byte
@@ -380,7 +372,7 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 		ep.completeSend(o, 0)
 		e.freeOp(o)
 	} else {
-		e.sending++
+		e.pending++
 	}
 	return 0
 }
@@ -858,7 +850,7 @@ func (h *epEvents) SendDone(cookie uint64, err error) {
 	if o == nil || o.kind != opSend {
 		return
 	}
-	ep.engine.sending--
+	ep.engine.pending--
 	ep.completeSend(o, errnoOf(err))
 	ep.engine.freeOp(o)
 }
