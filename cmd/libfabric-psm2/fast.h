@@ -690,6 +690,19 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
+/* psm2_sender returns the descriptor of sender epid from endpoint page
+ * f's senders' table, if it names that sender and is usable (FP_OK), or
+ * NULL. */
+static inline const uint64_t *psm2_sender(const uint64_t *f, uint64_t epid)
+{
+	const uint64_t *sd = (const uint64_t *) (uintptr_t)
+		f[EPF_SENDERS + ((epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
+
+	if (!sd || sd[FP_PEER] != epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED))
+		return NULL;
+	return sd;
+}
+
 /* psm2_deliver_ep delivers, for endpoint page f, the inline, eager and
  * rendezvous messages that arrived in its ring to the receives C queued
  * for it (a rendezvous fetched with process_vm_readv, as shm's Fetch does,
@@ -727,11 +740,9 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
 			if (psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx)) {
 				/* The sender's bounce buffer, through its descriptor. */
-				sd = (const uint64_t *) (uintptr_t)
-					f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
-				if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
-				    idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] || !sd[FP_PEER_BUFS] ||
-				    !sd[FP_PEER_BUSY])
+				sd = psm2_sender(f, m.epid);
+				if (!sd || idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] ||
+				    !sd[FP_PEER_BUFS] || !sd[FP_PEER_BUSY])
 					break;
 				eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
 			} else if (psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
@@ -740,10 +751,8 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				 * descriptor), below the split copy's size, and with
 				 * the ring back to it usable for the FIN (FP_OK: no
 				 * control cell of Go's queued before it). */
-				sd = (const uint64_t *) (uintptr_t)
-					f[EPF_SENDERS + ((m.epid * SENDER_HASH) >> EPF_SENDERS_SHIFT)];
-				if (!sd || sd[FP_PEER] != m.epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED) ||
-				    !sd[FP_PEER_PID] || m.len > sd[FP_RNDV_MAX] || !sd[FP_SLOT])
+				sd = psm2_sender(f, m.epid);
+				if (!sd || !sd[FP_PEER_PID] || m.len > sd[FP_RNDV_MAX] || !sd[FP_SLOT])
 					break;
 				rndv = 1;
 			} else {
