@@ -664,20 +664,28 @@ func TestIdleUntilFailuresReported(t *testing.T) {
 	}
 }
 
-// TestTimeoutProbeSpurious: a receiver that does not poll for longer than
-// the timeout (descheduled) gets one packet again, the probe, not the
-// whole message; its answer shows that nothing was lost.
-func TestTimeoutProbeSpurious(t *testing.T) {
-	net := newMemNet()
-	cfg := Config{Job: [16]byte{1}, ErrchkMin: 50 * time.Millisecond}
-	a, b := openPair(t, net, cfg)
-	ra, rb := recorders(t, a, b)
-	c := connect(t, a, b)
+// connectedPair opens a pair on an in-memory network with a fixed errchk
+// timeout and has a send one message to b, so that the connection is up
+// and nothing is left unacknowledged.
+func connectedPair(t *testing.T, errchk time.Duration) (a, b *Endpoint, ra, rb *recorder, c transport.Conn, net *memNet) {
+	t.Helper()
+	net = newMemNet()
+	a, b = openPair(t, net, Config{Job: [16]byte{1}, ErrchkMin: errchk})
+	ra, rb = recorders(t, a, b)
+	c = connect(t, a, b)
 	h := transport.Header{Len: 1}
 	a.Send(c, &h, [][]byte{{1}}, 1, 0)
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
 		t.Fatal("no connection")
 	}
+	return a, b, ra, rb, c, net
+}
+
+// TestTimeoutProbeSpurious: a receiver that does not poll for longer than
+// the timeout (descheduled) gets one packet again, the probe, not the
+// whole message; its answer shows that nothing was lost.
+func TestTimeoutProbeSpurious(t *testing.T) {
+	a, b, ra, rb, c, _ := connectedPair(t, 50*time.Millisecond)
 	before, bBefore := a.Stats(), b.Stats()
 	data := pattern(2, 30000) // about 20 packets
 	hb := transport.Header{Len: uint64(len(data))}
@@ -711,17 +719,8 @@ func TestTimeoutProbeSpurious(t *testing.T) {
 // tells the sender which are missing, and those go at once, without
 // waiting for a second expiry.
 func TestTimeoutProbeTailLoss(t *testing.T) {
-	net := newMemNet()
 	errchk := 50 * time.Millisecond
-	cfg := Config{Job: [16]byte{1}, ErrchkMin: errchk}
-	a, b := openPair(t, net, cfg)
-	ra, rb := recorders(t, a, b)
-	c := connect(t, a, b)
-	h := transport.Header{Len: 1}
-	a.Send(c, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
-		t.Fatal("no connection")
-	}
+	a, b, ra, rb, c, net := connectedPair(t, errchk)
 	seen, dropped := 0, 0
 	net.filter = func(p []byte) bool {
 		if p[3] != tCont {

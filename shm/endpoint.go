@@ -195,7 +195,7 @@ type Endpoint struct {
 	stats   Stats
 	// fast holds the fast-peer descriptors (fastpeer.go), mapped at the
 	// first FastPeer; fastClosed is what they had counted (inline and
-	// eager sends) when Close unmapped them.
+	// eager sends, rendezvous fetches) when Close unmapped them.
 	fast       []byte
 	fastClosed [3]uint64
 

@@ -303,17 +303,17 @@ static inline void psm2_eager_build(uint64_t cell[CELL_PAYLOAD / 8], const struc
 	memcpy(h + CELL_LEN, &m->len, 8);
 }
 
-/* psm2_eager_head parses the payload p of an eager cell into m and the
- * bounce buffer's index, and returns 1, or 0 when C must leave it to Go:
- * another kind of cell, or a flag C does not know. */
-static inline int psm2_eager_head(const unsigned char *p, struct psm2_inline *m, uint16_t *idx)
+/* psm2_msg_head parses the header of a cell of kind kind that carries
+ * one message (eager or RTS: hflags, length, sender, tag, data) into m,
+ * and returns 1, or 0 when C must leave it to Go: another kind of cell,
+ * or a flag C does not know. */
+static inline int psm2_msg_head(const unsigned char *p, unsigned char kind, struct psm2_inline *m)
 {
-	if (p[CELL_KIND] != CELL_EAGER || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+	if (p[CELL_KIND] != kind || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
 		return 0;
 	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
 	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
 		return 0;
-	memcpy(idx, p + CELL_SHORT, 2);
 	memcpy(&m->len, p + CELL_LEN, 8);
 	memcpy(&m->epid, p + CELL_EPID, 8);
 	memcpy(&m->tag, p + CELL_TAG, 8);
@@ -324,27 +324,26 @@ static inline int psm2_eager_head(const unsigned char *p, struct psm2_inline *m,
 	return 1;
 }
 
+/* psm2_eager_head parses the payload p of an eager cell into m and the
+ * bounce buffer's index, and returns 1, or 0 when C must leave it to Go
+ * (psm2_msg_head). */
+static inline int psm2_eager_head(const unsigned char *p, struct psm2_inline *m, uint16_t *idx)
+{
+	if (!psm2_msg_head(p, CELL_EAGER, m))
+		return 0;
+	memcpy(idx, p + CELL_SHORT, 2);
+	return 1;
+}
+
 /* psm2_rts_head parses the payload p of a rendezvous request (RTS) cell
  * into m, the sender's address of the data and the send id, and returns
- * 1, or 0 when C must leave it to Go: another kind of cell, a flag C does
- * not know, or no data (Go drops those). */
+ * 1, or 0 when C must leave it to Go (psm2_msg_head, or no data: Go drops
+ * those). */
 static inline int psm2_rts_head(const unsigned char *p, struct psm2_inline *m, uint64_t *addr,
 				uint64_t *sid)
 {
-	if (p[CELL_KIND] != CELL_RTS || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+	if (!psm2_msg_head(p, CELL_RTS, m) || !m->len)
 		return 0;
-	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
-	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
-		return 0;
-	memcpy(&m->len, p + CELL_LEN, 8);
-	if (!m->len)
-		return 0;
-	memcpy(&m->epid, p + CELL_EPID, 8);
-	memcpy(&m->tag, p + CELL_TAG, 8);
-	m->with_data = (p[CELL_FLAGS] & CELL_HAS_DATA) != 0;
-	m->data = 0;
-	if (m->with_data)
-		memcpy(&m->data, p + CELL_DATA, 8);
 	memcpy(addr, p + CELL_W5, 8);
 	memcpy(sid, p + CELL_W6, 8);
 	return 1;
