@@ -248,6 +248,12 @@ type peer struct {
 	watch     int    // the provider's waits on it (Watch)
 	lastCons  uint64 // its consumer counter at the last check
 	consSince int64  // when lastCons last changed
+
+	// Found gone (closed, exited), it is killed only once our ring has
+	// given up what it held then (killAfterDrain).
+	draining  bool
+	drainTo   uint64 // our ring's producer counter when it was found gone
+	drainCons uint64 // our consumer counter at the last check since
 }
 
 // Operation states.
@@ -495,7 +501,7 @@ func (e *Endpoint) remap(p *peer, toSend bool) error {
 		return fmt.Errorf("shm: connect %#x: %w: %w", p.epid, transport.ErrUnreachable, err)
 	}
 	p.gen++
-	p.dead = nil
+	p.dead, p.draining = nil, false
 	p.ctl, p.ctlHead = p.ctl[:0], 0
 	e.syncFast(p)
 	return nil

@@ -305,7 +305,10 @@ func TestEndpointCrossProcess(t *testing.T) {
 				}
 				got := d.Payload
 				if d.IsRndv {
-					got, _ = fetch(t, parent, parent, d, n, 1000+uint64(i))
+					var res fetchResult
+					if got, res = fetch(t, parent, parent, d, n, 1000+uint64(i)); res.Err != nil || res.N != n {
+						t.Fatalf("echo %d of %d bytes: fetched %d, %v", i, n, res.N, res.Err)
+					}
 				}
 				if !bytes.Equal(got, pattern(n, byte(i))) {
 					t.Fatalf("echo %d of %d bytes: payload differs", i, n)
@@ -323,9 +326,14 @@ func TestEndpointCrossProcess(t *testing.T) {
 				t.Errorf("stats %+v", st)
 			}
 			// 1 MiB and 4 MiB+1 are at least DefaultSplitThreshold: with
-			// CMA they are fetched in chunks the child may help with.
-			if tc.cma && st.RndvSplit != 6 || !tc.cma && st.RndvSplit != 0 {
-				t.Errorf("%d split fetches, want %d", st.RndvSplit, map[bool]int{true: 6}[tc.cma])
+			// CMA they are fetched in chunks the child may help with;
+			// 100000 is too when nothing waited behind it in the ring.
+			lo, hi := uint64(0), uint64(0)
+			if tc.cma {
+				lo, hi = 6, 9
+			}
+			if st.RndvSplit < lo || st.RndvSplit > hi {
+				t.Errorf("%d split fetches, want %d to %d", st.RndvSplit, lo, hi)
 			}
 			t.Logf("parent wrote %d chunks for the child", st.SplitHelped)
 		})

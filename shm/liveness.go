@@ -89,15 +89,15 @@ func (e *Endpoint) holds(p *peer) bool {
 // it if so.
 func (e *Endpoint) probe(p *peer, now int64) {
 	if p.seg.Closed() {
-		e.kill(p, transport.ErrPeerDead, "closed")
+		e.killAfterDrain(p, "closed")
 		return
 	}
 	if alive, err := processAlive(p.pid); err == nil && !alive {
-		e.kill(p, transport.ErrPeerDead, "died")
+		e.killAfterDrain(p, "died")
 		return
 	}
 	if replaced, err := p.seg.Replaced(); err == nil && replaced {
-		e.kill(p, transport.ErrPeerDead, "segment removed")
+		e.killAfterDrain(p, "segment removed")
 		return
 	}
 	cons, prod := p.ring.cons.Load(), p.ring.prod.Load()
@@ -106,6 +106,27 @@ func (e *Endpoint) probe(p *peer, now int64) {
 		p.lastCons, p.consSince = cons, now
 	case e.stuck > 0 && now-p.consSince > e.stuck:
 		e.kill(p, transport.ErrTimeout, fmt.Sprintf("not polling for %v", e.cfg.StuckTimeout))
+	}
+}
+
+// killAfterDrain kills p, found gone, once our ring has given up the
+// cells it held when p was found so. A peer whose send completed and
+// which then closed or exited may have left its last eager messages and
+// copy-rendezvous chunks there, in its bounce buffers, which our mapping
+// keeps readable: they are delivered, not failed. A ring that does not
+// move between two checks (a stalled one, or a caller that stopped
+// polling it) does not hold the kill back any longer.
+func (e *Endpoint) killAfterDrain(p *peer, why string) {
+	cons := e.ring.cons.Load()
+	if !p.draining {
+		p.draining, p.drainTo = true, e.ring.prod.Load()
+	} else if cons == p.drainCons {
+		e.kill(p, transport.ErrPeerDead, why)
+		return
+	}
+	p.drainCons = cons
+	if int64(cons-p.drainTo) >= 0 {
+		e.kill(p, transport.ErrPeerDead, why)
 	}
 }
 
