@@ -71,8 +71,16 @@ type Config struct {
 	DisableCMA bool
 	// SplitThreshold: a rendezvous of at least this many bytes between
 	// processes is copied by both sides at once (split.go). 0 means
-	// DefaultSplitThreshold; a negative value turns it off.
+	// DefaultSplitThreshold; a negative value turns split copies off.
 	SplitThreshold int
+	// SplitAloneThreshold: a rendezvous of at least this many bytes (and
+	// below SplitThreshold) is split too when nothing else waits in the
+	// ring behind it. A lone message is latency-bound (a ping-pong: its
+	// sender only polls for the answer), so two cores copy it; in a
+	// stream of them the receiver copies alone and the sender stays free
+	// to post. 0 means DefaultSplitAloneThreshold; a negative value turns
+	// it off.
+	SplitAloneThreshold int
 	// RingCells is the size of the receive ring, a power of two in
 	// [MinCells, MaxCells]. Default DefaultRingCells.
 	RingCells int
@@ -327,6 +335,9 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	name := SegmentName(cfg.Job, cfg.EPID)
 	if cfg.SplitThreshold == 0 {
 		cfg.SplitThreshold = DefaultSplitThreshold
+	}
+	if cfg.SplitAloneThreshold == 0 {
+		cfg.SplitAloneThreshold = DefaultSplitAloneThreshold
 	}
 	scfg := SegmentConfig{Cells: cfg.RingCells, Job: cfg.Job, EPID: cfg.EPID,
 		Buffers: cfg.Buffers, BufferSize: bufSize, SplitSlots: splitSlots}

@@ -53,6 +53,7 @@ type fetchResult struct {
 // recorder is a Handler that keeps everything.
 type recorder struct {
 	got       []delivered
+	onDeliver func(delivered) // if set, called inside Deliver (as the provider fetches)
 	sendDone  map[uint64]error
 	fetchDone map[uint64]fetchResult
 }
@@ -67,6 +68,9 @@ func (r *recorder) Deliver(h *transport.Header, m *transport.Incoming) {
 		d.Payload = append([]byte{}, m.Payload...)
 	}
 	r.got = append(r.got, d)
+	if r.onDeliver != nil {
+		r.onDeliver(d)
+	}
 }
 
 func (r *recorder) SendDone(cookie uint64, err error) {

@@ -61,6 +61,8 @@ import (
 //	+192 the longest rendezvous C may fetch (below SplitThreshold when
 //	     split copies are on: those take Go's split protocol)
 //	+200 rendezvous C fetched (folded into Stats.RndvCMA)
+//	+208 the shortest rendezvous C leaves to Go when no cell follows it
+//	     in the ring (SplitAloneThreshold: a lone message Go splits)
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
@@ -102,6 +104,7 @@ const (
 	fpPeerPID    = 184
 	fpRndvMax    = 192
 	fpRndvCMA    = 200
+	fpRndvAlone  = 208
 	fastHolders  = maxFastPeers * FastPeerSize // the holder table's offset in e.fast
 	fastMapBytes = fastHolders + MaxBuffers*4
 )
@@ -194,12 +197,14 @@ func (e *Endpoint) syncFastRndv(p *peer, d []byte) {
 	if !p.self && p.pid != e.pid && p.pid > 0 && !e.cfg.DisableCMA && !e.cmaRefused {
 		pid = uint64(p.pid)
 	}
-	rmax := uint64(math.MaxUint64)
+	rmax, alone := uint64(math.MaxUint64), uint64(math.MaxUint64)
 	if e.cfg.SplitThreshold > 0 && e.seg.splits > 0 {
 		rmax = uint64(e.cfg.SplitThreshold - 1)
+		alone = uint64(e.splitMin())
 	}
 	wordAt(d, fpPeerPID).Store(pid)
 	wordAt(d, fpRndvMax).Store(rmax)
+	wordAt(d, fpRndvAlone).Store(alone)
 }
 
 // refuseCMA turns single copy off for the endpoint's life (the kernel

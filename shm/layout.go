@@ -73,6 +73,7 @@ func CLayout() []cabi.Group {
 			cabi.Word("FP_PEER_PID", fpPeerPID, ""),
 			cabi.Word("FP_RNDV_MAX", fpRndvMax, ""),
 			cabi.Word("FP_RNDV_CMA", fpRndvCMA, ""),
+			cabi.Word("FP_RNDV_ALONE", fpRndvAlone, ""),
 			cabi.Value("FP_SIZE", FastPeerSize, "bytes of a descriptor"),
 		}},
 	}

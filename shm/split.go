@@ -39,11 +39,18 @@ import (
 const (
 	splitSlots = 16
 
-	// DefaultSplitThreshold is the smallest rendezvous copied by both
-	// sides. Measured with fi_pingpong here: 512 KiB takes 21-23 us
-	// either way, 1 MiB 35-48 us split against 50-56 us not, 4 MiB 210
-	// us against 350.
-	DefaultSplitThreshold = 1 << 20
+	// DefaultSplitThreshold is the smallest rendezvous always copied by
+	// both sides. fi_pingpong here (pinned, medians of 6 alternating
+	// runs, split against not): 256 KiB 17.2 against 24.4 us, 512 KiB
+	// 29.7 against 48.8 (Debian's shm 46.5). scripts/msgrate.c (64 in
+	// flight): 512 KiB 34.6-36.2 K against 30.9-33.4 K messages/s, but
+	// 256 KiB 48-53 K against 60-63 K: in a stream, a receiver copying
+	// alone beats two sides sharing each message below 512 KiB.
+	DefaultSplitThreshold = 512 << 10
+	// DefaultSplitAloneThreshold is the smallest rendezvous split when it
+	// is alone in the ring (Config.SplitAloneThreshold): fi_pingpong 64
+	// KiB 7.9 against 9.3 us, 128 KiB 10.3 against 13.8 (shm 7.5, 13.8).
+	DefaultSplitAloneThreshold = 64 << 10
 	// maxSplitChunks bounds the chunks a SPLIT cell may ask for.
 	maxSplitChunks = 64
 
@@ -62,11 +69,26 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 	return wordAt(s.mem, off+slotClaim), wordAt(s.mem, off+slotDone), wordAt(s.mem, off+slotFault)
 }
 
-// splitOK reports whether a fetch of want bytes from p should be split.
+// splitOK reports whether a fetch of want bytes from p should be split:
+// from SplitThreshold up always, from SplitAloneThreshold up when nothing
+// waits in the ring behind the request (a lone, latency-bound message).
 func (e *Endpoint) splitOK(p *peer, want int) bool {
-	return e.cfg.SplitThreshold > 0 && want >= e.cfg.SplitThreshold && !e.cfg.DisableCMA &&
-		!e.cmaRefused && !p.self && (p.pid != e.pid || e.noLocal) && e.seg.splits > 0 &&
-		e.splitBusy != 1<<splitSlots-1
+	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() {
+		return false
+	}
+	if want < e.cfg.SplitThreshold && !e.ring.Empty() {
+		return false
+	}
+	return !e.cfg.DisableCMA && !e.cmaRefused && !p.self && (p.pid != e.pid || e.noLocal) &&
+		e.seg.splits > 0 && e.splitBusy != 1<<splitSlots-1
+}
+
+// splitMin is the smallest fetch splitOK may split.
+func (e *Endpoint) splitMin() int {
+	if a := e.cfg.SplitAloneThreshold; a > 0 && a < e.cfg.SplitThreshold {
+		return a
+	}
+	return e.cfg.SplitThreshold
 }
 
 // splitGeometry cuts want bytes into n chunks of chunk bytes (the last

@@ -4,6 +4,7 @@ package shm
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,6 +100,53 @@ func TestSplitGeometry(t *testing.T) {
 		n, chunk := splitGeometry(want)
 		if n != 2 || chunk%4096 != 0 || chunk*(n-1) >= want || chunk*n < want {
 			t.Errorf("splitGeometry(%d) = %d chunks of %d", want, n, chunk)
+		}
+	}
+}
+
+// TestSplitAlone: below SplitThreshold, a fetch is split only when
+// nothing waits in the ring behind its request; from SplitThreshold up,
+// always. Fetches run inside Deliver, as the provider's do.
+func TestSplitAlone(t *testing.T) {
+	a, b, ab := pair(t)
+	a.noLocal, b.noLocal = true, true
+	const lone, big = DefaultSplitAloneThreshold + 1, DefaultSplitThreshold
+	// splits sends messages of sizes and reports which fetches were split.
+	cookie := uint64(100)
+	splits := func(sizes ...int) []bool {
+		t.Helper()
+		var split []bool
+		b.rec.got = nil
+		b.rec.onDeliver = func(d delivered) {
+			n := int(d.Hdr.Len)
+			before := b.Stats().RndvSplit
+			dst := make([]byte, n)
+			if done, got, err := b.Fetch(&d.Rndv, dst, d.Hdr.Tag); !done || got != n || err != nil ||
+				!bytes.Equal(dst, pattern(n, byte(d.Hdr.Tag))) {
+				t.Errorf("fetch of %d: %v %d %v", n, done, got, err)
+			}
+			split = append(split, b.Stats().RndvSplit > before)
+		}
+		defer func() { b.rec.onDeliver = nil }()
+		for i, n := range sizes {
+			sendAll(t, a, b, ab, transport.Header{Tag: uint64(i), Len: uint64(n)}, [][]byte{pattern(n, byte(i))}, cookie, 0)
+			cookie++
+		}
+		pollUntil(t, 5*time.Second, func() bool { return len(split) == len(sizes) }, b)
+		pollUntil(t, 5*time.Second, func() bool { return a.pending == 0 }, a)
+		return split
+	}
+	for _, tc := range []struct {
+		sizes []int
+		want  []bool
+	}{
+		{[]int{lone}, []bool{true}},
+		{[]int{lone, lone, lone}, []bool{false, false, true}},
+		{[]int{big, lone}, []bool{true, true}},
+		{[]int{DefaultSplitAloneThreshold - 1}, []bool{false}},
+	} {
+		if got := splits(tc.sizes...); !slices.Equal(got, tc.want) {
+			t.Errorf("sizes %v: split %v, want %v", tc.sizes, got, tc.want)
 		}
 	}
 }

@@ -753,6 +753,12 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				sd = psm2_sender(f, m.epid);
 				if (!sd || !sd[FP_PEER_PID] || m.len > sd[FP_RNDV_MAX] || !sd[FP_SLOT])
 					break;
+				/* A lone message from FP_RNDV_ALONE up (no cell
+				 * after it): Go splits it (shm/split.go). */
+				if (m.len >= sd[FP_RNDV_ALONE] &&
+				    __atomic_load_n((const uint64_t *) (r + RING_HDR + ((cons + 1) & mask) * CELL_SIZE + CELL_SEQ),
+						    __ATOMIC_ACQUIRE) != cons + 2)
+					break;
 				rndv = 1;
 			} else {
 				break;

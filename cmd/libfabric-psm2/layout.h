@@ -132,6 +132,7 @@
 #define FP_PEER_PID 23
 #define FP_RNDV_MAX 24
 #define FP_RNDV_CMA 25
+#define FP_RNDV_ALONE 26
 #define FP_SIZE 256                      /* bytes of a descriptor */
 
 #endif /* PSM2_LAYOUT_H */
