@@ -46,7 +46,13 @@ pp() {
 	"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
 	spid=$!
 	sleep 0.3
-	"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" 127.0.0.1 >"$work/cli.out" 2>&1
+	# A loaded machine may start the server late: try again while the
+	# connection is refused (the server still waits for its one client).
+	for try in 1 2 3 4 5; do
+		"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" 127.0.0.1 >"$work/cli.out" 2>&1 && break
+		grep -q 'Connection refused' "$work/cli.out" || break
+		sleep 0.5
+	done
 	wait "$spid"
 	awk -v s="$size" 'NR == 2 && NF >= 7 { print s, $7, $6; found = 1 } END { exit !found }' "$work/cli.out"
 }
