@@ -3,11 +3,14 @@
 package shm
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
 )
 
 // This file holds the endpoint's system calls that pass memory to the
@@ -67,6 +70,72 @@ const cmaRetries = 100
 // either moves at least a byte or ends the copy, so a buffer the kernel
 // refuses ends it at once (EFAULT) and is never retried.
 func cmaCopy(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
+	if len(buf) >= 4096 {
+		here, there := uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(addr)
+		if trap == unix.SYS_PROCESS_VM_WRITEV {
+			here, there = there, here // (destination, source)
+		}
+		if rel := (here - there) & 4095; rel != 0 && rel < 64 {
+			return cmaStaged(trap, pid, addr, buf)
+		}
+	}
+	return cmaDirect(trap, pid, addr, buf)
+}
+
+// cmaStageChunk is the part of a copy cmaStaged moves at a time.
+const cmaStageChunk = 64 << 10
+
+// cmaStages holds cmaStaged's buffers (cmaStageChunk bytes and a page of
+// slack, so that any page offset fits).
+var cmaStages = sync.Pool{New: func() any {
+	b := make([]byte, cmaStageChunk+4096)
+	return &b
+}}
+
+// cmaStaged is cmaCopy for a copy whose destination lies 1 to 63 bytes
+// past its source modulo 4 KiB, which the kernel's string-move copy does
+// several times slower (64 KiB: 23 us against 5.4 here): it moves the
+// bytes through a buffer at the remote address's page offset, the kernel
+// copying between equal offsets and Go's copy (which has no such stall)
+// doing the rest. A fault in buf ends it with EFAULT where the kernel
+// would have.
+func cmaStaged(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
+	sp := cmaStages.Get().(*[]byte)
+	defer cmaStages.Put(sp)
+	off := int((uintptr(addr) - uintptr(unsafe.Pointer(&(*sp)[0]))) & 4095)
+	stage := (*sp)[off : off+cmaStageChunk]
+	for done := 0; done < len(buf); {
+		k := min(len(buf)-done, cmaStageChunk)
+		a := addr + uint64(done) // at stage's page offset: done is a multiple of the chunk
+		if trap == unix.SYS_PROCESS_VM_READV {
+			n, err := cmaDirect(trap, pid, a, stage[:k])
+			if _, bad, o := umem.Copy(buf[done:done+n], stage[:n]); bad != umem.None {
+				return done + o, unix.EFAULT
+			}
+			done += n
+			if err != nil {
+				return done, err
+			}
+			continue
+		}
+		if _, bad, o := umem.Copy(stage[:k], buf[done:done+k]); bad != umem.None {
+			n, err := cmaDirect(trap, pid, a, stage[:o])
+			if err == nil {
+				err = unix.EFAULT
+			}
+			return done + n, err
+		}
+		n, err := cmaDirect(trap, pid, a, stage[:k])
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return len(buf), nil
+}
+
+// cmaDirect is cmaCopy by the kernel alone.
+func cmaDirect(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 	var local [1]unix.Iovec
 	var remote [1]unix.RemoteIovec
 	retries := 0

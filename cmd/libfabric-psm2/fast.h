@@ -355,8 +355,13 @@ static inline int psm2_rts_head(const unsigned char *p, struct psm2_inline *m, u
  * report (EFAULT, ESRCH) or work around (EPERM: the copy protocol). */
 static inline int psm2_cma_read(uint64_t pid, void *dst, uint64_t src, uint64_t n)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, rel = ((uint64_t) (uintptr_t) dst - src) & 4095;
 	int intr = 0;
+
+	/* A destination 1 to 63 bytes past the source modulo 4 KiB: the
+	 * kernel's copy stalls there, and Go's stages it (shm's cmaCopy). */
+	if (n >= 4096 && rel != 0 && rel < 64)
+		return -1;
 
 	while (off < n) {
 		struct iovec l = { (char *) dst + off, n - off };
