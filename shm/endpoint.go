@@ -78,8 +78,9 @@ type Config struct {
 	// ring behind it. A lone message is latency-bound (a ping-pong: its
 	// sender only polls for the answer), so two cores copy it; in a
 	// stream of them the receiver copies alone and the sender stays free
-	// to post. 0 means DefaultSplitAloneThreshold; a negative value turns
-	// it off.
+	// to post. 0 means DefaultSplitAloneThreshold, or
+	// PinnedSplitAloneThreshold in a process bound to one CPU; a negative
+	// value turns it off.
 	SplitAloneThreshold int
 	// RingCells is the size of the receive ring, a power of two in
 	// [MinCells, MaxCells]. Default DefaultRingCells.
@@ -337,7 +338,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		cfg.SplitThreshold = DefaultSplitThreshold
 	}
 	if cfg.SplitAloneThreshold == 0 {
-		cfg.SplitAloneThreshold = DefaultSplitAloneThreshold
+		cfg.SplitAloneThreshold = defaultSplitAlone()
 	}
 	scfg := SegmentConfig{Cells: cfg.RingCells, Job: cfg.Job, EPID: cfg.EPID,
 		Buffers: cfg.Buffers, BufferSize: bufSize, SplitSlots: splitSlots}

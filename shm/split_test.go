@@ -110,7 +110,8 @@ func TestSplitGeometry(t *testing.T) {
 func TestSplitAlone(t *testing.T) {
 	a, b, ab := pair(t)
 	a.noLocal, b.noLocal = true, true
-	const lone, big = DefaultSplitAloneThreshold + 1, DefaultSplitThreshold
+	alone := b.cfg.SplitAloneThreshold // (this process's default: pinned or not)
+	lone, big := alone+1, DefaultSplitThreshold
 	// splits sends messages of sizes and reports which fetches were split.
 	cookie := uint64(100)
 	splits := func(sizes ...int) []bool {
@@ -143,7 +144,7 @@ func TestSplitAlone(t *testing.T) {
 		{[]int{lone}, []bool{true}},
 		{[]int{lone, lone, lone}, []bool{false, false, true}},
 		{[]int{big, lone}, []bool{true, true}},
-		{[]int{DefaultSplitAloneThreshold - 1}, []bool{false}},
+		{[]int{alone - 1}, []bool{false}},
 	} {
 		if got := splits(tc.sizes...); !slices.Equal(got, tc.want) {
 			t.Errorf("sizes %v: split %v, want %v", tc.sizes, got, tc.want)
