@@ -19,11 +19,7 @@ import (
 // fault.
 func TestCMAStaged(t *testing.T) {
 	pid := os.Getpid()
-	mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
+	mem := anonMem(t, 1<<20)
 	src, dst := mem[:512<<10], mem[512<<10:]
 	if _, err := cmaRead(pid, addrOf(src), dst[:1]); err != nil {
 		t.Skipf("process_vm_readv: %v", err)
@@ -73,11 +69,7 @@ func TestCMAStaged(t *testing.T) {
 // not (cmaDirect).
 func BenchmarkCMARead(b *testing.B) {
 	pid := os.Getpid()
-	mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Munmap(mem)
+	mem := anonMem(b, 1<<20)
 	const n = 64 << 10
 	src := mem[:n]
 	for _, c := range []struct {

@@ -26,15 +26,23 @@ func protNone(tb testing.TB, n int) []byte {
 	return b
 }
 
-// badMem maps n bytes of which the part says is PROT_NONE: all of it, or
-// one half; the rest is readable and writable.
-func badMem(tb testing.TB, n int, part region) []byte {
+// anonMem maps n readable and writable bytes (page-aligned), unmapped
+// when the test ends.
+func anonMem(tb testing.TB, n int) []byte {
 	tb.Helper()
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = unix.Munmap(b) })
+	return b
+}
+
+// badMem maps n bytes of which the part says is PROT_NONE: all of it, or
+// one half; the rest is readable and writable.
+func badMem(tb testing.TB, n int, part region) []byte {
+	tb.Helper()
+	b := anonMem(tb, n)
 	lo, hi := 0, n
 	switch part {
 	case firstHalf:
