@@ -134,6 +134,12 @@ static inline void psm2_bell(const uint64_t *d)
 	}
 }
 
+/* psm2_cell is the cell at position pos of ring r of mask+1 cells. */
+static inline char *psm2_cell(char *r, uint64_t mask, uint64_t pos)
+{
+	return r + RING_HDR + (pos & mask) * CELL_SIZE;
+}
+
 /* psm2_push pushes n (1 to FAST_INLINE_CELLS) cells into ring r of
  * mask+1 cells, as the producer owning slot (its pos word; n is the
  * next): the same protocol as shm's TryPushCells through a claimed view.
@@ -166,9 +172,9 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 	/* Ask for every cell's line for writing at once: the consumer read
 	 * them last, so each store would otherwise wait for its own line. */
 	for (uint64_t k = n; k-- > 0;)
-		psm2_prefetchw(r + RING_HDR + ((pos + k) & mask) * CELL_SIZE);
+		psm2_prefetchw(psm2_cell(r, mask, pos + k));
 	for (uint64_t k = n; k-- > 0;) {
-		char *c = r + RING_HDR + ((pos + k) & mask) * CELL_SIZE;
+		char *c = psm2_cell(r, mask, pos + k);
 
 		memcpy(c + CELL_PAYLOAD_OFF, cells[k], CELL_PAYLOAD);
 		__atomic_store_n((uint64_t *) (c + CELL_SEQ), pos + k + 1, __ATOMIC_RELEASE);
@@ -728,7 +734,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 	while ((size_t) got < count) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
-		const unsigned char *c = (const unsigned char *) r + RING_HDR + (cons & mask) * CELL_SIZE;
+		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
 		const unsigned char *cont[PUSH_CELLS_MAX];
 		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
 		uint64_t *q;
@@ -761,7 +767,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				/* A lone message from FP_RNDV_ALONE up (no cell
 				 * after it): Go splits it (shm/split.go). */
 				if (m.len >= sd[FP_RNDV_ALONE] &&
-				    __atomic_load_n((const uint64_t *) (r + RING_HDR + ((cons + 1) & mask) * CELL_SIZE + CELL_SEQ),
+				    __atomic_load_n((const uint64_t *) (psm2_cell(r, mask, cons + 1) + CELL_SEQ),
 						    __ATOMIC_ACQUIRE) != cons + 2)
 					break;
 				rndv = 1;
@@ -773,9 +779,9 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		/* The unit's cells were published before its head cell: ask
 		 * for all their lines before reading the first. */
 		for (k = 1; k < cells; k++)
-			__builtin_prefetch(r + RING_HDR + ((cons + k) & mask) * CELL_SIZE, 0, 3);
+			__builtin_prefetch(psm2_cell(r, mask, cons + k), 0, 3);
 		for (k = 1; k < cells; k++) {
-			const unsigned char *ck = (const unsigned char *) r + RING_HDR + ((cons + k) & mask) * CELL_SIZE;
+			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
 
 			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
 			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
