@@ -13,9 +13,9 @@ import (
 )
 
 // Atomics: fi_atomic*, fi_fetch_atomic* and fi_compare_atomic* as RMA
-// protocol messages (rma.go). A request carries the RMA prefix (key,
-// address, length in bytes), then the op and datatype (two little-endian
-// uint32s), then the operands and, for a compare, the compare values. The
+// protocol messages (rma.go). A request names the op and datatype in its
+// header flags (atomicFlags) and carries the RMA prefix (key, address,
+// length in bytes), the operands and, for a compare, the compare values. The
 // target applies the op element by element under atomicMu and answers: an
 // ack, or for a fetch or compare an atomic-resp carrying the old values
 // (a read-resp in all but name). Any count goes: a large request or
@@ -78,7 +78,20 @@ const (
 	rmaAtomicResp    = 10
 )
 
-const atomicHdr = rmaPrefix + 8
+// An atomic request names its op and datatype in the header flags (bits
+// 16-23 and 24-31), so that its payload is the RMA prefix and the
+// operands: an 8-byte fetch-add is one 32-byte payload, one shm cell.
+const (
+	atomicOpShift = 16
+	atomicDtShift = 24
+	atomicHdr     = rmaPrefix
+)
+
+// atomicFlags returns the header flags of an atomic request of kind
+// kindMsg.
+func atomicFlags(kindMsg uint32, op, dt int) uint32 {
+	return hfRMA | kindMsg<<rmaKindShift | uint32(op)<<atomicOpShift | uint32(dt)<<atomicDtShift
+}
 
 // atomicChunk is what psm2 sizes the *valid answers by: its largest
 // short active message (8128 bytes on hfi1 and shm). Larger counts work
@@ -454,8 +467,6 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	binary.LittleEndian.PutUint64(hdr[0:], key)
 	binary.LittleEndian.PutUint64(hdr[8:], addr)
 	binary.LittleEndian.PutUint64(hdr[16:], n)
-	binary.LittleEndian.PutUint32(hdr[24:], uint32(op))
-	binary.LittleEndian.PutUint32(hdr[28:], uint32(dt))
 	iov := e.iov[:1]
 	iov[0] = hdr
 	gather := func(v []iovec, limit uint64) {
@@ -482,7 +493,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 		total += n
 	}
 	h := &e.hdr
-	*h = transport.Header{Flags: hfRMA | kindMsg<<rmaKindShift, Tag: rmaID(o), Len: total}
+	*h = transport.Header{Flags: atomicFlags(kindMsg, op, dt), Tag: rmaID(o), Len: total}
 	if len(iov) > IovLimit {
 		// More pieces than the wire's gather list: flatten them.
 		flat := make([]byte, 0, total)
@@ -524,8 +535,8 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 	key := binary.LittleEndian.Uint64(payload[0:])
 	addr := binary.LittleEndian.Uint64(payload[8:])
 	n := binary.LittleEndian.Uint64(payload[16:])
-	op := int(binary.LittleEndian.Uint32(payload[24:]))
-	dt := int(binary.LittleEndian.Uint32(payload[28:]))
+	op := int(h.Flags >> atomicOpShift & 0xff)
+	dt := int(h.Flags >> atomicDtShift)
 	body := payload[atomicHdr:]
 	var srcb, cmpb []byte
 	switch {

@@ -228,7 +228,7 @@ func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov
 	e := &ep.engine
 	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
 	clear(e.iov[:])
-	if errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong) {
+	if err != nil && (errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong)) {
 		e.freeOp(o)
 		return false, errnoOf(err)
 	}
@@ -244,6 +244,9 @@ func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov
 	return true, 0
 }
 
+// isAgain reports whether err is the wire's ErrAgain (cheaply when nil).
+func isAgain(err error) bool { return err != nil && errors.Is(err, transport.ErrAgain) }
+
 // rmaPost sends h and iov to c now, or after the outbox drains; inside a
 // poll (a wire's callback) it always queues. cookie is an op's id or
 // rmaReplyCookie. The caller accounts for an op's send (rma.wire).
@@ -252,7 +255,7 @@ func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, 
 	if len(e.rmaOut) == 0 && !e.inPoll {
 		e.postHdr = h // (h itself would escape through the interface call)
 		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, flags)
-		if !errors.Is(err, transport.ErrAgain) {
+		if !isAgain(err) {
 			ep.rmaSent(cookie, done, err)
 			return
 		}
@@ -287,7 +290,7 @@ func (ep *Endpoint) rmaPostSmall(c transport.Conn, h transport.Header, payload [
 		}
 		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, transport.SendCopy)
 		e.flushIov[0] = nil
-		if !errors.Is(err, transport.ErrAgain) {
+		if !isAgain(err) {
 			ep.rmaSent(cookie, done, err)
 			return
 		}
@@ -315,7 +318,7 @@ func (ep *Endpoint) rmaFlush() {
 		}
 		done, err := ep.tp.Send(m.c, &m.h, iov, m.cookie, m.flags)
 		e.flushIov[0] = nil
-		if errors.Is(err, transport.ErrAgain) {
+		if isAgain(err) {
 			break
 		}
 		cookie := m.cookie
