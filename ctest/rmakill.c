@@ -7,7 +7,8 @@
  * process): it registers a region holding region[i] = i % 251, prints
  * its name and key, and serves RMA until it is killed. The initiator
  * reads and writes sizes from 1 B to 60 KB and checks the bytes at both
- * ends (through the target), runs a few atomics, then kills the target with SIGKILL and
+ * ends (through the target), runs atomics (small_atomics: the ones the
+ * target serves in C and the larger ones Go serves), then kills the target with SIGKILL and
  * starts a read and a write: both must complete with an error entry
  * within FI_PSM2_CONN_TIMEOUT (2 s here) plus the liveness checks' slack.
  *
@@ -118,6 +119,91 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	}
 }
 
+/* Element i of integer datatype dt at p, read with its sign; putv stores
+ * v there, truncated as a cast does. */
+static int64_t getv(int dt, const void *p, int i)
+{
+	switch (dt) {
+	case FI_INT8: return ((const int8_t *) p)[i];
+	case FI_UINT8: return ((const uint8_t *) p)[i];
+	case FI_INT16: return ((const int16_t *) p)[i];
+	case FI_UINT16: return ((const uint16_t *) p)[i];
+	case FI_INT32: return ((const int32_t *) p)[i];
+	case FI_UINT32: return ((const uint32_t *) p)[i];
+	default: return ((const int64_t *) p)[i];
+	}
+}
+
+static void putv(int dt, void *p, int i, int64_t v)
+{
+	switch (dt) {
+	case FI_INT8: case FI_UINT8: ((uint8_t *) p)[i] = (uint8_t) v; break;
+	case FI_INT16: case FI_UINT16: ((uint16_t *) p)[i] = (uint16_t) v; break;
+	case FI_INT32: case FI_UINT32: ((uint32_t *) p)[i] = (uint32_t) v; break;
+	default: ((uint64_t *) p)[i] = (uint64_t) v; break;
+	}
+}
+
+/* small_atomics runs fetch-add, fetch-min, compare-swap and atomic read
+ * and write on 1-5 elements of every integer type in the target, which
+ * serves the small ones in C (fast.h: psm2_fast_serve) and the others in
+ * Go, and checks the old values and the memory after each. */
+static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
+{
+	static const int ops[] = { FI_SUM, FI_MIN, FI_CSWAP, FI_ATOMIC_READ, FI_ATOMIC_WRITE, FI_BXOR };
+	double took;
+	int ret, bad = 0;
+
+	for (int dt = FI_INT8; dt <= FI_UINT64; dt++) {
+		size_t sz = (size_t) 1 << (dt / 2);
+
+		for (int count = 1; count <= 5; count++) {
+			for (unsigned k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+				int op = ops[k];
+				uint64_t init[5], opnd[5], cmpv[5], old[5], got[5], want[5];
+
+				for (int i = 0; i < count; i++) {
+					putv(dt, init, i, 10 * i + dt + (int) k);
+					putv(dt, opnd, i, i % 2 ? -3 - i : 100 + i);
+					putv(dt, cmpv, i, i % 2 ? 10 * i + dt + (int) k : 1);
+				}
+				memset(old, 0, sizeof(old));
+				ret = fi_write(a->ep, init, count * sz, NULL, peer, 12288, key, NULL);
+				CHECK(ret == 0 && wait_one(a, &took) == 0, "init %d/%d", dt, count);
+				if (op == FI_CSWAP)
+					ret = fi_compare_atomic(a->ep, opnd, count, NULL, cmpv, NULL, old, NULL, peer,
+								12288, key, dt, op, NULL);
+				else if (op == FI_ATOMIC_READ)
+					ret = fi_fetch_atomic(a->ep, NULL, count, NULL, old, NULL, peer, 12288, key, dt, op, NULL);
+				else
+					ret = fi_fetch_atomic(a->ep, opnd, count, NULL, old, NULL, peer, 12288, key, dt, op, NULL);
+				CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "op %d on %d x %d: %d", op, count, dt, ret);
+				ret = fi_read(a->ep, got, count * sz, NULL, peer, 12288, key, NULL);
+				CHECK(ret == 0 && wait_one(a, &took) == 0, "read back %d/%d", dt, count);
+				for (int i = 0; i < count; i++) {
+					int64_t x = getv(dt, init, i), y = getv(dt, opnd, i), w = x;
+
+					switch (op) {
+					case FI_SUM: w = x + y; break;
+					case FI_MIN:
+						w = (dt == FI_UINT64 ? (uint64_t) y < (uint64_t) x : y < x) ? y : x;
+						break;
+					case FI_CSWAP: w = getv(dt, cmpv, i) == x ? y : x; break;
+					case FI_ATOMIC_WRITE: w = y; break;
+					case FI_BXOR: w = x ^ y; break;
+					}
+					putv(dt, want, i, w);
+				}
+				if (memcmp(old, init, count * sz) || memcmp(got, want, count * sz)) {
+					if (bad++ < 5)
+						CHECK(0, "op %d on %d x type %d: old or memory wrong", op, count, dt);
+				}
+			}
+		}
+	}
+	CHECK(bad == 0, "small atomics: %d wrong", bad);
+}
+
 /* after_kill checks that RMA to the dead target fails in time. */
 static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
 {
@@ -184,6 +270,7 @@ int main(int argc, char **argv)
 		return finish("rmakill");
 	CHECK(fi_av_insert(a.av, name, 1, &peer, 0, NULL) == 1, "insert the target");
 	transfers(&a, peer, key);
+	small_atomics(&a, peer, key);
 	if (remote) {
 		printf("kill\n");
 		fflush(stdout);

@@ -150,9 +150,10 @@ func pairValid(dt, op int) bool {
 // fail with EOPNOTSUPP.
 var LongDoubleApply func(op, dt int, dst, src, cmp unsafe.Pointer, count int) bool
 
-// atomicMu makes the ops of every endpoint of the process atomic with
-// respect to each other, as psm2's process-wide atomic lock does: two
-// domains may expose the same memory.
+// The process's atomic lock (lockAtomics, fastrma.go) makes the ops of
+// every endpoint of the process atomic with respect to each other, as
+// psm2's process-wide atomic lock does: two domains may expose the same
+// memory. atomicMu stands in for it where it has no page.
 var atomicMu sync.Mutex
 
 // atomicApply applies op to the n elements of dt at dst with operands src
@@ -169,8 +170,8 @@ func atomicApply(op, dt int, dst, src, cmp, res []byte) fi.Errno {
 	if n == 0 {
 		return 0
 	}
-	atomicMu.Lock()
-	defer atomicMu.Unlock()
+	lockAtomics()
+	defer unlockAtomics()
 	if res != nil {
 		if copyIn(res[:n*size], dst) != 0 {
 			return fi.EFAULT

@@ -99,6 +99,7 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 		if d.locking {
 			atomic.StoreUint32(fastWord32(d.fast, domLocking), 1)
 		}
+		d.publishALock()
 	}
 	f.domains.Add(1)
 	if d.dataProgress == fi.PROGRESS_AUTO {
@@ -171,6 +172,7 @@ func (d *Domain) unlock() {
 	if d.fastLock && len(d.eps) <= maxFastEPs {
 		for _, ep := range d.eps {
 			ep.syncDeliverLocked()
+			ep.syncServeLocked()
 		}
 	}
 	if d.locking {

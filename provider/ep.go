@@ -408,6 +408,7 @@ func (ep *Endpoint) Close() error {
 		}
 	}
 	rma := ep.engine.rmaStats
+	rma.Served += ep.cServed()
 	d.unlock()
 	// Threads asleep on the wire are woken and let go before it closes.
 	for ep.waiters.Load() > 0 {

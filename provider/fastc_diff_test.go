@@ -3,8 +3,10 @@
 package provider
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fastc"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -95,4 +97,72 @@ func TestFastCMatchesLikeTheEngine(t *testing.T) {
 	if hits < 1000 || misses < 1000 {
 		t.Fatalf("%d matches, %d misses: the inputs do not exercise both", hits, misses)
 	}
+}
+
+// TestFastCAtomicsLikeTheEngine gives the C target's apply (ucopy.c:
+// psm2_uapply, which psm2_fast_serve uses) and the engine's atomicApply
+// the same random integer ops, datatypes, counts, operands, compare values
+// and memory, and requires the same memory and old values after.
+func TestFastCAtomicsLikeTheEngine(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	// Values from a small set, so that compares and limits hit.
+	vals := []uint64{0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 1 << 31, 1<<32 - 1, 1 << 63, ^uint64(0)}
+	pick := func() uint64 {
+		if r.IntN(3) == 0 {
+			return r.Uint64()
+		}
+		return vals[r.IntN(len(vals))]
+	}
+	fill := func(b []byte) {
+		for i := 0; i+8 <= len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], pick())
+		}
+	}
+	applied := 0
+	for round := 0; round < 100000; round++ {
+		dt := r.IntN(dtUint64 + 1)
+		op := r.IntN(opLast)
+		count := 1 + r.IntN(4)
+		n := count * dtSize[dt]
+		var mem, src, cmp [4 * 8]byte
+		fill(mem[:])
+		fill(src[:])
+		fill(cmp[:])
+		if r.IntN(2) == 0 {
+			copy(cmp[:n], mem[:n]) // a compare that hits everywhere
+		}
+		goMem, cMem := mem, mem
+		var goOld, cOld [4 * 8]byte
+		var sp, cp unsafe.Pointer = unsafe.Pointer(&src[0]), nil
+		if isCompareOp(op) {
+			cp = unsafe.Pointer(&cmp[0])
+		}
+		var gsrc, gcmp []byte = src[:n], nil
+		if cp != nil {
+			gcmp = cmp[:n]
+		}
+		if op == opAtomicRead {
+			sp, gsrc = nil, nil
+		}
+		errno := atomicApply(op, dt, goMem[:n], gsrc, gcmp, goOld[:n])
+		rc := fastc.UApply(op, dt, unsafe.Pointer(&cMem[0]), sp, cp, unsafe.Pointer(&cOld[0]), count)
+		if errno != 0 || rc != 0 {
+			t.Fatalf("op %d dt %d count %d: Go errno %v, C %d", op, dt, count, errno, rc)
+		}
+		if goMem != cMem || goOld != cOld {
+			t.Fatalf("op %d dt %d count %d mem %x src %x cmp %x:\nGo  mem %x old %x\nC   mem %x old %x",
+				op, dt, count, mem[:n], src[:n], cmp[:n], goMem[:n], goOld[:n], cMem[:n], cOld[:n])
+		}
+		applied++
+	}
+	// C refuses what it does not apply: misaligned memory, other types.
+	var mem [16]byte
+	var v [8]byte
+	if rc := fastc.UApply(opSum, dtUint64, unsafe.Pointer(&mem[1]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
+		t.Errorf("misaligned: C says %d, want -2", rc)
+	}
+	if rc := fastc.UApply(opSum, dtDouble, unsafe.Pointer(&mem[0]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
+		t.Errorf("double: C says %d, want -2", rc)
+	}
+	t.Logf("%d ops compared", applied)
 }

@@ -56,6 +56,8 @@ import (
 //	     A later peer whose slot collides replaces an earlier one; C checks
 //	     that the descriptor it finds names the sender, else leaves the
 //	     message to Go. Descriptors stay valid until the wire closes.
+//	+3712 serve ok: C may serve small atomic requests (fastrma.go)
+//	+3720 atomic requests C served
 //
 // Every word is written under the domain lock.
 const (
@@ -84,13 +86,16 @@ const (
 	epfSenders  = epfRQ + rqCap*rqEntrySize
 	sendersLog2 = 6
 	senderHash  = 0x9E3779B97F4A7C15 // Fibonacci hashing
+
+	epfServe  = epfSenders + 8<<sendersLog2
+	epfServed = epfServe + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.
 func senderSlot(epid uint64) int { return int((epid * senderHash) >> (64 - sendersLog2)) }
 
 // The senders' table ends inside the page (a compile error otherwise).
-var _ = [1]struct{}{}[(epfSenders+8<<sendersLog2)/4097]
+var _ = [1]struct{}{}[(epfServed+8)/4097]
 
 // rqEntry is one queued receive, as C writes it (under the domain lock,
 // so plain reads are enough here).
@@ -174,6 +179,7 @@ func (ep *Endpoint) syncFastLocked() {
 	ring := ep.tp.RingProbe()
 	ep.hasRing = ring != 0
 	atomic.StoreUint64(fastWord(p, epfRing), ring)
+	ep.syncServeLocked()
 	var txPage uintptr
 	txOK := uint64(2)
 	if cq := ep.txCQ; cq != nil {

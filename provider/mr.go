@@ -37,6 +37,8 @@ type MR struct {
 	mu     sync.Mutex
 	cntr   *Cntr // bound with FI_REMOTE_WRITE: counts remote writes
 	closed bool
+
+	published bool // in the domain's C table (fastrma.go); under the domain lock
 }
 
 // RegMR registers iov (fi_mr_reg, fi_mr_regv, fi_mr_regattr). access must
@@ -65,6 +67,9 @@ func (d *Domain) RegMR(iov []MRIov, access, offset, requestedKey, flags uint64, 
 	}
 	mr.key = key
 	d.refs.Add(1)
+	d.lock()
+	d.publishMR(mr)
+	d.unlock()
 	return mr, nil
 }
 
@@ -133,6 +138,12 @@ func (mr *MR) Cntr() *Cntr {
 // binds nothing; other flags: EINVAL; a second, different counter: EBUSY).
 // Other objects: ENOSYS.
 func (mr *MR) Bind(obj any, flags uint64) error {
+	if _, ok := obj.(*Cntr); ok && flags == fi.REMOTE_WRITE {
+		// Writes must count now: C leaves this MR's requests to Go.
+		mr.dom.lock()
+		mr.dom.unpublishMR(mr)
+		mr.dom.unlock()
+	}
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	if mr.closed {
@@ -174,6 +185,9 @@ func (mr *MR) Close() error {
 	mr.closed = true
 	mr.cntr = nil
 	mr.mu.Unlock()
+	mr.dom.lock()
+	mr.dom.unpublishMR(mr)
+	mr.dom.unlock()
 	mr.dom.mrs.release(mr.key, mr)
 	mr.dom.refs.Add(-1)
 	return nil

@@ -533,6 +533,7 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 	}
 	kind := rmaKind(h)
 	if kind >= rmaAtomic {
+		ep.serveFrom(src, c)
 		ep.atomicServe(h, src, c, payload)
 		return
 	}

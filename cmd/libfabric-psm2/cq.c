@@ -137,6 +137,10 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 			return n;
 		if ((n = psm2_fast_deliver(c->fast, buf, count)) > 0)
 			return n;
+		/* Atomic requests C served leave no entry here; if they were
+		 * all there was, the read ends without Go. */
+		if (psm2_fast_serve(c->fast) > 0 && cq_idle(c))
+			return -FI_EAGAIN;
 	}
 	return psm2go_cq_read(c->slot, buf, count, NULL);
 }
@@ -147,8 +151,12 @@ static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	struct psm2_cq *c = (struct psm2_cq *) cq;
 
-	if (buf && count && cq_quiet(c))
-		return -FI_EAGAIN;
+	if (buf && count) {
+		if (cq_quiet(c))
+			return -FI_EAGAIN;
+		if (psm2_fast_serve(c->fast) > 0 && cq_idle(c))
+			return -FI_EAGAIN;
+	}
 	return psm2go_cq_read(c->slot, buf, count, src_addr);
 }
 

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 
 #define PSM2_FAST_DONE 0
@@ -140,13 +142,13 @@ static inline char *psm2_cell(char *r, uint64_t mask, uint64_t pos)
 	return r + RING_HDR + (pos & mask) * CELL_SIZE;
 }
 
-/* psm2_push pushes n (1 to FAST_INLINE_CELLS) cells into ring r of
+/* psm2_reserve reserves n (1 to FAST_INLINE_CELLS) cells of ring r of
  * mask+1 cells, as the producer owning slot (its pos word; n is the
  * next): the same protocol as shm's TryPushCells through a claimed view.
- * 0 on success, -1 if the ring has no room (or looks corrupt: Go sorts
- * that out). */
-static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
-			    const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
+ * Returns 0 with the first position in *at (any value: positions wrap),
+ * or -1 if the ring has no room (or looks corrupt: Go sorts that out).
+ * psm2_commit must follow a reservation. */
+static inline int psm2_reserve(char *r, uint64_t mask, uint64_t *slot, uint64_t n, uint64_t *at)
 {
 	uint64_t size = mask + 1;
 	uint64_t *prod = (uint64_t *) (r + RING_PROD);
@@ -166,9 +168,17 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 		__atomic_store_n(&slot[SLOT_N], n, __ATOMIC_RELAXED);
 		__atomic_store_n(&slot[SLOT_POS], pos, __ATOMIC_RELAXED);
 		if (__atomic_compare_exchange_n(prod, &pos, pos + n, 0, __ATOMIC_SEQ_CST,
-						__ATOMIC_RELAXED))
-			break;
+						__ATOMIC_RELAXED)) {
+			*at = pos;
+			return 0;
+		}
 	}
+}
+
+/* psm2_commit writes the n cells reserved at pos and publishes them. */
+static inline void psm2_commit(char *r, uint64_t mask, uint64_t pos,
+			       const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
+{
 	/* Ask for every cell's line for writing at once: the consumer read
 	 * them last, so each store would otherwise wait for its own line. */
 	for (uint64_t k = n; k-- > 0;)
@@ -179,6 +189,18 @@ static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
 		memcpy(c + CELL_PAYLOAD_OFF, cells[k], CELL_PAYLOAD);
 		__atomic_store_n((uint64_t *) (c + CELL_SEQ), pos + k + 1, __ATOMIC_RELEASE);
 	}
+}
+
+/* psm2_push pushes n cells (psm2_reserve, psm2_commit): 0 on success, -1
+ * if the ring has no room. */
+static inline int psm2_push(char *r, uint64_t mask, uint64_t *slot,
+			    const uint64_t cells[][CELL_PAYLOAD / 8], uint64_t n)
+{
+	uint64_t pos;
+
+	if (psm2_reserve(r, mask, slot, n, &pos))
+		return -1;
+	psm2_commit(r, mask, pos, cells, n);
 	return 0;
 }
 
@@ -839,6 +861,256 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 	}
 	return got;
+}
+
+/* The atomic fast path at the target (provider/fastrma.go): C serves a
+ * small atomic request when it can do all of what Go's atomicServe would
+ * on its success path, and leaves everything else in the ring. */
+
+/* SERVE_MAX is the most operand bytes C serves: the old values then fit
+ * the answer's one cell. */
+#define SERVE_MAX INLINE_HEAD
+
+/* psm2_rma_head parses the head cell payload p of an RMA protocol message
+ * into m and returns the cells it takes, or 0 (another kind of cell, or
+ * one with flags C does not know). */
+static inline int psm2_rma_head(const unsigned char *p, struct psm2_inline *m)
+{
+	uint16_t short_len;
+
+	if (p[CELL_KIND] != CELL_INLINE || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
+		return 0;
+	memcpy(&short_len, p + CELL_SHORT, 2);
+	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
+	if (!(m->hflags & HF_RMA) || (m->hflags & (HF_TAGGED | HF_DATA)) || (p[CELL_FLAGS] & CELL_HAS_DATA))
+		return 0;
+	m->len = short_len;
+	m->with_data = 0;
+	m->data = 0;
+	memcpy(&m->epid, p + CELL_EPID, 8);
+	memcpy(&m->tag, p + CELL_TAG, 8);
+	return psm2_inline_cells(m, PUSH_CELLS_MAX);
+}
+
+/* psm2_alock takes the process's atomic lock word w (Go's lockAtomics
+ * takes the same); psm2_aunlock lets it go. */
+static inline void psm2_alock(uint32_t *w)
+{
+	for (unsigned i = 0;; i++) {
+		uint32_t z = 0;
+
+		if (__atomic_compare_exchange_n(w, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+		if (i >= 64)
+			sched_yield();
+#if defined(__x86_64__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
+static inline void psm2_aunlock(uint32_t *w) { __atomic_store_n(w, 0, __ATOMIC_RELEASE); }
+
+/* psm2_mr_find returns the address of len bytes at RMA address addr of
+ * the MR with key in domain page dom's table, if the entry grants access,
+ * or 0 (Go then looks the key up itself). */
+static inline uint64_t psm2_mr_find(const uint64_t *dom, uint64_t key, uint64_t addr, uint64_t len, uint64_t access)
+{
+	const char *e = (const char *) dom + DOMF_MRS + (key % DOMF_MR_CAP) * MRF_SIZE;
+	uint64_t acc = __atomic_load_n((const uint64_t *) (e + MRF_ACCESS), __ATOMIC_ACQUIRE);
+	uint64_t va, base;
+
+	if (!acc || *(const uint64_t *) (e + MRF_KEY) != key || (acc & access) != access)
+		return 0;
+	va = addr + *(const uint64_t *) (e + MRF_OFFSET);
+	base = *(const uint64_t *) (e + MRF_BASE);
+	if (!va || va + len < va || va < base || va + len > base + *(const uint64_t *) (e + MRF_LEN))
+		return 0;
+	return va;
+}
+
+/* psm2_serve_one serves the atomic request m whose cells' payloads are
+ * head and cont for endpoint page f of domain page dom: applies it and
+ * pushes the answer into the initiator's ring. Returns 1, or 0 when Go
+ * must serve it (nothing was applied or sent). */
+static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct psm2_inline *m,
+				 const unsigned char *head, const unsigned char *const *cont)
+{
+	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+	unsigned char req[PUSH_CELLS_MAX * CELL_PAYLOAD];
+	unsigned char old[SERVE_MAX];
+	uint64_t cell[1][CELL_PAYLOAD / 8];
+	uint32_t kind = (m->hflags >> RMA_KIND_SHIFT) & 0xff, *lock;
+	int op = (int) ((m->hflags >> ATOMIC_OP_SHIFT) & 0xff), dt = (int) (m->hflags >> ATOMIC_DT_SHIFT), rc;
+	uint64_t key, addr, n, body, va, access, pos;
+	struct psm2_inline a;
+	const uint64_t *sd;
+
+	if ((m->hflags & ~(uint32_t) (HF_RMA | 0xffffff00u)) || m->len < RMA_PREFIX ||
+	    m->len > RMA_PREFIX + 2 * SERVE_MAX || dt < FI_INT8 || dt > FI_UINT64)
+		return 0;
+	/* The kinds and ops Go's initiator pairs (AtomicValid). */
+	if (kind == RMA_ATOMIC_COMPARE) {
+		if (op < FI_CSWAP || op > FI_MSWAP)
+			return 0;
+	} else if (kind == RMA_ATOMIC_FETCH) {
+		if (op < FI_MIN || op > FI_ATOMIC_WRITE)
+			return 0;
+	} else if (kind == RMA_ATOMIC) {
+		if (op < FI_MIN || op > FI_ATOMIC_WRITE || op == FI_ATOMIC_READ)
+			return 0;
+	} else {
+		return 0;
+	}
+	psm2_inline_copy(req, m, head, cont);
+	memcpy(&key, req, 8);
+	memcpy(&addr, req + 8, 8);
+	memcpy(&n, req + 16, 8);
+	body = m->len - RMA_PREFIX;
+	if (!n || n > SERVE_MAX || n % size[dt] ||
+	    body != (op == FI_ATOMIC_READ ? 0 : kind == RMA_ATOMIC_COMPARE ? 2 * n : n))
+		return 0;
+	access = op == FI_ATOMIC_READ ? FI_REMOTE_READ :
+		 kind == RMA_ATOMIC ? FI_REMOTE_WRITE : FI_REMOTE_READ | FI_REMOTE_WRITE;
+	/* Within one page: a fault then happens before any store. */
+	if (!(va = psm2_mr_find(dom, key, addr, n, access)) || (va & 4095) + n > 4096)
+		return 0;
+	lock = (uint32_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_ALOCK / 8], __ATOMIC_ACQUIRE);
+	if (!lock || !(sd = psm2_sender(f, m->epid)))
+		return 0;
+	/* The answer's cell first: once the op is applied it must go out. */
+	if (psm2_reserve((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], (uint64_t *) (uintptr_t) sd[FP_SLOT], 1, &pos))
+		return 0;
+	psm2_alock(lock);
+	rc = psm2_uapply(op, dt, (void *) (uintptr_t) va, body ? req + RMA_PREFIX : NULL,
+			 kind == RMA_ATOMIC_COMPARE ? req + RMA_PREFIX + n : NULL, old, n / size[dt]);
+	psm2_aunlock(lock);
+	/* The answer: the old values, an ack, or (the region faulted) the
+	 * error Go would send. */
+	a.epid = sd[FP_EPID];
+	a.tag = m->tag;
+	a.data = rc ? FI_EFAULT : 0;
+	a.with_data = rc != 0;
+	a.len = kind != RMA_ATOMIC && !rc ? n : 0;
+	a.hflags = HF_RMA | (uint32_t) (kind == RMA_ATOMIC ? RMA_ACK : RMA_ATOMIC_RESP) << RMA_KIND_SHIFT;
+	psm2_inline_build(cell, &a, old);
+	psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos, (const uint64_t (*)[CELL_PAYLOAD / 8]) cell, 1);
+	if (sd[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	psm2_bell(sd);
+	return 1;
+}
+
+/* psm2_serve_ep serves the atomic requests at the head of endpoint page
+ * f's ring, in order, until anything else: returns how many. The caller
+ * holds the domain lock and has seen the domain idle otherwise. */
+static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
+{
+	char *r = psm2_probe_ring(f[EPF_RING]);
+	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
+	int served = 0;
+
+	if (!r || !psm2_ucopy_ready())
+		return 0;
+	for (;;) {
+		uint64_t *consp = (uint64_t *) (r + RING_CONS);
+		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
+		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
+		const unsigned char *cont[PUSH_CELLS_MAX];
+		struct psm2_inline m;
+		int cells, k;
+
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
+		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)))
+			break;
+		for (k = 1; k < cells; k++) {
+			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
+
+			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
+			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
+				break;
+			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
+		}
+		if (k < cells || !psm2_serve_one(f, dom, &m, c + CELL_PAYLOAD_OFF, cont))
+			break;
+		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
+		served++;
+	}
+	if (served)
+		__atomic_store_n(&f[EPF_SERVED], f[EPF_SERVED] + (uint64_t) served, __ATOMIC_RELAXED);
+	return served;
+}
+
+/* psm2_request_waits says whether the head cell of endpoint page f's
+ * ring looks like an atomic request (a hint, read without the lock). */
+static inline int psm2_request_waits(const uint64_t *f)
+{
+	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons, kind;
+	char *r = psm2_probe_ring(w);
+	const unsigned char *c;
+	uint32_t hflags;
+
+	if (!r)
+		return 0;
+	cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+	c = (const unsigned char *) psm2_cell(r, psm2_probe_mask(w), cons);
+	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
+	    c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE)
+		return 0;
+	memcpy(&hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
+	kind = (hflags >> RMA_KIND_SHIFT) & 0xff;
+	return (hflags & HF_RMA) && kind >= RMA_ATOMIC && kind <= RMA_ATOMIC_COMPARE;
+}
+
+/* psm2_fast_serve is the atomic fast path at the target: called by
+ * fi_cq_read with the CQ's page when C delivered nothing, it serves the
+ * atomic requests at the heads of the rings of the domain's endpoints
+ * that allow it (EPF_SERVE), while Go has no work of its own (an older
+ * request Go still handles must be applied first). Returns the requests
+ * served. */
+static inline int psm2_fast_serve(const uint64_t *cqf)
+{
+	const uint64_t *dom;
+	uint64_t neps, i;
+	uint32_t *lk;
+	int locking, served = 0;
+
+	if (!cqf)
+		return 0;
+	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!dom || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&dom[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&dom[DOMF_ALOCK / 8], __ATOMIC_ACQUIRE))
+		return 0;
+	/* First a look without the lock: does a request wait at the head
+	 * of some ring (so reads that Go must answer anyway pay no lock)? */
+	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
+		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED) && psm2_request_waits(f))
+			break;
+	}
+	if (i == neps || i == DOMF_MAX_EPS)
+		return 0;
+	lk = psm2_domlock(dom, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	/* Again under the lock. */
+	if (__atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&dom[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE))
+		goto out;
+	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_RELAXED);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
+		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED))
+			served += psm2_serve_ep(f, dom);
+	}
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return served;
 }
 
 /* psm2_fast_ep returns the i-th endpoint page domain page dom lists if C

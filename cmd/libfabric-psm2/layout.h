@@ -12,6 +12,18 @@
 /* Message header flags (provider/msg.go) */
 #define HF_TAGGED 1                      /* FI_TAGGED message (else FI_MSG) */
 #define HF_DATA 2                        /* carries FI_REMOTE_CQ_DATA */
+#define HF_RMA 4                         /* an RMA protocol message (its kind in bits RMA_KIND_SHIFT..+7) */
+
+/* RMA and atomic messages (provider/rma.go, provider/atomic.go) */
+#define RMA_KIND_SHIFT 8
+#define RMA_ACK 4                        /* kind: a write's or atomic's answer, Data the errno */
+#define RMA_ATOMIC 7                     /* kind: fi_atomic request */
+#define RMA_ATOMIC_FETCH 8               /* kind: fi_fetch_atomic request */
+#define RMA_ATOMIC_COMPARE 9             /* kind: fi_compare_atomic request */
+#define RMA_ATOMIC_RESP 10               /* kind: the old values */
+#define ATOMIC_OP_SHIFT 16               /* header flags: enum fi_op */
+#define ATOMIC_DT_SHIFT 24               /* header flags: enum fi_datatype */
+#define RMA_PREFIX 24                    /* bytes: key, address, length */
 
 /* Endpoint page, words (provider/fastep.go) */
 #define EPF_SEND_OK 0
@@ -35,6 +47,8 @@
 #define EPF_SENDERS 400                  /* the senders' table: fast-peer descriptors by epid hash */
 #define EPF_SENDERS_SHIFT 58             /* slot = (epid * SENDER_HASH) >> EPF_SENDERS_SHIFT */
 #define SENDER_HASH 0x9e3779b97f4a7c15ULL
+#define EPF_SERVE 464                    /* C may serve small atomic requests */
+#define EPF_SERVED 465                   /* atomic requests C served */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1
@@ -56,6 +70,15 @@
 #define DOMF_EPS 256                     /* uint64[DOMF_MAX_EPS]: the pages C may deliver for */
 #define DOMF_MAX_EPS 8                   /* count */
 #define DOMF_CQUEUED 216                 /* uint64: completions C queued in some CQ */
+#define DOMF_ALOCK 224                   /* uint64: address of the process's atomic lock (uint32) */
+#define DOMF_MRS 1024                    /* the MR table (fastrma.go) */
+#define DOMF_MR_CAP 16                   /* entries; an MR with key k at entry k % DOMF_MR_CAP */
+#define MRF_SIZE 48                      /* bytes an entry takes */
+#define MRF_KEY 0                        /* in an entry, bytes */
+#define MRF_BASE 8
+#define MRF_LEN 16
+#define MRF_OFFSET 24                    /* added to an RMA address */
+#define MRF_ACCESS 32                    /* FI_REMOTE_* granted; 0: empty */
 
 /* CQ page, words (provider/fastpath.go) */
 #define CQF_COUNT 0                      /* entries in Go's ring */

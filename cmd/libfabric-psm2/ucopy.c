@@ -26,6 +26,7 @@
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
+#include <rdma/fi_domain.h>
 #include "ucopy.h"
 
 static __thread sigjmp_buf *ucopy_env __attribute__((tls_model("initial-exec")));
@@ -132,6 +133,86 @@ int psm2_ucopy(void *dst, const void *src, size_t n)
 	ucopy_env = &env;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ucopy_mem(dst, src, n);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = NULL;
+	return 0;
+}
+
+/* The element loop of psm2_uapply for integer type T (U: its unsigned
+ * twin, in which sums and products wrap as Go's do). */
+#define UAPPLY(T, U)                                                                           \
+	static void uapply_##T(int op, T *d, const T *s, const T *c, T *old, size_t n)        \
+	{                                                                                      \
+		for (size_t i = 0; i < n; i++) {                                               \
+			T x = __atomic_load_n(&d[i], __ATOMIC_RELAXED), y, r = x;              \
+			int swap = 0;                                                          \
+                                                                                               \
+			old[i] = x;                                                            \
+			if (op == FI_ATOMIC_READ)                                              \
+				continue;                                                      \
+			y = s[i];                                                              \
+			switch (op) {                                                          \
+			case FI_MIN: r = y < x ? y : x; break;                                 \
+			case FI_MAX: r = y > x ? y : x; break;                                 \
+			case FI_SUM: r = (T) (U) ((uint64_t) (U) x + (uint64_t) (U) y); break; \
+			case FI_PROD: r = (T) (U) ((uint64_t) (U) x * (uint64_t) (U) y); break;\
+			case FI_LOR: r = (T) (x != 0 || y != 0); break;                        \
+			case FI_LAND: r = (T) (x != 0 && y != 0); break;                       \
+			case FI_BOR: r = x | y; break;                                         \
+			case FI_BAND: r = x & y; break;                                        \
+			case FI_LXOR: r = (T) ((x != 0) != (y != 0)); break;                   \
+			case FI_BXOR: r = x ^ y; break;                                        \
+			case FI_ATOMIC_WRITE: r = y; break;                                    \
+			case FI_MSWAP: r = (T) ((y & c[i]) | (x & ~c[i])); break;              \
+			case FI_CSWAP: swap = c[i] == x; break;                                \
+			case FI_CSWAP_NE: swap = c[i] != x; break;                             \
+			case FI_CSWAP_LE: swap = c[i] <= x; break;                             \
+			case FI_CSWAP_LT: swap = c[i] < x; break;                              \
+			case FI_CSWAP_GE: swap = c[i] >= x; break;                             \
+			case FI_CSWAP_GT: swap = c[i] > x; break;                              \
+			}                                                                      \
+			if (swap)                                                              \
+				r = y;                                                         \
+			__atomic_store_n(&d[i], r, __ATOMIC_RELAXED);                          \
+		}                                                                              \
+	}
+
+UAPPLY(int8_t, uint8_t)
+UAPPLY(uint8_t, uint8_t)
+UAPPLY(int16_t, uint16_t)
+UAPPLY(uint16_t, uint16_t)
+UAPPLY(int32_t, uint32_t)
+UAPPLY(uint32_t, uint32_t)
+UAPPLY(int64_t, uint64_t)
+UAPPLY(uint64_t, uint64_t)
+
+int psm2_uapply(int op, int dt, void *dst, const void *src, const void *cmp, void *old, size_t count)
+{
+	sigjmp_buf env;
+	static const size_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+
+	if (dt < FI_INT8 || dt > FI_UINT64 || op < FI_MIN || op > FI_MSWAP ||
+	    ((uintptr_t) dst & (size[dt] - 1)) || (!src && op != FI_ATOMIC_READ) || (op >= FI_CSWAP && !cmp))
+		return -2;
+	if (!src)
+		src = old; /* (an atomic read has no operands) */
+	if (!cmp)
+		cmp = src; /* (read by no op that has none) */
+	if (sigsetjmp(env, 0))
+		return -1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = &env;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	switch (dt) {
+	case FI_INT8: uapply_int8_t(op, dst, src, cmp, old, count); break;
+	case FI_UINT8: uapply_uint8_t(op, dst, src, cmp, old, count); break;
+	case FI_INT16: uapply_int16_t(op, dst, src, cmp, old, count); break;
+	case FI_UINT16: uapply_uint16_t(op, dst, src, cmp, old, count); break;
+	case FI_INT32: uapply_int32_t(op, dst, src, cmp, old, count); break;
+	case FI_UINT32: uapply_uint32_t(op, dst, src, cmp, old, count); break;
+	case FI_INT64: uapply_int64_t(op, dst, src, cmp, old, count); break;
+	case FI_UINT64: uapply_uint64_t(op, dst, src, cmp, old, count); break;
+	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ucopy_env = NULL;
 	return 0;

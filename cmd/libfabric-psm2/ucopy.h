@@ -13,4 +13,14 @@ int psm2_ucopy_ready(void);
  * buffer faulted (then dst holds part of the bytes). */
 int psm2_ucopy(void *dst, const void *src, size_t n);
 
+/* psm2_uapply applies atomic op (enum fi_op) to the count integer
+ * elements of datatype dt (FI_INT8 .. FI_UINT64) at dst, aligned, with
+ * operands src and compare values cmp, first copying the old values to
+ * old: as provider/atomic.go's applyInt does, element by element, each
+ * loaded and stored whole (FI_ATOMIC_READ only loads; src may be NULL). Returns 0; -1 if dst faulted (nothing was
+ * written when dst lies within one page: its first store faults); -2 for
+ * an op or datatype it does not apply. The caller holds the process's
+ * atomic lock. */
+int psm2_uapply(int op, int dt, void *dst, const void *src, const void *cmp, void *old, size_t count);
+
 #endif

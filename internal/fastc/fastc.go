@@ -195,6 +195,13 @@ func UCopy(dst, src unsafe.Pointer, n int) bool {
 	return C.psm2_ucopy(dst, src, C.size_t(n)) == 0
 }
 
+// UApply applies atomic op (enum fi_op) to count elements of integer
+// datatype dt at dst as the C target does (psm2_uapply, ucopy.c), old
+// values to old: 0, -1 (dst faulted) or -2 (not an op or type C applies).
+func UApply(op, dt int, dst, src, cmp, old unsafe.Pointer, count int) int {
+	return int(C.psm2_uapply(C.int(op), C.int(dt), dst, src, cmp, old, C.size_t(count)))
+}
+
 // RQ is a receive as C queues it in the endpoint page.
 type RQ struct {
 	Buf, Len, Src, Tag, Ignore, Context, Flags uint64
