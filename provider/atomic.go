@@ -464,6 +464,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 			o.rma.iov = append(o.rma.iov[:0], res...)
 		}
 	}
+	ep.armAnswer(o)
 	hdr := e.rmaScratch[:] // the wire copies it (SendCopy)
 	binary.LittleEndian.PutUint64(hdr[0:], key)
 	binary.LittleEndian.PutUint64(hdr[8:], addr)

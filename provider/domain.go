@@ -163,6 +163,9 @@ func (d *Domain) lock() {
 		if atomic.LoadUint64(fastWord(d.fast, domQueued)) != 0 {
 			d.drainLocked()
 		}
+		if atomic.LoadUint64(fastWord(d.fast, domADone)) != 0 {
+			d.reapLocked()
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ import (
 //	     message to Go. Descriptors stay valid until the wire closes.
 //	+3712 serve ok: C may serve small atomic requests (fastrma.go)
 //	+3720 atomic requests C served
+//	+3728 fetches and compares armed for C to complete, and from +3736
+//	     their table (fastrma.go)
 //
 // Every word is written under the domain lock.
 const (
@@ -89,13 +91,15 @@ const (
 
 	epfServe  = epfSenders + 8<<sendersLog2
 	epfServed = epfServe + 8
+	epfArmed  = epfServed + 8
+	epfAOps   = epfArmed + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.
 func senderSlot(epid uint64) int { return int((epid * senderHash) >> (64 - sendersLog2)) }
 
 // The senders' table ends inside the page (a compile error otherwise).
-var _ = [1]struct{}{}[(epfServed+8)/4097]
+var _ = [1]struct{}{}[(epfAOps)/4097]
 
 // rqEntry is one queued receive, as C writes it (under the domain lock,
 // so plain reads are enough here).

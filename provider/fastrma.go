@@ -21,11 +21,22 @@ import (
 // does not apply, a fault, no room for the answer, a counter or RMA event
 // to report) stays in the ring for Go, which serves it as before.
 //
+// At the initiator, C completes an atomic whose answer (an ack, or the
+// old values of a fetch or compare; no error) reaches the head of the endpoint's ring while fi_cq_read
+// reads its transmit CQ with no older entry (psm2_fast_answers): Go arms
+// the op when it posts it, in a table of the endpoint page, with what C
+// needs (the result buffer, the length, the context); C copies the old
+// values there, writes the completion straight into the caller's buffer
+// and marks the entry done; Go frees the op (reapLocked) first thing under
+// the lock the next time it runs. Ops that must count on a counter, that
+// scatter their results, or whose CQ signals a wait object are not armed.
+//
 // The domain page holds (fastpath.go has the rest):
 //
 //	+224 address of the process's atomic lock (a uint32: 0 free, 1
 //	     held), which Go's atomicApply takes too, so that C's and Go's
 //	     ops on the same memory are atomic with respect to each other
+//	+232 answers C completed that Go has not reaped
 //	+1024 the MR table: domMRCap entries of 48 bytes (key, base, length,
 //	     offset, access, 0); an entry is empty while its access is 0. An
 //	     MR is entered at slot key mod domMRCap when it has one segment,
@@ -33,11 +44,15 @@ import (
 //	     before its registration ends or a counter is bound to it.
 //
 // The endpoint page holds epfServe (1 while C may serve for it: enabled,
-// with a ring and no remote-access counter) and epfServed (requests C
-// served, for the endpoint's statistics). Every word is written under the
+// with a ring and no remote-access counter), epfServed (requests C
+// served, for the endpoint's statistics), epfArmed (entries armed) and the
+// armed table at epfAOps: aoCap entries of 40 bytes (state: 0 free, 1
+// armed, 2 done by C; the op's id; result buffer; length; context), op id
+// i at entry i mod aoCap. Every word is written under the
 // domain lock, which C holds while it serves.
 const (
 	domALock = 224
+	domADone = 232
 	domMRs   = 1024
 	domMRCap = 16
 
@@ -47,7 +62,18 @@ const (
 	mrfOffset = 24
 	mrfAccess = 32
 	mrfSize   = 48
+
+	aoCap   = 8
+	aoState = 0
+	aoID    = 8
+	aoBuf   = 16
+	aoLen   = 24
+	aoCtx   = 32
+	aoSize  = 40
 )
+
+// The armed table ends inside the page (a compile error otherwise).
+var _ = [1]struct{}{}[(epfAOps+aoCap*aoSize)/4097]
 
 // The MR table ends inside the page (a compile error otherwise).
 var _ = [1]struct{}{}[(domMRs+domMRCap*mrfSize)/4097]
@@ -160,4 +186,78 @@ func (ep *Endpoint) cServed() uint64 {
 		return atomic.LoadUint64(fastWord(p, epfServed))
 	}
 	return 0
+}
+
+// aoEntry is the offset of armed entry i in the endpoint page.
+func aoEntry(i int) int { return epfAOps + i*aoSize }
+
+// armAnswer lets C complete atomic op o when its answer comes (an ack,
+// or for a fetch or compare the old values), if o qualifies and its entry
+// is free. The caller holds the domain lock.
+func (ep *Endpoint) armAnswer(o *op) {
+	p, cq := ep.fast.page, ep.txCQ
+	n, cntr := o.len, ep.readCntr
+	if o.rma.write {
+		n, cntr = 0, ep.writeCntr // (an ack carries no bytes)
+	}
+	if p == nil || !ep.dom.fastLock || (n > 0 && o.buf == 0) || o.rma.iov != nil || cntr != nil ||
+		cq == nil || cq.fast == nil || cq.efd >= 0 || cq.ws != nil ||
+		o.flags&NoCompletion != 0 || (ep.txSel && o.flags&fi.COMPLETION == 0) {
+		return
+	}
+	i := int(o.id % aoCap)
+	e := aoEntry(i)
+	if atomic.LoadUint64(fastWord(p, e+aoState)) != 0 {
+		return
+	}
+	atomic.StoreUint64(fastWord(p, e+aoID), rmaID(o))
+	atomic.StoreUint64(fastWord(p, e+aoBuf), uint64(o.buf))
+	atomic.StoreUint64(fastWord(p, e+aoLen), n)
+	atomic.StoreUint64(fastWord(p, e+aoCtx), uint64(o.ctx))
+	atomicx.StoreRel64(fastWord(p, e+aoState), 1)
+	atomic.AddUint64(fastWord(p, epfArmed), 1)
+	o.rma.aslot = i + 1
+}
+
+// disarm takes o out of the armed table: Go completes it after all. The
+// caller holds the domain lock (so C is not completing it meanwhile).
+func (ep *Endpoint) disarm(o *op) {
+	if o.rma.aslot == 0 {
+		return
+	}
+	if p := ep.fast.page; p != nil {
+		e := aoEntry(o.rma.aslot - 1)
+		if atomic.LoadUint64(fastWord(p, e+aoState)) == 1 {
+			atomic.AddUint64(fastWord(p, epfArmed), ^uint64(0))
+		}
+		atomic.StoreUint64(fastWord(p, e+aoState), 0)
+	}
+	o.rma.aslot = 0
+}
+
+// reapLocked frees the ops C completed. Domain.lock calls it, so no Go
+// code sees those ops as still waiting.
+func (d *Domain) reapLocked() {
+	atomic.StoreUint64(fastWord(d.fast, domADone), 0)
+	for _, ep := range d.eps {
+		p := ep.fast.page
+		if p == nil {
+			continue
+		}
+		for i := 0; i < aoCap; i++ {
+			e := aoEntry(i)
+			if atomic.LoadUint64(fastWord(p, e+aoState)) != 2 {
+				continue
+			}
+			o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
+			atomic.StoreUint64(fastWord(p, e+aoState), 0)
+			if o == nil || o.rma.aslot != i+1 {
+				continue
+			}
+			o.rma.aslot = 0
+			o.rma.answered = true
+			ep.rmaWatch(o, false)
+			ep.engine.freeOp(o)
+		}
+	}
 }

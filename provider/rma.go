@@ -78,6 +78,7 @@ type rmaOp struct {
 	next     *op  // target: the write-long requests waiting for their bytes
 	watched  bool // the wire watches the peer: an initiator's until the answer, a target's write-long until its bytes (rmaSweep)
 	atomic   bool // initiator: an atomic (atomic.go), not an RMA
+	aslot    int  // initiator: 1 + its entry in the armed table (fastrma.go), or 0
 }
 
 // rmaMsg is a send waiting in the outbox. A small payload (an answer)
@@ -229,6 +230,7 @@ func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov
 	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
 	clear(e.iov[:])
 	if err != nil && (errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong)) {
+		ep.disarm(o)
 		e.freeOp(o)
 		return false, errnoOf(err)
 	}
@@ -691,6 +693,7 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 	if !o.rma.answered || o.rma.wire > 0 || o.kind != opRMA {
 		return
 	}
+	ep.disarm(o)
 	ep.rmaWatch(o, false)
 	flags, cntr := fi.RMA|fi.READ, ep.readCntr
 	if o.rma.write {

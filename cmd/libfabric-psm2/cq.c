@@ -137,6 +137,8 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 			return n;
 		if ((n = psm2_fast_deliver(c->fast, buf, count)) > 0)
 			return n;
+		if ((n = psm2_fast_answers(c->fast, buf, count)) > 0)
+			return n;
 		/* Atomic requests C served leave no entry here; if they were
 		 * all there was, the read ends without Go. */
 		if (psm2_fast_serve(c->fast) > 0 && cq_idle(c))

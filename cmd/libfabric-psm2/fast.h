@@ -1113,6 +1113,139 @@ out:
 	return served;
 }
 
+/* psm2_answer_waits says whether the head cell of endpoint page f's ring
+ * looks like the answer of an armed op (a hint, read without the lock). */
+static inline int psm2_answer_waits(const uint64_t *f)
+{
+	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons;
+	char *r = psm2_probe_ring(w);
+	const unsigned char *c;
+	uint32_t hflags;
+
+	if (!r)
+		return 0;
+	cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+	c = (const unsigned char *) psm2_cell(r, psm2_probe_mask(w), cons);
+	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
+	    c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE)
+		return 0;
+	memcpy(&hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
+	return hflags == (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) || hflags == (HF_RMA | RMA_ACK << RMA_KIND_SHIFT);
+}
+
+/* psm2_answers_ep completes, for endpoint page f, the armed ops whose
+ * answers are at the head of its ring (provider/fastrma.go): copies the
+ * old values, writes up to count completions of stride bytes at out and
+ * marks the entries done for Go to reap. The caller holds the domain lock
+ * and has checked that the CQ holds no older entry. Stops at anything
+ * else. Returns the entries written. */
+static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t stride, char *out, size_t count)
+{
+	char *r = psm2_probe_ring(f[EPF_RING]);
+	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
+	ssize_t got = 0;
+
+	if (!r || !psm2_ucopy_ready())
+		return 0;
+	while ((size_t) got < count && __atomic_load_n(&f[EPF_ARMED], __ATOMIC_RELAXED)) {
+		uint64_t *consp = (uint64_t *) (r + RING_CONS);
+		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED), *a;
+		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
+		const unsigned char *cont[PUSH_CELLS_MAX];
+		unsigned char old[PUSH_CELLS_MAX * CELL_PAYLOAD];
+		struct fi_cq_tagged_entry e;
+		struct psm2_inline m;
+		int cells, k;
+
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
+		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)) ||
+		    (m.hflags != (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) &&
+		     m.hflags != (HF_RMA | RMA_ACK << RMA_KIND_SHIFT)))
+			break;
+		a = f + EPF_AOPS + ((m.tag & 0xffffffffu) % AO_CAP) * AO_WORDS;
+		if (__atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED) != 1 || a[AO_ID] != m.tag || a[AO_LEN] != m.len)
+			break;
+		for (k = 1; k < cells; k++) {
+			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
+
+			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
+			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
+				break;
+			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
+		}
+		if (k < cells)
+			break;
+		if (m.len) {
+			psm2_inline_copy(old, &m, c + CELL_PAYLOAD_OFF, cont);
+			if (psm2_ucopy((void *) (uintptr_t) a[AO_BUF], old, m.len))
+				break;	/* Go reports the fault */
+		}
+		e.op_context = (void *) (uintptr_t) a[AO_CTX];
+		/* An ack answers an fi_atomic (AO_LEN 0), the old values a fetch
+		 * or compare: the flags Go's rmaMaybeDone gives them. */
+		e.flags = m.len ? FI_ATOMIC | FI_READ : FI_ATOMIC | FI_WRITE;
+		e.len = 0;
+		e.buf = NULL;
+		e.data = 0;
+		e.tag = 0;
+		memcpy(out + got * stride, &e, stride < sizeof(e) ? stride : sizeof(e));
+		got++;
+		__atomic_store_n(&a[AO_STATE], 2, __ATOMIC_RELAXED);
+		__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] - 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&dom[DOMF_ADONE / 8], dom[DOMF_ADONE / 8] + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
+	}
+	return got;
+}
+
+/* psm2_fast_answers is the atomic fast path at the initiator: called by
+ * fi_cq_read with the CQ's page, it completes the armed fetches and
+ * compares of the domain's endpoints whose transmit CQ this is, when their
+ * answers lead their rings and the CQ holds no older entry (Go's ring and
+ * C's queue empty). Returns the entries written at buf. */
+static inline ssize_t psm2_fast_answers(const uint64_t *cqf, void *buf, size_t count)
+{
+	uint64_t *dom;
+	uint64_t neps, i, stride;
+	uint32_t *lk;
+	int locking;
+	ssize_t got = 0;
+
+	if (!cqf)
+		return 0;
+	dom = (uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!dom)
+		return 0;
+	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
+		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+		if (f && __atomic_load_n(&f[EPF_ARMED], __ATOMIC_RELAXED) && f[EPF_TX_CQ] == (uint64_t) (uintptr_t) cqf &&
+		    psm2_answer_waits(f))
+			break;
+	}
+	if (i == neps || i == DOMF_MAX_EPS)
+		return 0;
+	lk = psm2_domlock(dom, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	if (__atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
+	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
+		goto out;
+	stride = cqf[CQF_STRIDE];
+	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_RELAXED);
+	for (i = 0; i < neps && i < DOMF_MAX_EPS && (size_t) got < count; i++) {
+		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+		if (f && f[EPF_TX_CQ] == (uint64_t) (uintptr_t) cqf)
+			got += psm2_answers_ep(f, dom, stride, (char *) buf + got * stride, count - got);
+	}
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return got;
+}
+
 /* psm2_fast_ep returns the i-th endpoint page domain page dom lists if C
  * may deliver for it through CQ page cqf now (it has receives queued), or
  * NULL. */

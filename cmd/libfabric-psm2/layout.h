@@ -49,6 +49,15 @@
 #define SENDER_HASH 0x9e3779b97f4a7c15ULL
 #define EPF_SERVE 464                    /* C may serve small atomic requests */
 #define EPF_SERVED 465                   /* atomic requests C served */
+#define EPF_ARMED 466                    /* answers armed for C to complete */
+#define EPF_AOPS 467                     /* the armed table */
+#define AO_CAP 8                         /* entries; op id i at entry i % AO_CAP */
+#define AO_WORDS 5                       /* words an entry takes */
+#define AO_STATE 0                       /* in an entry: 0 free, 1 armed, 2 done by C */
+#define AO_ID 1                          /* the op's id (the answer's tag) */
+#define AO_BUF 2                         /* where the old values go */
+#define AO_LEN 3                         /* their length (0: an fi_atomic, answered by an ack) */
+#define AO_CTX 4                         /* the completion's context */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1
@@ -71,6 +80,7 @@
 #define DOMF_MAX_EPS 8                   /* count */
 #define DOMF_CQUEUED 216                 /* uint64: completions C queued in some CQ */
 #define DOMF_ALOCK 224                   /* uint64: address of the process's atomic lock (uint32) */
+#define DOMF_ADONE 232                   /* uint64: answers C completed, not reaped by Go */
 #define DOMF_MRS 1024                    /* the MR table (fastrma.go) */
 #define DOMF_MR_CAP 16                   /* entries; an MR with key k at entry k % DOMF_MR_CAP */
 #define MRF_SIZE 48                      /* bytes an entry takes */
