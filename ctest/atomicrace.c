@@ -102,37 +102,23 @@ static int initiator(const unsigned char *name, size_t namelen, unsigned long ke
 
 int main(int argc, char **argv)
 {
-	char line[256], hex[3] = { 0 };
 	unsigned char name[64];
 	unsigned long key;
 	size_t namelen = 0, total = (size_t) INITIATORS * ITERS;
-	int pfd[2], bad = 0;
+	int bad = 0;
 	pid_t tpid, pids[INITIATORS];
 	uint64_t *olds, *seen, final = 0;
 	FILE *in;
 
 	if (argc > 1 && !strcmp(argv[1], "target"))
 		return target();
-	if (pipe(pfd))
-		return 1;
-	if ((tpid = fork()) == 0) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		execl("/proc/self/exe", argv[0], "target", (char *) NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	in = fdopen(pfd[0], "r");
-	if (!fgets(line, sizeof(line), in) || !strchr(line, ' ')) {
+	in = ct_start_target(argv[0], &tpid);
+	if (ct_read_target(in, name, &namelen, &key)) {
 		printf("FAIL: no target line\n");
-		kill(tpid, SIGKILL);
+		if (in)
+			kill(tpid, SIGKILL);
 		return 1;
 	}
-	for (char *p = line; p[0] && p[1] && p[0] != ' ' && namelen < sizeof(name); p += 2) {
-		hex[0] = p[0], hex[1] = p[1];
-		name[namelen++] = (unsigned char) strtoul(hex, NULL, 16);
-	}
-	key = strtoul(strchr(line, ' ') + 1, NULL, 10);
 
 	olds = mmap(NULL, total * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(olds != MAP_FAILED, "shared memory");

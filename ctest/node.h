@@ -4,9 +4,11 @@
 #ifndef CTEST_NODE_H
 #define CTEST_NODE_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -164,6 +166,43 @@ static inline void ct_close_ep(struct ct_ep *n)
 	fi_close(&n->ep->fid);
 	fi_close(&n->cq->fid);
 	fi_close(&n->av->fid);
+}
+
+/* ct_start_target runs this program again with argument "target" (argv0
+ * is the caller's argv[0]) and returns the stream of its standard output
+ * (NULL on failure), its pid in *pid. */
+static inline FILE *ct_start_target(const char *argv0, pid_t *pid)
+{
+	int pfd[2];
+
+	if (pipe(pfd))
+		return NULL;
+	if ((*pid = fork()) == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		execl("/proc/self/exe", argv0, "target", (char *) NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	return fdopen(pfd[0], "r");
+}
+
+/* ct_read_target reads a target's line from in: its endpoint name in hex
+ * (into name, up to 64 bytes; its length in *namelen), a space and its
+ * region's key. 0, or -1 if no such line came. */
+static inline int ct_read_target(FILE *in, unsigned char *name, size_t *namelen, unsigned long *key)
+{
+	char line[256], hex[3] = { 0 };
+
+	*namelen = 0;
+	if (!in || !fgets(line, sizeof(line), in) || !strchr(line, ' '))
+		return -1;
+	for (char *p = line; p[0] && p[1] && p[0] != ' ' && *namelen < 64; p += 2) {
+		hex[0] = p[0], hex[1] = p[1];
+		name[(*namelen)++] = (unsigned char) strtoul(hex, NULL, 16);
+	}
+	*key = strtoul(strchr(line, ' ') + 1, NULL, 10);
+	return 0;
 }
 
 /* ct_close_node closes whatever of n is open. */

@@ -230,39 +230,24 @@ static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
 int main(int argc, char **argv)
 {
 	struct ct_node a;
-	char line[256], hex[3] = { 0 };
+	char line[256];
 	unsigned char name[64];
 	unsigned long key;
 	size_t namelen = 0;
 	fi_addr_t peer;
-	int pfd[2], ret, remote = argc > 1 && !strcmp(argv[1], "remote");
+	int ret, remote = argc > 1 && !strcmp(argv[1], "remote");
 	pid_t pid = 0;
 	FILE *in = stdin;
 
 	if (argc > 1 && !strcmp(argv[1], "target"))
 		return target();
 	setenv("FI_PSM2_CONN_TIMEOUT", CONN_TIMEOUT, 1);
-	if (!remote) {
-		if (pipe(pfd))
-			return 1;
-		if ((pid = fork()) == 0) {
-			dup2(pfd[1], 1);
-			close(pfd[0]);
-			execl("/proc/self/exe", argv[0], "target", (char *) NULL);
-			_exit(127);
-		}
-		close(pfd[1]);
-		in = fdopen(pfd[0], "r");
-	}
-	if (!fgets(line, sizeof(line), in) || !strchr(line, ' ')) {
+	if (!remote)
+		in = ct_start_target(argv[0], &pid);
+	if (ct_read_target(in, name, &namelen, &key)) {
 		printf("FAIL: no target line\n");
 		return 1;
 	}
-	for (char *p = line; p[0] && p[1] && p[0] != ' ' && namelen < sizeof(name); p += 2) {
-		hex[0] = p[0], hex[1] = p[1];
-		name[namelen++] = (unsigned char) strtoul(hex, NULL, 16);
-	}
-	key = strtoul(strchr(line, ' ') + 1, NULL, 10);
 
 	ret = ct_open_node_caps(&a, FI_TAGGED | FI_RMA);
 	CHECK(ret == 0, "open: %d", ret);

@@ -266,10 +266,10 @@ static inline int psm2_inline_build(uint64_t cells[][CELL_PAYLOAD / 8],
 	return n;
 }
 
-/* psm2_inline_head parses the payload p of a head cell into m and returns
- * the cells the message takes, or 0 when C must leave it to Go: another
- * kind of cell, a flag C does not know, or a longer message. */
-static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m)
+/* psm2_head_parse parses the payload p of an inline message's head cell
+ * into m and returns the cells the message takes, or 0 (another kind of
+ * cell, a cell flag C does not know, or a longer message). */
+static inline int psm2_head_parse(const unsigned char *p, struct psm2_inline *m)
 {
 	uint16_t short_len;
 
@@ -277,8 +277,6 @@ static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m
 		return 0;
 	memcpy(&short_len, p + CELL_SHORT, 2);
 	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
-	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
-		return 0;
 	m->len = short_len;
 	m->with_data = (p[CELL_FLAGS] & CELL_HAS_DATA) != 0;
 	memcpy(&m->epid, p + CELL_EPID, 8);
@@ -287,6 +285,15 @@ static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m
 	if (m->with_data)
 		memcpy(&m->data, p + CELL_DATA, 8);
 	return psm2_inline_cells(m, PUSH_CELLS_MAX);
+}
+
+/* psm2_inline_head is psm2_head_parse for a message C may deliver: 0 also
+ * for a header flag C does not know (RMA, or any Go adds later). */
+static inline int psm2_inline_head(const unsigned char *p, struct psm2_inline *m)
+{
+	int n = psm2_head_parse(p, m);
+
+	return n && !(m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS) ? n : 0;
 }
 
 /* psm2_inline_cont says whether c, the payload of a cell after a head, is
@@ -722,6 +729,22 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
 	memcpy(out, &e, stride < sizeof(e) ? stride : sizeof(e));
 }
 
+/* psm2_conts finds the cells - 1 continuation cells after the head cell
+ * at position cons of ring r (mask+1 cells): 1 with their payloads in
+ * cont if all are published continuations, else 0. */
+static inline int psm2_conts(char *r, uint64_t mask, uint64_t cons, int cells, const unsigned char **cont)
+{
+	for (int k = 1; k < cells; k++) {
+		const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + (uint64_t) k);
+
+		if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + (uint64_t) k + 1 ||
+		    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
+			return 0;
+		cont[k - 1] = ck + CELL_PAYLOAD_OFF;
+	}
+	return 1;
+}
+
 /* psm2_sender returns the descriptor of sender epid from endpoint page
  * f's senders' table, if it names that sender and is usable (FP_OK), or
  * NULL. */
@@ -802,15 +825,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		 * for all their lines before reading the first. */
 		for (k = 1; k < cells; k++)
 			__builtin_prefetch(psm2_cell(r, mask, cons + k), 0, 3);
-		for (k = 1; k < cells; k++) {
-			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
-
-			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
-			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
-				break;
-			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
-		}
-		if (k < cells)
+		if (!psm2_conts(r, mask, cons, cells, cont))
 			break;
 		i = psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid);
 		if (i < 0)
@@ -871,25 +886,13 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
  * the answer's one cell. */
 #define SERVE_MAX INLINE_HEAD
 
-/* psm2_rma_head parses the head cell payload p of an RMA protocol message
- * into m and returns the cells it takes, or 0 (another kind of cell, or
- * one with flags C does not know). */
+/* psm2_rma_head is psm2_head_parse for an RMA protocol message: 0 for
+ * any other message, and for one with data or message flags. */
 static inline int psm2_rma_head(const unsigned char *p, struct psm2_inline *m)
 {
-	uint16_t short_len;
+	int n = psm2_head_parse(p, m);
 
-	if (p[CELL_KIND] != CELL_INLINE || (p[CELL_FLAGS] & ~PSM2_FAST_CFLAGS))
-		return 0;
-	memcpy(&short_len, p + CELL_SHORT, 2);
-	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
-	if (!(m->hflags & HF_RMA) || (m->hflags & (HF_TAGGED | HF_DATA)) || (p[CELL_FLAGS] & CELL_HAS_DATA))
-		return 0;
-	m->len = short_len;
-	m->with_data = 0;
-	m->data = 0;
-	memcpy(&m->epid, p + CELL_EPID, 8);
-	memcpy(&m->tag, p + CELL_TAG, 8);
-	return psm2_inline_cells(m, PUSH_CELLS_MAX);
+	return n && (m->hflags & HF_RMA) && !(m->hflags & (HF_TAGGED | HF_DATA)) && !m->with_data ? n : 0;
 }
 
 /* psm2_alock takes the process's atomic lock word w (Go's lockAtomics
@@ -1018,20 +1021,12 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
 		const unsigned char *cont[PUSH_CELLS_MAX];
 		struct psm2_inline m;
-		int cells, k;
+		int cells;
 
 		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
 		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)))
 			break;
-		for (k = 1; k < cells; k++) {
-			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
-
-			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
-			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
-				break;
-			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
-		}
-		if (k < cells || !psm2_serve_one(f, dom, &m, c + CELL_PAYLOAD_OFF, cont))
+		if (!psm2_conts(r, mask, cons, cells, cont) || !psm2_serve_one(f, dom, &m, c + CELL_PAYLOAD_OFF, cont))
 			break;
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 		served++;
@@ -1041,14 +1036,14 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 	return served;
 }
 
-/* psm2_request_waits says whether the head cell of endpoint page f's
- * ring looks like an atomic request (a hint, read without the lock). */
-static inline int psm2_request_waits(const uint64_t *f)
+/* psm2_head_hflags peeks, without the lock, at the head cell of endpoint
+ * page f's ring: 1 with its header flags if it is a published inline
+ * cell, else 0 (a hint; the caller re-reads under the lock). */
+static inline int psm2_head_hflags(const uint64_t *f, uint32_t *hflags)
 {
-	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons, kind;
+	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons;
 	char *r = psm2_probe_ring(w);
 	const unsigned char *c;
-	uint32_t hflags;
 
 	if (!r)
 		return 0;
@@ -1057,7 +1052,18 @@ static inline int psm2_request_waits(const uint64_t *f)
 	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
 	    c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE)
 		return 0;
-	memcpy(&hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
+	memcpy(hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
+	return 1;
+}
+
+/* psm2_request_waits says whether the head of f's ring looks like an
+ * atomic request. */
+static inline int psm2_request_waits(const uint64_t *f)
+{
+	uint32_t hflags, kind;
+
+	if (!psm2_head_hflags(f, &hflags))
+		return 0;
 	kind = (hflags >> RMA_KIND_SHIFT) & 0xff;
 	return (hflags & HF_RMA) && kind >= RMA_ATOMIC && kind <= RMA_ATOMIC_COMPARE;
 }
@@ -1113,24 +1119,14 @@ out:
 	return served;
 }
 
-/* psm2_answer_waits says whether the head cell of endpoint page f's ring
- * looks like the answer of an armed op (a hint, read without the lock). */
+/* psm2_answer_waits says whether the head of f's ring looks like the
+ * answer of an armed op. */
 static inline int psm2_answer_waits(const uint64_t *f)
 {
-	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons;
-	char *r = psm2_probe_ring(w);
-	const unsigned char *c;
 	uint32_t hflags;
 
-	if (!r)
-		return 0;
-	cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
-	c = (const unsigned char *) psm2_cell(r, psm2_probe_mask(w), cons);
-	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
-	    c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE)
-		return 0;
-	memcpy(&hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
-	return hflags == (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) || hflags == (HF_RMA | RMA_ACK << RMA_KIND_SHIFT);
+	return psm2_head_hflags(f, &hflags) && (hflags == (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) ||
+						 hflags == (HF_RMA | RMA_ACK << RMA_KIND_SHIFT));
 }
 
 /* psm2_answers_ep completes, for endpoint page f, the armed ops whose
@@ -1155,7 +1151,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		unsigned char old[PUSH_CELLS_MAX * CELL_PAYLOAD];
 		struct fi_cq_tagged_entry e;
 		struct psm2_inline m;
-		int cells, k;
+		int cells;
 
 		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
 		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)) ||
@@ -1165,15 +1161,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		a = f + EPF_AOPS + ((m.tag & 0xffffffffu) % AO_CAP) * AO_WORDS;
 		if (__atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED) != 1 || a[AO_ID] != m.tag || a[AO_LEN] != m.len)
 			break;
-		for (k = 1; k < cells; k++) {
-			const unsigned char *ck = (const unsigned char *) psm2_cell(r, mask, cons + k);
-
-			if (__atomic_load_n((const uint64_t *) (ck + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + k + 1 ||
-			    !psm2_inline_cont(ck + CELL_PAYLOAD_OFF))
-				break;
-			cont[k - 1] = ck + CELL_PAYLOAD_OFF;
-		}
-		if (k < cells)
+		if (!psm2_conts(r, mask, cons, cells, cont))
 			break;
 		if (m.len) {
 			psm2_inline_copy(old, &m, c + CELL_PAYLOAD_OFF, cont);
