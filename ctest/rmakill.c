@@ -211,6 +211,20 @@ static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	double took;
 	int ret;
 
+	/* First a small fetch-add, which C may post itself (fast.h:
+	 * psm2_fast_fetch; the peer's death is not known yet) and nothing in
+	 * Go waits for until Go adopts it. */
+	{
+		uint64_t v = 1, old = 0;
+
+		ret = fi_fetch_atomic(a->ep, &v, 1, NULL, &old, NULL, peer, 4096, key, FI_UINT64, FI_SUM, NULL);
+		if (ret == 0) {
+			ret = wait_one(a, &took);
+			CHECK(ret > 0 && took < 5, "the fetch-add fails: %d after %.2f s", ret, took);
+		} else {
+			CHECK(ret < 0 && ret != -FI_EAGAIN, "a fetch-add to a dead target is refused: %d", ret);
+		}
+	}
 	ret = fi_read(a->ep, buf, sizeof(buf), NULL, peer, 0, key, NULL);
 	CHECK(ret == 0 || (ret < 0 && ret != -FI_EAGAIN), "read to the dead target: %d", ret);
 	if (ret == 0) {

@@ -166,6 +166,9 @@ func (d *Domain) lock() {
 		if atomic.LoadUint64(fastWord(d.fast, domADone)) != 0 {
 			d.reapLocked()
 		}
+		if atomic.LoadUint64(fastWord(d.fast, domCPosted)) != 0 {
+			d.adoptLocked()
+		}
 	}
 }
 
@@ -176,6 +179,7 @@ func (d *Domain) unlock() {
 		for _, ep := range d.eps {
 			ep.syncDeliverLocked()
 			ep.syncServeLocked()
+			ep.syncAPostLocked()
 		}
 	}
 	if d.locking {

@@ -39,6 +39,7 @@ type Endpoint struct {
 	// (FI_READ) and writes (FI_WRITE), and the reads and writes other
 	// endpoints did here (FI_REMOTE_READ, FI_REMOTE_WRITE).
 	readCntr, writeCntr, remReadCntr, remWriteCntr *Cntr
+	cops                                           [aoCap]*op // the ops C posted that Go adopted, by entry (fastrma.go)
 
 	enabled bool
 	closed  bool
@@ -408,7 +409,9 @@ func (ep *Endpoint) Close() error {
 		}
 	}
 	rma := ep.engine.rmaStats
-	rma.Served += ep.cServed()
+	served, posted := ep.cCounts()
+	rma.Served += served
+	rma.Atomics += posted
 	d.unlock()
 	// Threads asleep on the wire are woken and let go before it closes.
 	for ep.waiters.Load() > 0 {

@@ -58,8 +58,9 @@ import (
 //	     message to Go. Descriptors stay valid until the wire closes.
 //	+3712 serve ok: C may serve small atomic requests (fastrma.go)
 //	+3720 atomic requests C served
-//	+3728 fetches and compares armed for C to complete, and from +3736
-//	     their table (fastrma.go)
+//	+3728 atomics armed for C to complete, +3736 C may post fetches,
+//	     +3744 C's tag counter, and from +3752 the armed table
+//	     (fastrma.go)
 //
 // Every word is written under the domain lock.
 const (
@@ -92,7 +93,9 @@ const (
 	epfServe  = epfSenders + 8<<sendersLog2
 	epfServed = epfServe + 8
 	epfArmed  = epfServed + 8
-	epfAOps   = epfArmed + 8
+	epfAPost  = epfArmed + 8
+	epfCSeq   = epfAPost + 8
+	epfAOps   = epfCSeq + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.

@@ -37,6 +37,7 @@ import (
 //	     held), which Go's atomicApply takes too, so that C's and Go's
 //	     ops on the same memory are atomic with respect to each other
 //	+232 answers C completed that Go has not reaped
+//	+240 ops C posted that Go has not adopted
 //	+1024 the MR table: domMRCap entries of 48 bytes (key, base, length,
 //	     offset, access, 0); an entry is empty while its access is 0. An
 //	     MR is entered at slot key mod domMRCap when it has one segment,
@@ -45,14 +46,26 @@ import (
 //
 // The endpoint page holds epfServe (1 while C may serve for it: enabled,
 // with a ring and no remote-access counter), epfServed (requests C
-// served, for the endpoint's statistics), epfArmed (entries armed) and the
-// armed table at epfAOps: aoCap entries of 40 bytes (state: 0 free, 1
-// armed, 2 done by C; the op's id; result buffer; length; context), op id
-// i at entry i mod aoCap. Every word is written under the
+// served, for the endpoint's statistics), epfArmed (entries armed),
+// epfAPost (1 while C may post fetches itself), epfCSeq (C's tag counter)
+// and the armed table at epfAOps: aoCap entries of 48 bytes (state; the
+// op's id, its answer's tag; result buffer; length; context; the fi_addr
+// of a C-posted op), op id i at entry i mod aoCap.
+//
+// C posts an fi_fetch_atomic itself (psm2_fast_fetch) when the endpoint
+// allows it (no counters, a transmit CQ C writes, no selective
+// completion), the domain has no work of Go's queued (so it overtakes
+// nothing), the peer is a fast one and the operands are small integers:
+// it pushes the request and arms an entry as C-posted, with a tag of its
+// own (cTagGen). Its answer normally completes it in C, and Go never
+// hears of it. Go adopts the C-posted entries it finds when it takes the
+// lock (adoptLocked): an op for each, watched like its own, so that an
+// answer Go takes itself, or a target that dies, completes it. Every word is written under the
 // domain lock, which C holds while it serves.
 const (
-	domALock = 224
-	domADone = 232
+	domALock   = 224
+	domADone   = 232
+	domCPosted = 240
 	domMRs   = 1024
 	domMRCap = 16
 
@@ -63,13 +76,25 @@ const (
 	mrfAccess = 32
 	mrfSize   = 48
 
-	aoCap   = 8
+	aoCap   = 7
 	aoState = 0
 	aoID    = 8
 	aoBuf   = 16
 	aoLen   = 24
 	aoCtx   = 32
-	aoSize  = 40
+	aoDest  = 40
+	aoSize  = 48
+
+	// Entry states.
+	aoFree    = 0
+	aoArmed   = 1 // a Go op's
+	aoDone    = 2 // completed by C; Go frees the op
+	aoCPosted = 3 // an op C posted (psm2_fast_fetch), unknown to Go
+	aoAdopted = 4 // an op C posted, which Go now watches (adoptLocked)
+
+	// cTagGen is the generation (the tag's high half) of the ops C posts:
+	// Go's generations never reach it. The low half is k*aoCap + entry.
+	cTagGen = 0xffffffff
 )
 
 // The armed table ends inside the page (a compile error otherwise).
@@ -180,12 +205,13 @@ func (ep *Endpoint) serveFrom(src uint64, c transport.Conn) {
 	}
 }
 
-// cServed is the number of requests C served for the endpoint.
-func (ep *Endpoint) cServed() uint64 {
+// cCounts are the requests C served and the fetches C posted for the
+// endpoint (for its statistics).
+func (ep *Endpoint) cCounts() (served, posted uint64) {
 	if p := ep.fast.page; p != nil {
-		return atomic.LoadUint64(fastWord(p, epfServed))
+		return atomic.LoadUint64(fastWord(p, epfServed)), atomic.LoadUint64(fastWord(p, epfCSeq))
 	}
-	return 0
+	return 0, 0
 }
 
 // aoEntry is the offset of armed entry i in the endpoint page.
@@ -214,7 +240,7 @@ func (ep *Endpoint) armAnswer(o *op) {
 	atomic.StoreUint64(fastWord(p, e+aoBuf), uint64(o.buf))
 	atomic.StoreUint64(fastWord(p, e+aoLen), n)
 	atomic.StoreUint64(fastWord(p, e+aoCtx), uint64(o.ctx))
-	atomicx.StoreRel64(fastWord(p, e+aoState), 1)
+	atomicx.StoreRel64(fastWord(p, e+aoState), aoArmed)
 	atomic.AddUint64(fastWord(p, epfArmed), 1)
 	o.rma.aslot = i + 1
 }
@@ -225,12 +251,16 @@ func (ep *Endpoint) disarm(o *op) {
 	if o.rma.aslot == 0 {
 		return
 	}
+	i := o.rma.aslot - 1
 	if p := ep.fast.page; p != nil {
-		e := aoEntry(o.rma.aslot - 1)
-		if atomic.LoadUint64(fastWord(p, e+aoState)) == 1 {
+		e := aoEntry(i)
+		if st := atomic.LoadUint64(fastWord(p, e+aoState)); st == aoArmed || st == aoAdopted {
 			atomic.AddUint64(fastWord(p, epfArmed), ^uint64(0))
 		}
-		atomic.StoreUint64(fastWord(p, e+aoState), 0)
+		atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
+	}
+	if ep.cops[i] == o {
+		ep.cops[i] = nil
 	}
 	o.rma.aslot = 0
 }
@@ -246,18 +276,84 @@ func (d *Domain) reapLocked() {
 		}
 		for i := 0; i < aoCap; i++ {
 			e := aoEntry(i)
-			if atomic.LoadUint64(fastWord(p, e+aoState)) != 2 {
+			if atomic.LoadUint64(fastWord(p, e+aoState)) != aoDone {
 				continue
 			}
 			o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
-			atomic.StoreUint64(fastWord(p, e+aoState), 0)
+			atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
 			if o == nil || o.rma.aslot != i+1 {
 				continue
 			}
+			ep.cops[i] = nil
 			o.rma.aslot = 0
 			o.rma.answered = true
 			ep.rmaWatch(o, false)
 			ep.engine.freeOp(o)
 		}
+	}
+}
+
+// adoptLocked makes a Go op of every op C posted and Go has not seen:
+// watched, so that a dead target fails it, and found by its tag
+// (rmaByID), so that an answer Go takes completes it. Domain.lock calls
+// it before anything could take such an answer.
+func (d *Domain) adoptLocked() {
+	atomic.StoreUint64(fastWord(d.fast, domCPosted), 0)
+	for _, ep := range d.eps {
+		p := ep.fast.page
+		if p == nil {
+			continue
+		}
+		for i := 0; i < aoCap; i++ {
+			e := aoEntry(i)
+			if atomic.LoadUint64(fastWord(p, e+aoState)) != aoCPosted {
+				continue
+			}
+			c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)))
+			o := ep.engine.newOp(opRMA)
+			o.ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
+			o.len = atomic.LoadUint64(fastWord(p, e+aoLen))
+			o.buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
+			o.flags = fi.ATOMIC | fi.READ | fi.COMPLETION
+			o.rma.atomic, o.rma.conn, o.rma.aslot = true, c, i+1
+			ep.cops[i] = o
+			atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
+			if errno != 0 {
+				// (C sent it over this very connection, so this is
+				// not expected.)
+				o.rma.err, o.rma.answered = errno, true
+				ep.rmaMaybeDone(o)
+				continue
+			}
+			ep.rmaWatch(o, true)
+		}
+	}
+}
+
+// cOp returns the adopted op with C's tag id, or nil.
+func (ep *Endpoint) cOp(id uint64) *op {
+	p := ep.fast.page
+	if p == nil {
+		return nil
+	}
+	i := int(uint32(id) % aoCap)
+	e := aoEntry(i)
+	if o := ep.cops[i]; o != nil && atomic.LoadUint64(fastWord(p, e+aoID)) == id {
+		return o
+	}
+	return nil
+}
+
+// syncAPostLocked republishes whether C may post fetches for ep.
+func (ep *Endpoint) syncAPostLocked() {
+	p, cq := ep.fast.page, ep.txCQ
+	if p == nil {
+		return
+	}
+	_, wireOK := ep.tp.(transport.FastSender)
+	ok := ep.enabled && !ep.closed && wireOK && ep.dom.fastLock && ep.readCntr == nil && !ep.txSel &&
+		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil
+	if v := b2u(ok); atomic.LoadUint64(fastWord(p, epfAPost)) != v {
+		atomicx.StoreRel64(fastWord(p, epfAPost), v)
 	}
 }

@@ -103,6 +103,9 @@ func rmaID(o *op) uint64 { return uint64(o.gen)<<32 | o.id }
 
 // rmaByID returns the initiator op named id, or nil if it is gone.
 func (e *engine) rmaByID(id uint64) *op {
+	if id>>32 == cTagGen {
+		return e.ep.cOp(id) // an op C posted (fastrma.go)
+	}
 	o := e.opByCookie(id & 0xffffffff)
 	if o == nil || o.kind != opRMA || o.gen != uint32(id>>32) {
 		return nil

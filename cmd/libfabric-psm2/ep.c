@@ -787,6 +787,9 @@ static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count
 	struct fi_ioc res = { .addr = result, .count = count };
 
 	(void) desc; (void) result_desc;
+	if (psm2_fast_fetch(EP(ep)->fast, buf, count, result, dest_addr, addr, key, (int) datatype, (int) op,
+			    context, ATOMIC_READ_FLAGS(ep)) == PSM2_FAST_DONE)
+		return 0;
 	return atomic_call(ep, 1, &ioc, buf ? 1 : 0, NULL, 0, &res, 1, dest_addr, addr, key,
 			   datatype, op, context, ATOMIC_READ_FLAGS(ep));
 }

@@ -1145,7 +1145,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		return 0;
 	while ((size_t) got < count && __atomic_load_n(&f[EPF_ARMED], __ATOMIC_RELAXED)) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
-		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED), *a;
+		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED), *a, st;
 		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
 		const unsigned char *cont[PUSH_CELLS_MAX];
 		unsigned char old[PUSH_CELLS_MAX * CELL_PAYLOAD];
@@ -1159,7 +1159,8 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		     m.hflags != (HF_RMA | RMA_ACK << RMA_KIND_SHIFT)))
 			break;
 		a = f + EPF_AOPS + ((m.tag & 0xffffffffu) % AO_CAP) * AO_WORDS;
-		if (__atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED) != 1 || a[AO_ID] != m.tag || a[AO_LEN] != m.len)
+		st = __atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED);
+		if ((st != AO_ARMED && st != AO_CPOSTED && st != AO_ADOPTED) || a[AO_ID] != m.tag || a[AO_LEN] != m.len)
 			break;
 		if (!psm2_conts(r, mask, cons, cells, cont))
 			break;
@@ -1178,9 +1179,15 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		e.tag = 0;
 		memcpy(out + got * stride, &e, stride < sizeof(e) ? stride : sizeof(e));
 		got++;
-		__atomic_store_n(&a[AO_STATE], 2, __ATOMIC_RELAXED);
 		__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] - 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&dom[DOMF_ADONE / 8], dom[DOMF_ADONE / 8] + 1, __ATOMIC_RELEASE);
+		if (st == AO_CPOSTED) {
+			/* Go never knew of it. */
+			__atomic_store_n(&a[AO_STATE], AO_FREE, __ATOMIC_RELAXED);
+		} else {
+			/* Go frees its op (reapLocked). */
+			__atomic_store_n(&a[AO_STATE], AO_DONE, __ATOMIC_RELAXED);
+			__atomic_store_n(&dom[DOMF_ADONE / 8], dom[DOMF_ADONE / 8] + 1, __ATOMIC_RELEASE);
+		}
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 	}
 	return got;
@@ -1232,6 +1239,97 @@ out:
 	if (locking)
 		psm2_dunlock(lk);
 	return got;
+}
+
+/* psm2_fast_fetch is fi_fetch_atomic done in C when it can be
+ * (provider/fastrma.go): count elements of integer datatype dt (up to
+ * SERVE_MAX bytes) of op (FI_MIN .. FI_ATOMIC_WRITE) from buf (NULL for
+ * FI_ATOMIC_READ) at addr/key of connected shm peer dest, the old values
+ * to res. It pushes the request and arms an entry as C-posted; the
+ * answer completes it (psm2_fast_answers), or Go once it adopts it.
+ * Returns PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
+static inline int psm2_fast_fetch(uint64_t *f, const void *buf, size_t count, void *res, fi_addr_t dest,
+				  uint64_t addr, uint64_t key, int dt, int op, void *context, uint64_t flags)
+{
+	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
+	unsigned char req[RMA_PREFIX + SERVE_MAX];
+	uint64_t *d, *a = NULL, *dom, n, seq, low, tag;
+	struct psm2_inline m;
+	uint32_t *lk;
+	int locking, ret = PSM2_FAST_GO, cells_n, i;
+
+	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || (flags & (FI_TRIGGER | FI_INJECT)) ||
+	    dt < FI_INT8 || dt > FI_UINT64 || op < FI_MIN || op > FI_ATOMIC_WRITE || !count || !res ||
+	    (!buf && op != FI_ATOMIC_READ) || dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+		return PSM2_FAST_GO;
+	n = count * size[dt];
+	if (n > SERVE_MAX || count > SERVE_MAX)
+		return PSM2_FAST_GO;
+	memcpy(req, &key, 8);
+	memcpy(req + 8, &addr, 8);
+	memcpy(req + 16, &n, 8);
+	m.len = RMA_PREFIX;
+	if (op != FI_ATOMIC_READ) {
+		if (psm2_ucopy(req + RMA_PREFIX, buf, n))
+			return PSM2_FAST_GO;	/* Go reports the fault */
+		m.len += n;
+	}
+	m.data = 0;
+	m.with_data = 0;
+	m.hflags = HF_RMA | (uint32_t) RMA_ATOMIC_FETCH << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
+		   (uint32_t) dt << ATOMIC_DT_SHIFT;
+	dom = (uint64_t *) (uintptr_t) f[EPF_DOMAIN];
+	lk = psm2_domlock(dom, &locking);
+	if (locking)
+		psm2_dlock(lk);
+	/* Nothing of Go's may be overtaken, and the flags may have changed. */
+	if (!__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
+		goto out;
+	d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
+	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED) || !d[FP_SLOT] ||
+	    __atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
+		goto out;
+	/* A free entry, and a tag that names it. */
+	seq = f[EPF_CSEQ];
+	for (i = 0; i < AO_CAP; i++) {
+		uint64_t *e = f + EPF_AOPS + ((seq + i) % AO_CAP) * AO_WORDS;
+
+		if (__atomic_load_n(&e[AO_STATE], __ATOMIC_RELAXED) == AO_FREE) {
+			a = e;
+			break;
+		}
+	}
+	if (!a)
+		goto out;
+	/* The tag's low half: k * AO_CAP + the entry, below 2^32. */
+	seq %= 0xffffffffu / AO_CAP;
+	low = seq * AO_CAP + (uint64_t) ((a - (f + EPF_AOPS)) / AO_WORDS);
+	tag = (uint64_t) C_TAG_GEN << 32 | low;
+	m.epid = d[FP_EPID];
+	m.tag = tag;
+	if (!(cells_n = psm2_inline_build(cells, &m, req)))
+		goto out;
+	if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) cells_n))
+		goto out;	/* full: Go queues or refuses it */
+	a[AO_ID] = tag;
+	a[AO_BUF] = (uint64_t) (uintptr_t) res;
+	a[AO_LEN] = n;
+	a[AO_CTX] = (uint64_t) (uintptr_t) context;
+	a[AO_DEST] = dest;
+	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);
+	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&dom[DOMF_CPOSTED / 8], dom[DOMF_CPOSTED / 8] + 1, __ATOMIC_RELEASE);
+	if (d[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	psm2_bell(d);
+	ret = PSM2_FAST_DONE;
+out:
+	if (locking)
+		psm2_dunlock(lk);
+	return ret;
 }
 
 /* psm2_fast_ep returns the i-th endpoint page domain page dom lists if C

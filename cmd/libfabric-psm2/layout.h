@@ -50,14 +50,23 @@
 #define EPF_SERVE 464                    /* C may serve small atomic requests */
 #define EPF_SERVED 465                   /* atomic requests C served */
 #define EPF_ARMED 466                    /* answers armed for C to complete */
-#define EPF_AOPS 467                     /* the armed table */
-#define AO_CAP 8                         /* entries; op id i at entry i % AO_CAP */
-#define AO_WORDS 5                       /* words an entry takes */
-#define AO_STATE 0                       /* in an entry: 0 free, 1 armed, 2 done by C */
+#define EPF_APOST 467                    /* C may post fetches (psm2_fast_fetch) */
+#define EPF_CSEQ 468                     /* C's tag counter */
+#define EPF_AOPS 469                     /* the armed table */
+#define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
+#define AO_WORDS 6                       /* words an entry takes */
+#define AO_STATE 0                       /* in an entry: an AO_* state */
+#define AO_FREE 0
+#define AO_ARMED 1                       /* a Go op's */
+#define AO_DONE 2                        /* completed by C: Go frees the op */
+#define AO_CPOSTED 3                     /* posted by C, unknown to Go */
+#define AO_ADOPTED 4                     /* posted by C, watched by Go */
+#define C_TAG_GEN 0xffffffffULL          /* the high half of a C-posted op's tag */
 #define AO_ID 1                          /* the op's id (the answer's tag) */
 #define AO_BUF 2                         /* where the old values go */
 #define AO_LEN 3                         /* their length (0: an fi_atomic, answered by an ack) */
 #define AO_CTX 4                         /* the completion's context */
+#define AO_DEST 5                        /* a C-posted op's fi_addr */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1
@@ -81,6 +90,7 @@
 #define DOMF_CQUEUED 216                 /* uint64: completions C queued in some CQ */
 #define DOMF_ALOCK 224                   /* uint64: address of the process's atomic lock (uint32) */
 #define DOMF_ADONE 232                   /* uint64: answers C completed, not reaped by Go */
+#define DOMF_CPOSTED 240                 /* uint64: ops C posted, not adopted by Go */
 #define DOMF_MRS 1024                    /* the MR table (fastrma.go) */
 #define DOMF_MR_CAP 16                   /* entries; an MR with key k at entry k % DOMF_MR_CAP */
 #define MRF_SIZE 48                      /* bytes an entry takes */
