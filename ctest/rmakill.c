@@ -110,6 +110,14 @@ static void transfers(struct ct_node *a, fi_addr_t peer, unsigned long key)
 			CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0 && old == 5u * i,
 			      "fetch-add %d: %d, old %lu", i, ret, (unsigned long) old);
 		}
+		/* Plain fi_atomic (answered by an ack), then the sum read back. */
+		for (int i = 0; i < 2; i++) {
+			ret = fi_atomic(a->ep, &v, 1, NULL, peer, 4096, key, FI_UINT64, FI_SUM, NULL);
+			CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "atomic add %d: %d", i, ret);
+		}
+		ret = fi_fetch_atomic(a->ep, NULL, 1, NULL, &old, NULL, peer, 4096, key, FI_UINT64, FI_ATOMIC_READ, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0 && old == 25u, "after the adds: %d, %lu", ret,
+		      (unsigned long) old);
 		ret = fi_write(a->ep, &x, sizeof(x), NULL, peer, 8192, key, NULL);
 		CHECK(ret == 0 && wait_one(a, &took) == 0, "write a long double");
 		ret = fi_atomic(a->ep, &x, 1, NULL, peer, 8192, key, FI_LONG_DOUBLE, FI_SUM, NULL);

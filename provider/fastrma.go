@@ -47,12 +47,13 @@ import (
 // The endpoint page holds epfServe (1 while C may serve for it: enabled,
 // with a ring and no remote-access counter), epfServed (requests C
 // served, for the endpoint's statistics), epfArmed (entries armed),
-// epfAPost (1 while C may post fetches itself), epfCSeq (C's tag counter)
+// epfAPost (1 while C may post atomics itself), epfCSeq (C's tag counter)
 // and the armed table at epfAOps: aoCap entries of 48 bytes (state; the
 // op's id, its answer's tag; result buffer; length; context; the fi_addr
 // of a C-posted op), op id i at entry i mod aoCap.
 //
-// C posts an fi_fetch_atomic itself (psm2_fast_fetch) when the endpoint
+// C posts an fi_atomic, fi_fetch_atomic or fi_compare_atomic itself
+// (psm2_fast_atomic) when the endpoint
 // allows it (no counters, a transmit CQ C writes, no selective
 // completion), the domain has no work of Go's queued (so it overtakes
 // nothing), the peer is a fast one and the operands are small integers:
@@ -66,8 +67,8 @@ const (
 	domALock   = 224
 	domADone   = 232
 	domCPosted = 240
-	domMRs   = 1024
-	domMRCap = 16
+	domMRs     = 1024
+	domMRCap   = 16
 
 	mrfKey    = 0
 	mrfBase   = 8
@@ -89,7 +90,7 @@ const (
 	aoFree    = 0
 	aoArmed   = 1 // a Go op's
 	aoDone    = 2 // completed by C; Go frees the op
-	aoCPosted = 3 // an op C posted (psm2_fast_fetch), unknown to Go
+	aoCPosted = 3 // an op C posted (psm2_fast_atomic), unknown to Go
 	aoAdopted = 4 // an op C posted, which Go now watches (adoptLocked)
 
 	// cTagGen is the generation (the tag's high half) of the ops C posts:
@@ -315,7 +316,8 @@ func (d *Domain) adoptLocked() {
 			o.len = atomic.LoadUint64(fastWord(p, e+aoLen))
 			o.buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
 			o.flags = fi.ATOMIC | fi.READ | fi.COMPLETION
-			o.rma.atomic, o.rma.conn, o.rma.aslot = true, c, i+1
+			// (an fi_atomic's entry has no length: its answer is an ack)
+			o.rma.atomic, o.rma.write, o.rma.conn, o.rma.aslot = true, o.len == 0, c, i+1
 			ep.cops[i] = o
 			atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
 			if errno != 0 {
@@ -351,7 +353,7 @@ func (ep *Endpoint) syncAPostLocked() {
 		return
 	}
 	_, wireOK := ep.tp.(transport.FastSender)
-	ok := ep.enabled && !ep.closed && wireOK && ep.dom.fastLock && ep.readCntr == nil && !ep.txSel &&
+	ok := ep.enabled && !ep.closed && wireOK && ep.dom.fastLock && ep.readCntr == nil && ep.writeCntr == nil && !ep.txSel &&
 		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil
 	if v := b2u(ok); atomic.LoadUint64(fastWord(p, epfAPost)) != v {
 		atomicx.StoreRel64(fastWord(p, epfAPost), v)

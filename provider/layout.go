@@ -50,7 +50,7 @@ func CLayout() []cabi.Group {
 			cabi.Word("EPF_SERVE", epfServe, "C may serve small atomic requests"),
 			cabi.Word("EPF_SERVED", epfServed, "atomic requests C served"),
 			cabi.Word("EPF_ARMED", epfArmed, "answers armed for C to complete"),
-			cabi.Word("EPF_APOST", epfAPost, "C may post fetches (psm2_fast_fetch)"),
+			cabi.Word("EPF_APOST", epfAPost, "C may post small atomics (psm2_fast_atomic)"),
 			cabi.Word("EPF_CSEQ", epfCSeq, "C's tag counter"),
 			cabi.Word("EPF_AOPS", epfAOps, "the armed table"),
 			cabi.Value("AO_CAP", aoCap, "entries; op id i at entry i % AO_CAP"),

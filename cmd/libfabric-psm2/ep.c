@@ -740,6 +740,9 @@ static ssize_t atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 	struct fi_ioc ioc = { .addr = (void *) buf, .count = count };
 
 	(void) desc;
+	if (psm2_fast_atomic(EP(ep)->fast, RMA_ATOMIC, buf, NULL, count, NULL, dest_addr, addr, key,
+			     (int) datatype, (int) op, context, ATOMIC_WRITE_FLAGS(ep)) == PSM2_FAST_DONE)
+		return 0;
 	return atomic_call(ep, 0, &ioc, 1, NULL, 0, NULL, 0, dest_addr, addr, key, datatype, op,
 			   context, ATOMIC_WRITE_FLAGS(ep));
 }
@@ -787,8 +790,8 @@ static ssize_t atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count
 	struct fi_ioc res = { .addr = result, .count = count };
 
 	(void) desc; (void) result_desc;
-	if (psm2_fast_fetch(EP(ep)->fast, buf, count, result, dest_addr, addr, key, (int) datatype, (int) op,
-			    context, ATOMIC_READ_FLAGS(ep)) == PSM2_FAST_DONE)
+	if (psm2_fast_atomic(EP(ep)->fast, RMA_ATOMIC_FETCH, buf, NULL, count, result, dest_addr, addr, key,
+			     (int) datatype, (int) op, context, ATOMIC_READ_FLAGS(ep)) == PSM2_FAST_DONE)
 		return 0;
 	return atomic_call(ep, 1, &ioc, buf ? 1 : 0, NULL, 0, &res, 1, dest_addr, addr, key,
 			   datatype, op, context, ATOMIC_READ_FLAGS(ep));
@@ -831,6 +834,9 @@ static ssize_t atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count
 	struct fi_ioc res = { .addr = result, .count = count };
 
 	(void) desc; (void) compare_desc; (void) result_desc;
+	if (psm2_fast_atomic(EP(ep)->fast, RMA_ATOMIC_COMPARE, buf, compare, count, result, dest_addr, addr, key,
+			     (int) datatype, (int) op, context, ATOMIC_READ_FLAGS(ep)) == PSM2_FAST_DONE)
+		return 0;
 	return atomic_call(ep, 2, &ioc, 1, &cmp, 1, &res, 1, dest_addr, addr, key, datatype, op,
 			   context, ATOMIC_READ_FLAGS(ep));
 }

@@ -1241,27 +1241,34 @@ out:
 	return got;
 }
 
-/* psm2_fast_fetch is fi_fetch_atomic done in C when it can be
- * (provider/fastrma.go): count elements of integer datatype dt (up to
- * SERVE_MAX bytes) of op (FI_MIN .. FI_ATOMIC_WRITE) from buf (NULL for
- * FI_ATOMIC_READ) at addr/key of connected shm peer dest, the old values
- * to res. It pushes the request and arms an entry as C-posted; the
- * answer completes it (psm2_fast_answers), or Go once it adopts it.
- * Returns PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
-static inline int psm2_fast_fetch(uint64_t *f, const void *buf, size_t count, void *res, fi_addr_t dest,
-				  uint64_t addr, uint64_t key, int dt, int op, void *context, uint64_t flags)
+/* psm2_fast_atomic is fi_atomic (kind RMA_ATOMIC), fi_fetch_atomic
+ * (RMA_ATOMIC_FETCH) or fi_compare_atomic (RMA_ATOMIC_COMPARE) done in C
+ * when it can be (provider/fastrma.go): count elements of integer
+ * datatype dt (up to SERVE_MAX bytes) of op from buf (NULL for
+ * FI_ATOMIC_READ), compared with cmp, at addr/key of connected shm peer
+ * dest, the old values to res (a fetch or compare). It pushes the request
+ * and arms an entry as C-posted; the answer completes it
+ * (psm2_fast_answers), or Go once it adopts it. Returns PSM2_FAST_DONE or
+ * PSM2_FAST_GO (nothing done). */
+static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cmp, size_t count,
+				   void *res, fi_addr_t dest, uint64_t addr, uint64_t key, int dt, int op,
+				   void *context, uint64_t flags)
 {
 	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
 	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
-	unsigned char req[RMA_PREFIX + SERVE_MAX];
+	unsigned char req[RMA_PREFIX + 2 * SERVE_MAX];
 	uint64_t *d, *a = NULL, *dom, n, seq, low, tag;
 	struct psm2_inline m;
 	uint32_t *lk;
-	int locking, ret = PSM2_FAST_GO, cells_n, i;
+	int locking, ret = PSM2_FAST_GO, cells_n, i, opok;
 
+	/* The pairs Go's AtomicValid takes for integers. */
+	opok = kind == RMA_ATOMIC_COMPARE ? op >= FI_CSWAP && op <= FI_MSWAP && cmp && res :
+	       kind == RMA_ATOMIC_FETCH ? op >= FI_MIN && op <= FI_ATOMIC_WRITE && res :
+	       kind == RMA_ATOMIC && op >= FI_MIN && op <= FI_ATOMIC_WRITE && op != FI_ATOMIC_READ;
 	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || (flags & (FI_TRIGGER | FI_INJECT)) ||
-	    dt < FI_INT8 || dt > FI_UINT64 || op < FI_MIN || op > FI_ATOMIC_WRITE || !count || !res ||
-	    (!buf && op != FI_ATOMIC_READ) || dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+	    dt < FI_INT8 || dt > FI_UINT64 || !opok || !count || (!buf && op != FI_ATOMIC_READ) ||
+	    dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
 		return PSM2_FAST_GO;
 	n = count * size[dt];
 	if (n > SERVE_MAX || count > SERVE_MAX)
@@ -1275,9 +1282,14 @@ static inline int psm2_fast_fetch(uint64_t *f, const void *buf, size_t count, vo
 			return PSM2_FAST_GO;	/* Go reports the fault */
 		m.len += n;
 	}
+	if (kind == RMA_ATOMIC_COMPARE) {
+		if (psm2_ucopy(req + m.len, cmp, n))
+			return PSM2_FAST_GO;
+		m.len += n;
+	}
 	m.data = 0;
 	m.with_data = 0;
-	m.hflags = HF_RMA | (uint32_t) RMA_ATOMIC_FETCH << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
+	m.hflags = HF_RMA | kind << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
 		   (uint32_t) dt << ATOMIC_DT_SHIFT;
 	dom = (uint64_t *) (uintptr_t) f[EPF_DOMAIN];
 	lk = psm2_domlock(dom, &locking);
@@ -1315,7 +1327,7 @@ static inline int psm2_fast_fetch(uint64_t *f, const void *buf, size_t count, vo
 		goto out;	/* full: Go queues or refuses it */
 	a[AO_ID] = tag;
 	a[AO_BUF] = (uint64_t) (uintptr_t) res;
-	a[AO_LEN] = n;
+	a[AO_LEN] = kind == RMA_ATOMIC ? 0 : n;	/* (an ack answers an fi_atomic) */
 	a[AO_CTX] = (uint64_t) (uintptr_t) context;
 	a[AO_DEST] = dest;
 	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);

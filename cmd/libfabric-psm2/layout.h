@@ -50,7 +50,7 @@
 #define EPF_SERVE 464                    /* C may serve small atomic requests */
 #define EPF_SERVED 465                   /* atomic requests C served */
 #define EPF_ARMED 466                    /* answers armed for C to complete */
-#define EPF_APOST 467                    /* C may post fetches (psm2_fast_fetch) */
+#define EPF_APOST 467                    /* C may post small atomics (psm2_fast_atomic) */
 #define EPF_CSEQ 468                     /* C's tag counter */
 #define EPF_AOPS 469                     /* the armed table */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
