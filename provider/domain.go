@@ -178,8 +178,6 @@ func (d *Domain) unlock() {
 	if d.fastLock && len(d.eps) <= maxFastEPs {
 		for _, ep := range d.eps {
 			ep.syncDeliverLocked()
-			ep.syncServeLocked()
-			ep.syncAPostLocked()
 		}
 	}
 	if d.locking {

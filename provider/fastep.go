@@ -187,6 +187,7 @@ func (ep *Endpoint) syncFastLocked() {
 	ep.hasRing = ring != 0
 	atomic.StoreUint64(fastWord(p, epfRing), ring)
 	ep.syncServeLocked()
+	ep.syncAPostLocked()
 	var txPage uintptr
 	txOK := uint64(2)
 	if cq := ep.txCQ; cq != nil {

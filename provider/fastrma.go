@@ -182,7 +182,7 @@ func (ep *Endpoint) serveOK() bool {
 	return ep.enabled && !ep.closed && ep.hasRing && ep.remReadCntr == nil && ep.remWriteCntr == nil
 }
 
-// syncServeLocked republishes serveOK.
+// syncServeLocked republishes serveOK (with syncFastLocked, as above).
 func (ep *Endpoint) syncServeLocked() {
 	if p := ep.fast.page; p != nil {
 		if v := b2u(ep.serveOK()); atomic.LoadUint64(fastWord(p, epfServe)) != v {
@@ -266,32 +266,36 @@ func (ep *Endpoint) disarm(o *op) {
 	o.rma.aslot = 0
 }
 
+// eachEntry calls fn for every armed-table entry in state st of the
+// domain's endpoints (e its offset in the endpoint page p).
+func (d *Domain) eachEntry(st uint64, fn func(ep *Endpoint, p []byte, i, e int)) {
+	for _, ep := range d.eps {
+		if p := ep.fast.page; p != nil {
+			for i := 0; i < aoCap; i++ {
+				if e := aoEntry(i); atomic.LoadUint64(fastWord(p, e+aoState)) == st {
+					fn(ep, p, i, e)
+				}
+			}
+		}
+	}
+}
+
 // reapLocked frees the ops C completed. Domain.lock calls it, so no Go
 // code sees those ops as still waiting.
 func (d *Domain) reapLocked() {
 	atomic.StoreUint64(fastWord(d.fast, domADone), 0)
-	for _, ep := range d.eps {
-		p := ep.fast.page
-		if p == nil {
-			continue
+	d.eachEntry(aoDone, func(ep *Endpoint, p []byte, i, e int) {
+		o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
+		atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
+		if o == nil || o.rma.aslot != i+1 {
+			return
 		}
-		for i := 0; i < aoCap; i++ {
-			e := aoEntry(i)
-			if atomic.LoadUint64(fastWord(p, e+aoState)) != aoDone {
-				continue
-			}
-			o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
-			atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
-			if o == nil || o.rma.aslot != i+1 {
-				continue
-			}
-			ep.cops[i] = nil
-			o.rma.aslot = 0
-			o.rma.answered = true
-			ep.rmaWatch(o, false)
-			ep.engine.freeOp(o)
-		}
-	}
+		ep.cops[i] = nil
+		o.rma.aslot = 0
+		o.rma.answered = true
+		ep.rmaWatch(o, false)
+		ep.engine.freeOp(o)
+	})
 }
 
 // adoptLocked makes a Go op of every op C posted and Go has not seen:
@@ -300,36 +304,26 @@ func (d *Domain) reapLocked() {
 // it before anything could take such an answer.
 func (d *Domain) adoptLocked() {
 	atomic.StoreUint64(fastWord(d.fast, domCPosted), 0)
-	for _, ep := range d.eps {
-		p := ep.fast.page
-		if p == nil {
-			continue
+	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
+		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)))
+		o := ep.engine.newOp(opRMA)
+		o.ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
+		o.len = atomic.LoadUint64(fastWord(p, e+aoLen))
+		o.buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
+		o.flags = fi.ATOMIC | fi.READ | fi.COMPLETION
+		// (an fi_atomic's entry has no length: its answer is an ack)
+		o.rma.atomic, o.rma.write, o.rma.conn, o.rma.aslot = true, o.len == 0, c, i+1
+		ep.cops[i] = o
+		atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
+		if errno != 0 {
+			// (C sent it over this very connection, so this is not
+			// expected.)
+			o.rma.err, o.rma.answered = errno, true
+			ep.rmaMaybeDone(o)
+			return
 		}
-		for i := 0; i < aoCap; i++ {
-			e := aoEntry(i)
-			if atomic.LoadUint64(fastWord(p, e+aoState)) != aoCPosted {
-				continue
-			}
-			c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)))
-			o := ep.engine.newOp(opRMA)
-			o.ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
-			o.len = atomic.LoadUint64(fastWord(p, e+aoLen))
-			o.buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
-			o.flags = fi.ATOMIC | fi.READ | fi.COMPLETION
-			// (an fi_atomic's entry has no length: its answer is an ack)
-			o.rma.atomic, o.rma.write, o.rma.conn, o.rma.aslot = true, o.len == 0, c, i+1
-			ep.cops[i] = o
-			atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
-			if errno != 0 {
-				// (C sent it over this very connection, so this is
-				// not expected.)
-				o.rma.err, o.rma.answered = errno, true
-				ep.rmaMaybeDone(o)
-				continue
-			}
-			ep.rmaWatch(o, true)
-		}
-	}
+		ep.rmaWatch(o, true)
+	})
 }
 
 // cOp returns the adopted op with C's tag id, or nil.
@@ -346,7 +340,8 @@ func (ep *Endpoint) cOp(id uint64) *op {
 	return nil
 }
 
-// syncAPostLocked republishes whether C may post fetches for ep.
+// syncAPostLocked republishes whether C may post atomics for ep (with
+// syncFastLocked: what it depends on is fixed once the endpoint is enabled).
 func (ep *Endpoint) syncAPostLocked() {
 	p, cq := ep.fast.page, ep.txCQ
 	if p == nil {
