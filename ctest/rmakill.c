@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/fi_atomic.h>
@@ -35,10 +36,11 @@
 #include "node.h"
 
 #define CONN_TIMEOUT "2"
+#define RO_PAGE 126976	/* the target's read-only page: the last of its region */
 
 static int target(void)
 {
-	static uint8_t region[1 << 17];
+	static uint8_t region[1 << 17] __attribute__((aligned(4096)));
 	struct ct_node n;
 	struct fid_mr *mr;
 	struct fi_cq_tagged_entry e;
@@ -47,6 +49,10 @@ static int target(void)
 		region[i] = (uint8_t) (i % 251);
 	if (ct_open_node_caps(&n, FI_TAGGED | FI_RMA) ||
 	    fi_mr_reg(n.domain, region, sizeof(region), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 9, 0, &mr, NULL))
+		return 1;
+	/* A page the MR grants remote writes to that the process made
+	 * read-only after registering it (readonly_atomics). */
+	if (mprotect(region + RO_PAGE, 4096, PROT_READ))
 		return 1;
 	for (size_t i = 0; i < n.namelen; i++)
 		printf("%02x", (unsigned char) n.name[i]);
@@ -153,9 +159,12 @@ static void putv(int dt, void *p, int i, int64_t v)
 }
 
 /* small_atomics runs fetch-add, fetch-min, compare-swap and atomic read
- * and write on 1-5 elements of every integer type in the target, which
- * serves the small ones in C (fast.h: psm2_fast_serve) and the others in
- * Go, and checks the old values and the memory after each. */
+ * and write on 1 to 300 elements of every integer type in the target,
+ * which serves the ones whose request and answer are inline messages in C
+ * (fast.h: psm2_fast_serve; up to 1713 operand bytes, 856 for a compare)
+ * and the others in Go, and checks the old values and the memory after
+ * each. The elements from the second on straddle a page boundary of the
+ * target's region (C reads such a region whole first). */
 static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
 {
 	static const int ops[] = { FI_SUM, FI_MIN, FI_CSWAP, FI_ATOMIC_READ, FI_ATOMIC_WRITE, FI_BXOR };
@@ -165,10 +174,15 @@ static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	for (int dt = FI_INT8; dt <= FI_UINT64; dt++) {
 		size_t sz = (size_t) 1 << (dt / 2);
 
-		for (int count = 1; count <= 5; count++) {
+		static const int counts[] = { 1, 2, 3, 4, 5, 37, 100, 213, 300 };
+
+		for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			int count = counts[c];
+			uint64_t at = 12288 - (uint64_t) (count / 2) * sz;
+
 			for (unsigned k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 				int op = ops[k];
-				uint64_t init[5], opnd[5], cmpv[5], old[5], got[5], want[5];
+				static uint64_t init[300], opnd[300], cmpv[300], old[300], got[300], want[300];
 
 				for (int i = 0; i < count; i++) {
 					putv(dt, init, i, 10 * i + dt + (int) k);
@@ -176,17 +190,17 @@ static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
 					putv(dt, cmpv, i, i % 2 ? 10 * i + dt + (int) k : 1);
 				}
 				memset(old, 0, sizeof(old));
-				ret = fi_write(a->ep, init, count * sz, NULL, peer, 12288, key, NULL);
+				ret = fi_write(a->ep, init, count * sz, NULL, peer, at, key, NULL);
 				CHECK(ret == 0 && wait_one(a, &took) == 0, "init %d/%d", dt, count);
 				if (op == FI_CSWAP)
 					ret = fi_compare_atomic(a->ep, opnd, count, NULL, cmpv, NULL, old, NULL, peer,
-								12288, key, dt, op, NULL);
+								at, key, dt, op, NULL);
 				else if (op == FI_ATOMIC_READ)
-					ret = fi_fetch_atomic(a->ep, NULL, count, NULL, old, NULL, peer, 12288, key, dt, op, NULL);
+					ret = fi_fetch_atomic(a->ep, NULL, count, NULL, old, NULL, peer, at, key, dt, op, NULL);
 				else
-					ret = fi_fetch_atomic(a->ep, opnd, count, NULL, old, NULL, peer, 12288, key, dt, op, NULL);
+					ret = fi_fetch_atomic(a->ep, opnd, count, NULL, old, NULL, peer, at, key, dt, op, NULL);
 				CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "op %d on %d x %d: %d", op, count, dt, ret);
-				ret = fi_read(a->ep, got, count * sz, NULL, peer, 12288, key, NULL);
+				ret = fi_read(a->ep, got, count * sz, NULL, peer, at, key, NULL);
 				CHECK(ret == 0 && wait_one(a, &took) == 0, "read back %d/%d", dt, count);
 				for (int i = 0; i < count; i++) {
 					int64_t x = getv(dt, init, i), y = getv(dt, opnd, i), w = x;
@@ -210,6 +224,48 @@ static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
 		}
 	}
 	CHECK(bad == 0, "small atomics: %d wrong", bad);
+}
+
+/* readonly_atomics runs atomics on the target's read-only page: the
+ * writing ones fail with FI_EFAULT, whether the fault comes at the first
+ * store (one page) or after the first page of a region across two (C
+ * reads such a region first, and it is readable), and whatever size the
+ * answer would have had (C reserved its cells before applying: the error
+ * answer fills them); an atomic read succeeds; and the endpoint works
+ * afterwards. */
+static void readonly_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
+{
+	static const struct { uint64_t at; size_t count; } cases[] = {
+		{ RO_PAGE, 1 }, { RO_PAGE, 16 }, { RO_PAGE + 512, 300 }, { RO_PAGE - 64, 16 },
+		{ RO_PAGE - 64, 200 },
+	};
+	static uint64_t v[300], old[300];
+	double took;
+	int ret;
+
+	for (size_t i = 0; i < 300; i++)
+		v[i] = 1;
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		ret = fi_fetch_atomic(a->ep, v, cases[c].count, NULL, old, NULL, peer, cases[c].at, key, FI_UINT64,
+				      FI_SUM, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == FI_EFAULT,
+		      "fetch-add of %zu at read-only %#lx: %d (want FI_EFAULT)", cases[c].count,
+		      (unsigned long) cases[c].at, ret);
+		ret = fi_atomic(a->ep, v, cases[c].count, NULL, peer, cases[c].at, key, FI_UINT64, FI_SUM, NULL);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == FI_EFAULT,
+		      "atomic add of %zu at read-only %#lx: %d (want FI_EFAULT)", cases[c].count,
+		      (unsigned long) cases[c].at, ret);
+	}
+	ret = fi_fetch_atomic(a->ep, NULL, 16, NULL, old, NULL, peer, RO_PAGE, key, FI_UINT64, FI_ATOMIC_READ, NULL);
+	CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "atomic read of the read-only page: %d", ret);
+	for (size_t i = 0; i < 16 * 8 && ret == 0; i++) {
+		if (((uint8_t *) old)[i] != (uint8_t) ((RO_PAGE + i) % 251)) {
+			CHECK(0, "atomic read of the read-only page: byte %zu is %u", i, ((uint8_t *) old)[i]);
+			break;
+		}
+	}
+	ret = fi_fetch_atomic(a->ep, v, 1, NULL, old, NULL, peer, 4096, key, FI_UINT64, FI_SUM, NULL);
+	CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "a fetch-add after the faults: %d", ret);
 }
 
 /* after_kill checks that RMA to the dead target fails in time. */
@@ -278,6 +334,7 @@ int main(int argc, char **argv)
 	CHECK(fi_av_insert(a.av, name, 1, &peer, 0, NULL) == 1, "insert the target");
 	transfers(&a, peer, key);
 	small_atomics(&a, peer, key);
+	readonly_atomics(&a, peer, key);
 	if (remote) {
 		printf("kill\n");
 		fflush(stdout);

@@ -262,3 +262,26 @@ func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
 		t.Fatal("C read an eager cell as a rendezvous request")
 	}
 }
+
+// TestFastCCellCounts checks that C counts an inline message's cells as
+// this package does at every length up to the longest, and that the
+// error answer C pads to fill the cells it reserved (fast.h: psm2_pad_len)
+// takes exactly those cells.
+func TestFastCCellCounts(t *testing.T) {
+	for _, data := range []bool{false, true} {
+		for n := 0; n <= inlineMax(MaxPushCells, data)+contPayload; n++ {
+			want := inlineCells(n, data)
+			if want > MaxPushCells {
+				want = 0
+			}
+			if got := fastc.Cells(uint64(n), data); got != want {
+				t.Fatalf("%d bytes (data %v): C counts %d cells, Go %d", n, data, got, want)
+			}
+		}
+	}
+	for k := 1; k <= MaxPushCells; k++ {
+		if got := inlineCells(int(fastc.PadLen(k)), true); got != k {
+			t.Errorf("padding for %d cells takes %d", k, got)
+		}
+	}
+}

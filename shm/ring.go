@@ -273,8 +273,10 @@ func (r *Ring) TryPush(payload []byte) error {
 }
 
 // MaxPushCells is the most cells TryPushCells takes at once, and so the
-// longest inline message a receiver takes (1737 bytes).
-const MaxPushCells = 32
+// longest inline message a receiver takes (4377 bytes): enough for an
+// atomic request or answer of 4 KiB of operands, which C sends and serves
+// as inline messages (cmd/libfabric-psm2/fast.h: ATOMIC_MAX).
+const MaxPushCells = 80
 
 // TryPushCells pushes len(cells)/CellPayload consecutive cells as one
 // unit: they occupy consecutive positions, so no other producer's cell

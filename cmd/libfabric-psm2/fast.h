@@ -142,7 +142,7 @@ static inline char *psm2_cell(char *r, uint64_t mask, uint64_t pos)
 	return r + RING_HDR + (pos & mask) * CELL_SIZE;
 }
 
-/* psm2_reserve reserves n (1 to FAST_INLINE_CELLS) cells of ring r of
+/* psm2_reserve reserves n (1 to PUSH_CELLS_MAX) cells of ring r of
  * mask+1 cells, as the producer owning slot (its pos word; n is the
  * next): the same protocol as shm's TryPushCells through a claimed view.
  * Returns 0 with the first position in *at (any value: positions wrap),
@@ -227,15 +227,15 @@ static inline int psm2_inline_cells(const struct psm2_inline *m, uint64_t max)
 
 /* psm2_inline_build writes the payloads of the cells of message m with
  * buf's m->len bytes into cells and returns how many it took, or 0 if
- * the message takes more than FAST_INLINE_CELLS (Go's bounce buffers
- * serve it better): the same cells as shm's sendInline. */
+ * the message takes more than max cells: the same cells as shm's
+ * sendInline. */
 static inline int psm2_inline_build(uint64_t cells[][CELL_PAYLOAD / 8],
-				    const struct psm2_inline *m, const void *buf)
+				    const struct psm2_inline *m, const void *buf, uint64_t max)
 {
 	unsigned char *h = (unsigned char *) cells[0];
 	uint64_t head = m->with_data ? INLINE_HEAD_DATA : INLINE_HEAD, off;
 	uint16_t short_len = (uint16_t) m->len;
-	int n = psm2_inline_cells(m, FAST_INLINE_CELLS);
+	int n = psm2_inline_cells(m, max);
 
 	if (!n)
 		return 0;
@@ -505,7 +505,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 
 		if (psm2_ucopy(stage, buf, len))
 			return PSM2_FAST_GO;
-		n = psm2_inline_build(cells, &m, stage);
+		n = psm2_inline_build(cells, &m, stage, FAST_INLINE_CELLS);
 	}
 
 	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
@@ -882,9 +882,28 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
  * small atomic request when it can do all of what Go's atomicServe would
  * on its success path, and leaves everything else in the ring. */
 
-/* SERVE_MAX is the most operand bytes C serves: the old values then fit
- * the answer's one cell. */
-#define SERVE_MAX INLINE_HEAD
+/* ATOMIC_MAX is the longest atomic request or answer C sends or serves:
+ * any inline message (PUSH_CELLS_MAX cells, 4377 bytes), so up to 4353
+ * operand bytes (2176 for a compare, which carries two arrays): the 4 KiB
+ * and 2 KiB that Debian's shm provider serves, and then some. */
+#define ATOMIC_MAX (INLINE_HEAD + (PUSH_CELLS_MAX - 1) * CONT_PAYLOAD)
+
+/* psm2_pad_len is the length of an inline message with the data word
+ * that takes exactly k cells (1 to PUSH_CELLS_MAX). */
+static inline uint64_t psm2_pad_len(uint64_t k)
+{
+	return k == 1 ? 0 : INLINE_HEAD_DATA + (k - 2) * CONT_PAYLOAD + 1;
+}
+
+/* psm2_atomic_fits says whether an atomic of n operand bytes of kind and
+ * op fits: its request (the RMA prefix and its operands) and its answer
+ * (the old values) are both inline messages. */
+static inline int psm2_atomic_fits(uint32_t kind, int op, uint64_t n)
+{
+	uint64_t body = op == FI_ATOMIC_READ ? 0 : kind == RMA_ATOMIC_COMPARE ? 2 * n : n;
+
+	return n <= ATOMIC_MAX && RMA_PREFIX + body <= ATOMIC_MAX;
+}
 
 /* psm2_rma_head is psm2_head_parse for an RMA protocol message: 0 for
  * any other message, and for one with data or message flags. */
@@ -940,17 +959,17 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 				 const unsigned char *head, const unsigned char *const *cont)
 {
 	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
-	unsigned char req[PUSH_CELLS_MAX * CELL_PAYLOAD];
-	unsigned char old[SERVE_MAX];
-	uint64_t cell[1][CELL_PAYLOAD / 8];
+	unsigned char req[ATOMIC_MAX];
+	unsigned char old[ATOMIC_MAX];
+	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
 	uint32_t kind = (m->hflags >> RMA_KIND_SHIFT) & 0xff, *lock;
-	int op = (int) ((m->hflags >> ATOMIC_OP_SHIFT) & 0xff), dt = (int) (m->hflags >> ATOMIC_DT_SHIFT), rc;
+	int op = (int) ((m->hflags >> ATOMIC_OP_SHIFT) & 0xff), dt = (int) (m->hflags >> ATOMIC_DT_SHIFT), rc, k;
 	uint64_t key, addr, n, body, va, access, pos;
 	struct psm2_inline a;
 	const uint64_t *sd;
 
 	if ((m->hflags & ~(uint32_t) (HF_RMA | 0xffffff00u)) || m->len < RMA_PREFIX ||
-	    m->len > RMA_PREFIX + 2 * SERVE_MAX || dt < FI_INT8 || dt > FI_UINT64)
+	    m->len > ATOMIC_MAX || dt < FI_INT8 || dt > FI_UINT64)
 		return 0;
 	/* The kinds and ops Go's initiator pairs (AtomicValid). */
 	if (kind == RMA_ATOMIC_COMPARE) {
@@ -970,34 +989,50 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	memcpy(&addr, req + 8, 8);
 	memcpy(&n, req + 16, 8);
 	body = m->len - RMA_PREFIX;
-	if (!n || n > SERVE_MAX || n % size[dt] ||
+	if (!n || n % size[dt] || !psm2_atomic_fits(kind, op, n) ||
 	    body != (op == FI_ATOMIC_READ ? 0 : kind == RMA_ATOMIC_COMPARE ? 2 * n : n))
 		return 0;
 	access = op == FI_ATOMIC_READ ? FI_REMOTE_READ :
 		 kind == RMA_ATOMIC ? FI_REMOTE_WRITE : FI_REMOTE_READ | FI_REMOTE_WRITE;
-	/* Within one page: a fault then happens before any store. */
-	if (!(va = psm2_mr_find(dom, key, addr, n, access)) || (va & 4095) + n > 4096)
+	if (!(va = psm2_mr_find(dom, key, addr, n, access)))
+		return 0;
+	/* A region across pages is read whole first, as Go's atomicApply
+	 * copies the old values before any store: an unmapped page then
+	 * faults before anything is applied (Go answers it). Within one page
+	 * the first load faults first anyway. */
+	if ((va & 4095) + n > 4096 && psm2_ucopy(old, (const void *) (uintptr_t) va, n))
 		return 0;
 	lock = (uint32_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_ALOCK / 8], __ATOMIC_ACQUIRE);
 	if (!lock || !(sd = psm2_sender(f, m->epid)))
 		return 0;
-	/* The answer's cell first: once the op is applied it must go out. */
-	if (psm2_reserve((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], (uint64_t *) (uintptr_t) sd[FP_SLOT], 1, &pos))
+	a.epid = sd[FP_EPID];
+	a.tag = m->tag;
+	a.data = 0;
+	a.with_data = 0;
+	a.len = kind != RMA_ATOMIC ? n : 0;
+	a.hflags = HF_RMA | (uint32_t) (kind == RMA_ATOMIC ? RMA_ACK : RMA_ATOMIC_RESP) << RMA_KIND_SHIFT;
+	/* The answer's cells first: once the op is applied it must go out. */
+	k = psm2_inline_cells(&a, PUSH_CELLS_MAX);
+	if (!k || psm2_reserve((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], (uint64_t *) (uintptr_t) sd[FP_SLOT],
+			       (uint64_t) k, &pos))
 		return 0;
 	psm2_alock(lock);
 	rc = psm2_uapply(op, dt, (void *) (uintptr_t) va, body ? req + RMA_PREFIX : NULL,
 			 kind == RMA_ATOMIC_COMPARE ? req + RMA_PREFIX + n : NULL, old, n / size[dt]);
 	psm2_aunlock(lock);
-	/* The answer: the old values, an ack, or (the region faulted) the
-	 * error Go would send. */
-	a.epid = sd[FP_EPID];
-	a.tag = m->tag;
-	a.data = rc ? FI_EFAULT : 0;
-	a.with_data = rc != 0;
-	a.len = kind != RMA_ATOMIC && !rc ? n : 0;
-	a.hflags = HF_RMA | (uint32_t) (kind == RMA_ATOMIC ? RMA_ACK : RMA_ATOMIC_RESP) << RMA_KIND_SHIFT;
-	psm2_inline_build(cell, &a, old);
-	psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos, (const uint64_t (*)[CELL_PAYLOAD / 8]) cell, 1);
+	if (rc) {
+		/* The region faulted (a page that is readable but not
+		 * writable, or unmapped meanwhile): the error Go would send,
+		 * padded to the k cells reserved; an errored answer's bytes
+		 * are ignored. */
+		a.data = FI_EFAULT;
+		a.with_data = 1;
+		a.len = psm2_pad_len((uint64_t) k);
+		memset(old, 0, a.len);
+	}
+	psm2_inline_build(cells, &a, old, PUSH_CELLS_MAX);
+	psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos, (const uint64_t (*)[CELL_PAYLOAD / 8]) cells,
+		    (uint64_t) k);
 	if (sd[FP_FENCE])
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	psm2_bell(sd);
@@ -1244,7 +1279,7 @@ out:
 /* psm2_fast_atomic is fi_atomic (kind RMA_ATOMIC), fi_fetch_atomic
  * (RMA_ATOMIC_FETCH) or fi_compare_atomic (RMA_ATOMIC_COMPARE) done in C
  * when it can be (provider/fastrma.go): count elements of integer
- * datatype dt (up to SERVE_MAX bytes) of op from buf (NULL for
+ * datatype dt (psm2_atomic_fits) of op from buf (NULL for
  * FI_ATOMIC_READ), compared with cmp, at addr/key of connected shm peer
  * dest, the old values to res (a fetch or compare). It pushes the request
  * and arms an entry as C-posted; the answer completes it
@@ -1255,8 +1290,8 @@ static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, 
 				   void *context, uint64_t flags)
 {
 	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
-	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
-	unsigned char req[RMA_PREFIX + 2 * SERVE_MAX];
+	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
+	unsigned char req[ATOMIC_MAX];
 	uint64_t *d, *a = NULL, *dom, n, seq, low, tag;
 	struct psm2_inline m;
 	uint32_t *lk;
@@ -1270,8 +1305,7 @@ static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, 
 	    dt < FI_INT8 || dt > FI_UINT64 || !opok || !count || (!buf && op != FI_ATOMIC_READ) ||
 	    dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
 		return PSM2_FAST_GO;
-	n = count * size[dt];
-	if (n > SERVE_MAX || count > SERVE_MAX)
+	if (count > ATOMIC_MAX || !psm2_atomic_fits(kind, op, n = count * size[dt]))
 		return PSM2_FAST_GO;
 	memcpy(req, &key, 8);
 	memcpy(req + 8, &addr, 8);
@@ -1320,7 +1354,7 @@ static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, 
 	tag = (uint64_t) C_TAG_GEN << 32 | low;
 	m.epid = d[FP_EPID];
 	m.tag = tag;
-	if (!(cells_n = psm2_inline_build(cells, &m, req)))
+	if (!(cells_n = psm2_inline_build(cells, &m, req, PUSH_CELLS_MAX)))
 		goto out;
 	if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
 		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) cells_n))

@@ -145,7 +145,7 @@
 #define CONT_KIND 0                      /* in a continuation cell: its kind byte */
 #define CONT_PAYLOAD_OFF 1               /* ... then its payload */
 #define CONT_PAYLOAD 55                  /* payload bytes in a continuation cell */
-#define PUSH_CELLS_MAX 32                /* cells of one unit (an inline message) at most */
+#define PUSH_CELLS_MAX 80                /* cells of one unit (an inline message) at most */
 #define FAST_INLINE_CELLS 4              /* cells of an inline message C sends, at most */
 
 /* Fast-peer descriptor, words (shm/fastpeer.go) */

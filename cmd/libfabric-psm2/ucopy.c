@@ -138,42 +138,47 @@ int psm2_ucopy(void *dst, const void *src, size_t n)
 	return 0;
 }
 
-/* The element loop of psm2_uapply for integer type T (U: its unsigned
- * twin, in which sums and products wrap as Go's do). */
-#define UAPPLY(T, U)                                                                           \
-	static void uapply_##T(int op, T *d, const T *s, const T *c, T *old, size_t n)        \
-	{                                                                                      \
-		for (size_t i = 0; i < n; i++) {                                               \
-			T x = __atomic_load_n(&d[i], __ATOMIC_RELAXED), y, r = x;              \
-			int swap = 0;                                                          \
+/* The element loops of psm2_uapply for integer type T (U: its unsigned
+ * twin, in which sums and products wrap as Go's do): one loop per op, the
+ * op chosen once. Kept out of line: inlined below sigsetjmp, the loop's
+ * variables would live on the stack. */
+#define UA_LOOP(T, EXPR)                                                                       \
+	for (size_t i = 0; i < n; i++) {                                                       \
+		T x = __atomic_load_n(&d[i], __ATOMIC_RELAXED), y = s[i], r;                   \
                                                                                                \
-			old[i] = x;                                                            \
-			if (op == FI_ATOMIC_READ)                                              \
-				continue;                                                      \
-			y = s[i];                                                              \
-			switch (op) {                                                          \
-			case FI_MIN: r = y < x ? y : x; break;                                 \
-			case FI_MAX: r = y > x ? y : x; break;                                 \
-			case FI_SUM: r = (T) (U) ((uint64_t) (U) x + (uint64_t) (U) y); break; \
-			case FI_PROD: r = (T) (U) ((uint64_t) (U) x * (uint64_t) (U) y); break;\
-			case FI_LOR: r = (T) (x != 0 || y != 0); break;                        \
-			case FI_LAND: r = (T) (x != 0 && y != 0); break;                       \
-			case FI_BOR: r = x | y; break;                                         \
-			case FI_BAND: r = x & y; break;                                        \
-			case FI_LXOR: r = (T) ((x != 0) != (y != 0)); break;                   \
-			case FI_BXOR: r = x ^ y; break;                                        \
-			case FI_ATOMIC_WRITE: r = y; break;                                    \
-			case FI_MSWAP: r = (T) ((y & c[i]) | (x & ~c[i])); break;              \
-			case FI_CSWAP: swap = c[i] == x; break;                                \
-			case FI_CSWAP_NE: swap = c[i] != x; break;                             \
-			case FI_CSWAP_LE: swap = c[i] <= x; break;                             \
-			case FI_CSWAP_LT: swap = c[i] < x; break;                              \
-			case FI_CSWAP_GE: swap = c[i] >= x; break;                             \
-			case FI_CSWAP_GT: swap = c[i] > x; break;                              \
-			}                                                                      \
-			if (swap)                                                              \
-				r = y;                                                         \
-			__atomic_store_n(&d[i], r, __ATOMIC_RELAXED);                          \
+		(void) y;                                                                      \
+		old[i] = x;                                                                    \
+		r = (T) (EXPR);                                                                \
+		__atomic_store_n(&d[i], r, __ATOMIC_RELAXED);                                  \
+	}                                                                                      \
+	break
+#define UAPPLY(T, U)                                                                           \
+	static __attribute__((noinline)) void uapply_##T(int op, T *d, const T *s, const T *c, \
+							  T *old, size_t n)                    \
+	{                                                                                      \
+		switch (op) {                                                                  \
+		case FI_ATOMIC_READ:                                                           \
+			for (size_t i = 0; i < n; i++)                                         \
+				old[i] = __atomic_load_n(&d[i], __ATOMIC_RELAXED);             \
+			break;                                                                 \
+		case FI_MIN: UA_LOOP(T, y < x ? y : x);                                        \
+		case FI_MAX: UA_LOOP(T, y > x ? y : x);                                        \
+		case FI_SUM: UA_LOOP(T, (U) ((uint64_t) (U) x + (uint64_t) (U) y));            \
+		case FI_PROD: UA_LOOP(T, (U) ((uint64_t) (U) x * (uint64_t) (U) y));           \
+		case FI_LOR: UA_LOOP(T, x != 0 || y != 0);                                     \
+		case FI_LAND: UA_LOOP(T, x != 0 && y != 0);                                    \
+		case FI_BOR: UA_LOOP(T, x | y);                                                \
+		case FI_BAND: UA_LOOP(T, x & y);                                               \
+		case FI_LXOR: UA_LOOP(T, (x != 0) != (y != 0));                                \
+		case FI_BXOR: UA_LOOP(T, x ^ y);                                               \
+		case FI_ATOMIC_WRITE: UA_LOOP(T, y);                                           \
+		case FI_MSWAP: UA_LOOP(T, (y & c[i]) | (x & ~c[i]));                           \
+		case FI_CSWAP: UA_LOOP(T, c[i] == x ? y : x);                                  \
+		case FI_CSWAP_NE: UA_LOOP(T, c[i] != x ? y : x);                               \
+		case FI_CSWAP_LE: UA_LOOP(T, c[i] <= x ? y : x);                               \
+		case FI_CSWAP_LT: UA_LOOP(T, c[i] < x ? y : x);                                \
+		case FI_CSWAP_GE: UA_LOOP(T, c[i] >= x ? y : x);                               \
+		case FI_CSWAP_GT: UA_LOOP(T, c[i] > x ? y : x);                                \
 		}                                                                              \
 	}
 

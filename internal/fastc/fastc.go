@@ -16,7 +16,7 @@ package fastc
 
 static int fastc_build(void *cells, struct psm2_inline *m, const void *buf)
 {
-	return psm2_inline_build((uint64_t (*)[CELL_PAYLOAD / 8]) cells, m, buf);
+	return psm2_inline_build((uint64_t (*)[CELL_PAYLOAD / 8]) cells, m, buf, FAST_INLINE_CELLS);
 }
 
 // fastc_parse parses the n cell payloads at cells and copies the message
@@ -185,6 +185,20 @@ func BuildFIN(epid, sid uint64) []byte {
 	C.psm2_fin_build((*C.uint64_t)(unsafe.Pointer(&cell[0])), C.uint64_t(epid), C.uint64_t(sid))
 	return cell
 }
+
+// Cells returns the cells C counts for an inline message of n bytes, with
+// the data word or not (psm2_inline_cells), or 0 past MaxCells.
+func Cells(n uint64, withData bool) int {
+	m := C.struct_psm2_inline{len: C.uint64_t(n)}
+	if withData {
+		m.with_data = 1
+	}
+	return int(C.psm2_inline_cells(&m, C.PUSH_CELLS_MAX))
+}
+
+// PadLen is the length C gives an error answer with the data word that
+// must fill k cells (psm2_pad_len).
+func PadLen(k int) uint64 { return uint64(C.psm2_pad_len(C.uint64_t(k))) }
 
 // UCopy copies src to dst with the fast path's guarded copy (ucopy.c):
 // false if either faulted, or if its fault handler could not be installed.
