@@ -18,7 +18,12 @@
  * In-process, eager messages (through a bounce buffer) and inline ones (in
  * ring cells) are tried too: a send buffer that cannot be read fails the
  * send alone, one that cannot be written fails the receive alone (the send
- * was complete). Both sizes are ones the C fast path copies itself. */
+ * was complete). Both sizes are ones the C fast path copies itself.
+ * And a streamed eager message (the C sender pushes its cell, then fills
+ * the bounce buffer while the receiver copies out: fast.h, STREAM_MIN)
+ * whose send buffer faults after its first 8 KiB, before and after the
+ * receive is posted: the send fails with FI_EFAULT, the receiver drops
+ * the part it had, and the next message with the tag arrives intact. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +45,7 @@
 #define MID (256 << 10)		/* one process_vm_readv */
 #define EAGER 8192		/* through a bounce buffer */
 #define INLINE 100		/* in ring cells (the C fast path's, ucopy.c) */
+#define STREAM 32768		/* a bounce buffer the receiver copies out as the sender fills it */
 
 enum bad { NONE, SENDER, RECEIVER };
 static const char *bad_name[] = { "no bad buffer", "bad send buffer", "bad receive buffer" };
@@ -267,6 +273,46 @@ static void local_exchange(struct ct_node *a, struct ct_node *b, fi_addr_t ab, s
 	both(a, b, &sctx, 0, &rctx, 0, len, tag, "the good eager message after a bad one");
 }
 
+/* stream_break sends STREAM bytes from a buffer whose pages past the
+ * first 8 KiB are PROT_NONE, then the same message from a good buffer
+ * (see the top). */
+static void stream_break(struct ct_node *a, struct ct_node *b, fi_addr_t ab, uint64_t tag)
+{
+	struct fi_context sctx, rctx;
+	double end = ct_now() + limit();
+	unsigned char *m = mmap(NULL, 2 * STREAM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char what[80];
+	ssize_t r;
+
+	CHECK(m != MAP_FAILED && mprotect(m + STREAM, STREAM, PROT_NONE) == 0, "map a half-bad buffer");
+	if (m == MAP_FAILED)
+		return;
+	snprintf(what, sizeof(what), "a stream whose buffer faults (receive %s)", tag & 1 ? "after" : "first");
+	memset(rbuf, 0, STREAM);
+	if (!(tag & 1))
+		CHECK(fi_trecv(b->ep, rbuf, STREAM, NULL, FI_ADDR_UNSPEC, tag, 0, &rctx) == 0, "trecv");
+	while ((r = fi_tsend(a->ep, m + STREAM - 8192, STREAM, NULL, ab, tag, &sctx)) == -FI_EAGAIN &&
+	       ct_now() < end)
+		fi_cq_read(b->cq, NULL, 0);
+	CHECK(r == 0 || r == -FI_EFAULT, "%s: fi_tsend = %zd", what, r);
+	if (r == 0)
+		both(a, b, &sctx, FI_EFAULT, NULL, 0, STREAM, tag, what);
+	/* Nothing of it may arrive: let the receiver see what there is. */
+	for (int i = 0; i < 100; i++) {
+		struct done d;
+
+		CHECK(!poll_one(b, &d), "%s: the receiver got a completion (error %d)", what, d.err);
+	}
+	fill(sbuf, STREAM, tag);
+	while ((r = fi_tsend(a->ep, sbuf, STREAM, NULL, ab, tag, &sctx)) == -FI_EAGAIN && ct_now() < end)
+		fi_cq_read(b->cq, NULL, 0);
+	CHECK(r == 0, "%s: the good one: fi_tsend = %zd", what, r);
+	if (tag & 1)
+		CHECK(fi_trecv(b->ep, rbuf, STREAM, NULL, FI_ADDR_UNSPEC, tag, 0, &rctx) == 0, "trecv");
+	both(a, b, &sctx, 0, &rctx, 0, STREAM, tag, "the good stream after a broken one");
+	munmap(m, 2 * STREAM);
+}
+
 /* in_process: the exchanges between two endpoints of this process; with
  * copy set, through the bounce-buffer copy protocol (FI_SHM_DISABLE_CMA,
  * read when an endpoint opens). */
@@ -296,6 +342,10 @@ static void in_process(int copy)
 			local_exchange(&a, &b, ab, len, bad, tag++);
 			local_exchange(&a, &b, ab, len, NONE, tag++);
 		}
+	}
+	if (!copy) {
+		stream_break(&a, &b, ab, tag++);
+		stream_break(&a, &b, ab, tag++);
 	}
 	ct_close_node(&b);
 	ct_close_node(&a);

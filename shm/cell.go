@@ -70,6 +70,17 @@ const (
 	// cellHasData says the message's Data word is present. Without it the
 	// inline payload starts at offCellW3, 8 bytes earlier.
 	cellHasData = 1
+	// cellStream marks an eager cell pushed before its bounce buffer was
+	// filled: the C fast path (fast.h) copies a long message in chunks
+	// and publishes the bytes filled in the sender's stream word
+	// (offSegStream), so the receiver copies out while the sender copies
+	// in. W5 holds the stream's number; the receiver waits for the
+	// buffer to be full (or the word to name a later stream) before it
+	// reads past what is filled.
+	cellStream = 2
+	// streamBroken in the stream word's low half: the sender's copy
+	// faulted; the message is void (its send failed with FI_EFAULT).
+	streamBroken = 0xffffffff
 
 	// inlineHead is the payload a head cell carries, without and with the
 	// Data word; contPayload is what a continuation cell carries.

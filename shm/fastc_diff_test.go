@@ -5,6 +5,7 @@ package shm
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -283,5 +284,130 @@ func TestFastCCellCounts(t *testing.T) {
 		if got := inlineCells(int(fastc.PadLen(k)), true); got != k {
 			t.Errorf("padding for %d cells takes %d", k, got)
 		}
+	}
+}
+
+// TestStreamedEager pushes eager cells as C's psm2_fast_send streams them
+// (cellStream: the cell first, the bounce buffer filled after, the stream
+// word counting), with the filling done concurrently in chunks, and checks
+// that Poll and C's receiver (psm2_stream_copy) both read every byte; that
+// a broken stream is dropped, counted and its buffer given back, with
+// nothing delivered; and that a stream word naming a later stream means
+// the buffer is full.
+func TestStreamedEager(t *testing.T) {
+	a, b, ab := pair(t)
+	p := a.peers[int(ab)-1]
+	w := a.seg.Stream()
+	r := rand.New(rand.NewPCG(9, 10))
+	seq := uint64(0)
+	gaveUp, cCopies := 0, 0
+	// fill fills the rest as the sender would; with nap, pausing a few
+	// microseconds between chunks (far less than C waits before it
+	// leaves a message to Go).
+	fill := func(buf, payload []byte, from int, s uint64, breakAt int, nap bool, started, done chan<- struct{}) {
+		defer close(done)
+		// A thread of its own, running before C starts to wait (the
+		// scheduler could otherwise hold it back longer than C waits).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		close(started)
+		for off := from; off < len(payload); {
+			k := min(1000+(off*7919)%3000, len(payload)-off)
+			if breakAt > 0 && off+k > breakAt {
+				w.Store(s<<32 | streamBroken)
+				return
+			}
+			copy(buf[off:off+k], payload[off:off+k])
+			off += k
+			w.Store(s<<32 | uint64(off))
+			if nap {
+				// (busy: a sleep may last milliseconds)
+				for t0 := time.Now(); time.Since(t0) < time.Duration(k%20)*time.Microsecond; {
+				}
+			}
+		}
+	}
+	for i := 0; i < 300; i++ {
+		h, payload := randMsg(r, 8192, a.threshold)
+		k, ok := a.allocBuf(0)
+		if !ok {
+			t.Fatalf("message %d: no free bounce buffer", i)
+		}
+		buf := a.seg.Buffer(k)
+		seq++
+		first := 4096
+		copy(buf, payload[:first])
+		w.Store(seq<<32 | uint64(first))
+		m := fastc.Inline{Len: h.Len, EPID: a.EPID(), Tag: h.Tag, Data: h.Data, HFlags: h.Flags}
+		cell := fastc.BuildEager(m, uint16(k))
+		cell[offCellFlags] |= cellStream
+		put64(cell, offCellW5, seq)
+		if _, _, eagerOK := fastc.ParseEager(cell); !eagerOK && h.Flags&^cHFlags == 0 {
+			t.Fatalf("message %d: C does not take its own streamed cell", i)
+		}
+		broken := i%5 == 4
+		breakAt := 0
+		if broken {
+			breakAt = first + 1 + r.IntN(len(payload)-first-1)
+		}
+		done := make(chan struct{})
+		if i%2 == 1 {
+			// C's receiver, against the same filling.
+			started := make(chan struct{})
+			go fill(buf, payload, first, seq, breakAt, true, started, done)
+			<-started
+			dst := make([]byte, len(payload))
+			got := fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]),
+				unsafe.Pointer(&buf[0]), len(payload))
+			<-done
+			if !got && !broken {
+				// C gave up waiting (the filler was off its CPU for
+				// milliseconds): it may, as Go then takes the message;
+				// once the buffer is full it must not.
+				gaveUp++
+				got = fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]),
+					unsafe.Pointer(&buf[0]), len(payload))
+			}
+			if got == broken || (!broken && !bytes.Equal(dst, payload)) {
+				t.Fatalf("message %d (%d bytes, broken %v): C copied %v, equal %v", i, len(payload), broken, got,
+					bytes.Equal(dst, payload))
+			}
+			cCopies++
+			a.freeBuf(k)
+			continue
+		}
+		before := b.Stats()
+		n := len(b.rec.got)
+		if err := p.ring.TryPush(cell); err != nil {
+			t.Fatal(err)
+		}
+		go fill(buf, payload, first, seq, breakAt, true, make(chan struct{}), done)
+		if broken {
+			<-done
+			pollUntil(t, 10*time.Second, func() bool { return b.Stats().Dropped > before.Dropped }, a, b)
+			if len(b.rec.got) != n || b.Stats().Faults != before.Faults+1 {
+				t.Fatalf("message %d: a broken stream was delivered or not counted: %+v", i, b.Stats())
+			}
+		} else {
+			d := recvOne(t, a, b)
+			<-done
+			if d.Hdr != h || !bytes.Equal(d.Payload, payload) {
+				t.Fatalf("message %d: streamed %d bytes; Poll delivered %d (equal %v)", i, len(payload),
+					len(d.Payload), bytes.Equal(d.Payload, payload))
+			}
+		}
+		if a.busy.Load()&(1<<k) != 0 {
+			t.Fatalf("message %d: bounce buffer %d still busy", i, k)
+		}
+	}
+	if gaveUp > cCopies/4 {
+		t.Errorf("C gave up on %d of %d streams its filler was filling", gaveUp, cCopies)
+	}
+	// A word naming a later stream: ours is full.
+	dst := make([]byte, 64)
+	src := make([]byte, 64)
+	w.Store((seq + 1) << 32)
+	if !fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), 64) {
+		t.Fatal("C waited for a stream the word says is over")
 	}
 }

@@ -63,6 +63,9 @@ import (
 //	+200 rendezvous C fetched (folded into Stats.RndvCMA)
 //	+208 the shortest rendezvous C leaves to Go when no cell follows it
 //	     in the ring (SplitAloneThreshold: a lone message Go splits)
+//	+216 address of our segment's stream word (offSegStream), for a C
+//	     sender that streams an eager message (cellStream); 0: it may not
+//	+224 address of the peer's stream word, for a C receiver
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
@@ -105,6 +108,8 @@ const (
 	fpRndvMax    = 192
 	fpRndvCMA    = 200
 	fpRndvAlone  = 208
+	fpStream     = 216
+	fpPeerStream = 224
 	fastHolders  = maxFastPeers * FastPeerSize // the holder table's offset in e.fast
 	fastMapBytes = fastHolders + MaxBuffers*4
 )
@@ -184,6 +189,8 @@ func (e *Endpoint) syncFastEager(p *peer, d []byte) {
 		pbufs = uint64(uintptr(unsafe.Pointer(&b[0])))
 		psize, pn = uint64(p.seg.BufferSize()), uint64(p.seg.Buffers())
 	}
+	wordAt(d, fpStream).Store(uint64(uintptr(unsafe.Pointer(e.seg.Stream()))))
+	wordAt(d, fpPeerStream).Store(uint64(uintptr(unsafe.Pointer(p.seg.Stream()))))
 	wordAt(d, fpPeerBusy).Store(uint64(uintptr(unsafe.Pointer(p.busy))))
 	wordAt(d, fpPeerBufs).Store(pbufs)
 	wordAt(d, fpPeerBufSz).Store(psize)

@@ -28,6 +28,8 @@ func CLayout() []cabi.Group {
 			cabi.Value("CELL_RTS", cellRTS, "kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6"),
 			cabi.Value("CELL_FIN", cellFIN, "kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS"),
 			cabi.Value("CELL_HAS_DATA", cellHasData, "flag: the data word is present"),
+			cabi.Value("CELL_STREAM", cellStream, "flag: an eager cell whose buffer the sender still fills (stream CELL_W5)"),
+			cabi.Value("STREAM_BROKEN", streamBroken, "stream word, low half: the sender's copy faulted"),
 			cabi.Value("CELL_KIND", offCellKind, "uint8"),
 			cabi.Value("CELL_FLAGS", offCellFlags, "uint8"),
 			cabi.Value("CELL_SHORT", offCellShort, "uint16: inline length"),
@@ -74,6 +76,8 @@ func CLayout() []cabi.Group {
 			cabi.Word("FP_RNDV_MAX", fpRndvMax, ""),
 			cabi.Word("FP_RNDV_CMA", fpRndvCMA, ""),
 			cabi.Word("FP_RNDV_ALONE", fpRndvAlone, ""),
+			cabi.Word("FP_STREAM", fpStream, ""),
+			cabi.Word("FP_PEER_STREAM", fpPeerStream, ""),
 			cabi.Value("FP_SIZE", FastPeerSize, "bytes of a descriptor"),
 		}},
 	}

@@ -4,6 +4,8 @@ package shm
 
 import (
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -159,11 +161,55 @@ func (e *Endpoint) onEager(h transport.Handler) int {
 		e.release(p, i)
 		return e.drop()
 	}
+	if b[offCellFlags]&cellStream != 0 && !e.awaitStream(p, get64(b, offCellW5), n) {
+		e.stats.Faults++
+		e.release(p, i)
+		return e.drop()
+	}
 	e.inc.Payload = buf[:n:n]
 	e.inc.Src = srcOf(p)
 	ev := e.deliver(h)
 	e.release(p, i)
 	return ev
+}
+
+// awaitStream waits until sender p has filled the n bytes of its stream
+// seq (cellStream): true once they are there, false if the stream broke
+// (the sender's copy faulted) or p is gone, closed or has not finished
+// within the connection timeout. The sender is inside one C call copying
+// at memory speed, so this is normally a short spin; then it yields, and
+// checks p every millisecond.
+func (e *Endpoint) awaitStream(p *peer, seq, n uint64) bool {
+	w := p.seg.Stream()
+	var deadline, next int64
+	for k := 0; ; k++ {
+		v := w.Load()
+		if v>>32 != seq&0xffffffff {
+			return true // a later stream: ours was filled
+		}
+		if got := v & 0xffffffff; got == streamBroken {
+			return false
+		} else if got >= n {
+			return true
+		}
+		if k < 4096 {
+			continue
+		}
+		runtime.Gosched()
+		now := e.now()
+		if deadline == 0 {
+			deadline = now + int64(e.cfg.ConnTimeout)
+		}
+		if now >= next {
+			next = now + int64(time.Millisecond)
+			if p.seg.Closed() || now >= deadline {
+				return false
+			}
+			if alive, err := processAlive(p.pid); err == nil && !alive {
+				return false
+			}
+		}
+	}
 }
 
 // release clears the busy bit of p's bounce buffer i and rings p's

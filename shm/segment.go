@@ -33,7 +33,7 @@ const maxNameLen = 255
 // accessed atomically.
 const (
 	segMagic   = 0x70736d73 // "psms"
-	segVersion = 4
+	segVersion = 5
 
 	offSegIdent    = 0   // segMagic | segVersion<<32; stored last by Create
 	offSegPID      = 8   // the owner's process id, for Reclaim
@@ -61,6 +61,15 @@ const (
 	// receiver clears it. Its own line pair keeps that ping-pong off the
 	// header and the doorbell.
 	offSegBusy = 2 * lineSep
+
+	// offSegStream is the owner's stream word: while the C fast path
+	// fills a bounce buffer whose eager cell it already pushed (cell flag
+	// cellStream), the stream's number in the high 32 bits and the bytes
+	// filled so far in the low 32 (streamBroken: the copy faulted, the
+	// message is void). Only one stream at a time: the owner writes it
+	// under its domain lock, inside one send. It shares the busy word's
+	// line pair: the same processes touch both.
+	offSegStream = offSegBusy + 64
 
 	// segHeaderSize is where the ring starts. It is a multiple of lineSep
 	// so the ring's counters keep their own line pairs.
@@ -377,6 +386,9 @@ func (s *Segment) Buffer(i int) []byte {
 // holds data a receiver has not released. The owner sets bits (Or), the
 // receiver clears them (And); anyone may load it.
 func (s *Segment) Busy() *atomic.Uint64 { return wordAt(s.mem, offSegBusy) }
+
+// Stream returns the segment's stream word (offSegStream).
+func (s *Segment) Stream() *atomic.Uint64 { return wordAt(s.mem, offSegStream) }
 
 // Closed reports whether the owner has marked the segment closed.
 func (s *Segment) Closed() bool { return wordAt(s.mem, offSegState).Load() != segOpen }

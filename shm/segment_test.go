@@ -173,7 +173,7 @@ func TestSegmentNames(t *testing.T) {
 	}
 }
 
-// TestSegmentLayout pins the version-3 header and checks what
+// TestSegmentLayout pins the version-5 header and checks what
 // CreateSegment writes, read back from the file with encoding/binary.
 func TestSegmentLayout(t *testing.T) {
 	type field struct {
@@ -185,15 +185,15 @@ func TestSegmentLayout(t *testing.T) {
 		{"poolOff", offSegPoolOff}, {"poolBufs", offSegPoolBufs}, {"poolSize", offSegPoolSize},
 		{"state", offSegState}, {"splitOff", offSegSplitOff}, {"splits", offSegSplits},
 		{"start", offSegStart}, {"bellSeq", offSegBellSeq}, {"bellWaiters", offSegBellWaiters},
-		{"busy", offSegBusy}, {"header", segHeaderSize}, {"splitSlot", SplitSlotSize}}
+		{"busy", offSegBusy}, {"stream", offSegStream}, {"header", segHeaderSize}, {"splitSlot", SplitSlotSize}}
 	want := []field{{"ident", 0}, {"pid", 8}, {"size", 16}, {"ringOff", 24}, {"job", 32},
 		{"epid", 48}, {"poolOff", 56}, {"poolBufs", 64}, {"poolSize", 72}, {"state", 80},
 		{"splitOff", 88}, {"splits", 96}, {"start", 104},
-		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"header", 384}, {"splitSlot", 128}}
+		{"bellSeq", 128}, {"bellWaiters", 132}, {"busy", 256}, {"stream", 320}, {"header", 384}, {"splitSlot", 128}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if segMagic != 0x70736d73 || segVersion != 4 {
+	if segMagic != 0x70736d73 || segVersion != 5 {
 		t.Errorf("magic %#x version %d changed", segMagic, segVersion)
 	}
 
@@ -217,7 +217,7 @@ func TestSegmentLayout(t *testing.T) {
 			}
 			page := os.Getpagesize()
 			end := segHeaderSize + RingSize(64)
-			wantHdr := segHeader{ident: segMagic | 4<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
+			wantHdr := segHeader{ident: segMagic | 5<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
 				ringOff: 384, job: job, epid: 0xabcdef, start: selfIdentity().Start}
 			if splits > 0 {
 				wantHdr.splitOff, wantHdr.splits = uint64(roundUp(end, 128)), uint64(splits)

@@ -130,6 +130,8 @@
 #define CELL_RTS 4                       /* kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6 */
 #define CELL_FIN 5                       /* kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS */
 #define CELL_HAS_DATA 1                  /* flag: the data word is present */
+#define CELL_STREAM 2                    /* flag: an eager cell whose buffer the sender still fills (stream CELL_W5) */
+#define STREAM_BROKEN 0xffffffffULL      /* stream word, low half: the sender's copy faulted */
 #define CELL_KIND 0                      /* uint8 */
 #define CELL_FLAGS 1                     /* uint8 */
 #define CELL_SHORT 2                     /* uint16: inline length */
@@ -176,6 +178,8 @@
 #define FP_RNDV_MAX 24
 #define FP_RNDV_CMA 25
 #define FP_RNDV_ALONE 26
+#define FP_STREAM 27
+#define FP_PEER_STREAM 28
 #define FP_SIZE 256                      /* bytes of a descriptor */
 
 #endif /* PSM2_LAYOUT_H */

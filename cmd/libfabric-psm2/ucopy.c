@@ -121,6 +121,50 @@ static inline void ucopy_mem(void *dst, const void *src, size_t n)
 	memcpy(dst, src, n);
 }
 
+/* ucopy_nt copies with non-temporal stores to a 16-byte aligned dst,
+ * then fences them (they are weakly ordered). */
+static void ucopy_nt(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+	char *d = dst;
+	const char *s = src;
+	size_t i = 0;
+
+	for (; i + 64 <= n; i += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *) (s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *) (s + i + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *) (s + i + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *) (s + i + 48));
+
+		_mm_stream_si128((__m128i *) (d + i), a);
+		_mm_stream_si128((__m128i *) (d + i + 16), b);
+		_mm_stream_si128((__m128i *) (d + i + 32), c);
+		_mm_stream_si128((__m128i *) (d + i + 48), e);
+	}
+	memcpy(d + i, s + i, n - i);
+	_mm_sfence();
+#else
+	memcpy(dst, src, n);
+#endif
+}
+
+int psm2_ucopy_nt(void *dst, const void *src, size_t n)
+{
+	sigjmp_buf env;
+
+	if ((uintptr_t) dst & 15)
+		return psm2_ucopy(dst, src, n);
+	if (sigsetjmp(env, 0))
+		return -1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = &env;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_nt(dst, src, n);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = NULL;
+	return 0;
+}
+
 int psm2_ucopy(void *dst, const void *src, size_t n)
 {
 	sigjmp_buf env;

@@ -196,6 +196,14 @@ func Cells(n uint64, withData bool) int {
 	return int(C.psm2_inline_cells(&m, C.PUSH_CELLS_MAX))
 }
 
+// StreamCopy copies n bytes of stream seq from src to dst as C's
+// receiver does (psm2_stream_copy), reading the sender's stream word w:
+// true, or false when C would leave the message to Go.
+func StreamCopy(w *uint64, seq uint64, dst, src unsafe.Pointer, n int) bool {
+	return C.psm2_stream_copy((*C.uint64_t)(unsafe.Pointer(w)), C.uint64_t(seq), (*C.char)(dst), (*C.char)(src),
+		C.uint64_t(n)) == 0
+}
+
 // PadLen is the length C gives an error answer with the data word that
 // must fill k cells (psm2_pad_len).
 func PadLen(k int) uint64 { return uint64(C.psm2_pad_len(C.uint64_t(k))) }
