@@ -225,6 +225,31 @@ static inline int psm2_inline_cells(const struct psm2_inline *m, uint64_t max)
 	return n <= max ? (int) n : 0;
 }
 
+/* psm2_copy_cont copies a continuation cell's CONT_PAYLOAD (55) bytes
+ * with plain moves: GCC makes even a constant 55-byte memcpy a string
+ * move, whose start-up cost per cell was most of a 4 KiB atomic's time. */
+static inline void psm2_copy_cont(void *dst, const void *src)
+{
+	char *d = dst;
+	const char *s = src;
+
+	_Static_assert(CONT_PAYLOAD == 55, "psm2_copy_cont copies 55 bytes");
+	for (int i = 0; i < 48; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, s + i, 8);
+		memcpy(d + i, &w, 8);
+	}
+	{
+		uint32_t a, b;
+
+		memcpy(&a, s + 48, 4);
+		memcpy(&b, s + 51, 4);
+		memcpy(d + 48, &a, 4);
+		memcpy(d + 51, &b, 4);
+	}
+}
+
 /* psm2_inline_build writes the payloads of the cells of message m with
  * buf's m->len bytes into cells and returns how many it took, or 0 if
  * the message takes more than max cells: the same cells as shm's
@@ -254,11 +279,17 @@ static inline int psm2_inline_build(uint64_t cells[][CELL_PAYLOAD / 8],
 	}
 	memcpy(h + CELL_PAYLOAD - head, buf, head);
 	off = head;
+	/* Whole cells without a string move (psm2_copy_cont). */
 	for (int k = 1; k < n; k++) {
 		unsigned char *c = (unsigned char *) cells[k];
-		uint64_t part = m->len - off < CONT_PAYLOAD ? m->len - off : CONT_PAYLOAD;
+		uint64_t part = m->len - off;
 
 		c[CONT_KIND] = CELL_CONT;
+		if (part >= CONT_PAYLOAD) {
+			psm2_copy_cont(c + CONT_PAYLOAD_OFF, (const char *) buf + off);
+			off += CONT_PAYLOAD;
+			continue;
+		}
 		memcpy(c + CONT_PAYLOAD_OFF, (const char *) buf + off, part);
 		memset(c + CONT_PAYLOAD_OFF + part, 0, CONT_PAYLOAD - part);
 		off += part;
@@ -312,11 +343,11 @@ static inline void psm2_inline_copy(void *dst, const struct psm2_inline *m,
 		return;
 	}
 	memcpy(dst, p + CELL_PAYLOAD - head, head);
-	for (off = head; off < m->len; off += CONT_PAYLOAD, cont++) {
-		uint64_t part = m->len - off < CONT_PAYLOAD ? m->len - off : CONT_PAYLOAD;
-
-		memcpy((char *) dst + off, *cont + CONT_PAYLOAD_OFF, part);
-	}
+	/* (whole cells without a string move: psm2_copy_cont) */
+	for (off = head; off + CONT_PAYLOAD <= m->len; off += CONT_PAYLOAD, cont++)
+		psm2_copy_cont((char *) dst + off, *cont + CONT_PAYLOAD_OFF);
+	if (off < m->len)
+		memcpy((char *) dst + off, *cont + CONT_PAYLOAD_OFF, m->len - off);
 }
 
 /* psm2_eager_build writes the payload of the cell of eager message m,
