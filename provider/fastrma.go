@@ -50,7 +50,9 @@ import (
 // epfAPost (1 while C may post atomics itself), epfCSeq (C's tag counter)
 // and the armed table at epfAOps: aoCap entries of 48 bytes (state; the
 // op's id, its answer's tag; result buffer; length; context; the fi_addr
-// of a C-posted op), op id i at entry i mod aoCap.
+// of a C-posted op, with in bits 48-63 one more than the index of the
+// bounce buffer its request went in, if it went eager), op id i at entry
+// i mod aoCap.
 //
 // C posts an fi_atomic, fi_fetch_atomic or fi_compare_atomic itself
 // (psm2_fast_atomic) when the endpoint
@@ -84,6 +86,9 @@ const (
 	aoLen   = 24
 	aoCtx   = 32
 	aoDest  = 40
+
+	// aoDestMask takes the fi_addr out of an entry's aoDest word.
+	aoDestMask = 1<<48 - 1
 	aoSize  = 48
 
 	// Entry states.
@@ -305,7 +310,7 @@ func (d *Domain) reapLocked() {
 func (d *Domain) adoptLocked() {
 	atomic.StoreUint64(fastWord(d.fast, domCPosted), 0)
 	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
-		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)))
+		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)) & aoDestMask)
 		o := ep.engine.newOp(opRMA)
 		o.ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
 		o.len = atomic.LoadUint64(fastWord(p, e+aoLen))

@@ -66,7 +66,7 @@ func CLayout() []cabi.Group {
 			cabi.Word("AO_BUF", aoBuf, "where the old values go"),
 			cabi.Word("AO_LEN", aoLen, "their length (0: an fi_atomic, answered by an ack)"),
 			cabi.Word("AO_CTX", aoCtx, "the completion's context"),
-			cabi.Word("AO_DEST", aoDest, "a C-posted op's fi_addr"),
+			cabi.Word("AO_DEST", aoDest, "a C-posted op's fi_addr; bits 48-63: its eager request's buffer + 1"),
 			cabi.Word("EPF_RQ_WORDS", rqEntrySize, "words an entry takes"),
 			cabi.Word("RQ_BUF", rqBuf, "in an entry"),
 			cabi.Word("RQ_LEN", rqLen, ""),

@@ -40,6 +40,11 @@ import "encoding/binary"
 //	cellSplit   16 send id, 24 split id (generation<<32 | slot of the
 //	            receiver's split slots), 32 the receiver's address of the
 //	            data, 40 bytes wanted, 48 chunk size (split.go)
+//	cellAnswerBuf like cellEager, but the bounce buffer named is one of
+//	            the receiver's own: the answer to an atomic request that
+//	            came in it, whose old values the sender (the target,
+//	            fast.h: psm2_serve_one) wrote over the request; the
+//	            receiver frees the buffer once it has them
 //
 // Ids are (generation<<32 | slot) of a table in the process that made
 // them; a stale or forged id fails the generation check and is dropped.
@@ -52,6 +57,7 @@ const (
 	cellCTS
 	cellData
 	cellSplit
+	cellAnswerBuf
 )
 
 // Offsets in a cell.

@@ -411,3 +411,61 @@ func TestStreamedEager(t *testing.T) {
 		t.Fatal("C waited for a stream the word says is over")
 	}
 }
+
+// TestAnswerInBuffer has b answer into a's own bounce buffer, as C's
+// psm2_serve_one does for an atomic request that came in it
+// (cellAnswerBuf): a's Poll delivers the bytes there and frees the
+// buffer, and drops (and counts) an answer naming a buffer a did not hand
+// to b, or one that is free.
+func TestAnswerInBuffer(t *testing.T) {
+	a, b, ab := pair(t)
+	ba, err := b.Connect(a.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := a.peers[int(ab)-1], b.peers[int(ba)-1]
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 200; i++ {
+		h, payload := randMsg(r, 1, a.seg.BufferSize())
+		k, ok := a.allocBuf(0)
+		if !ok {
+			t.Fatalf("answer %d: no free bounce buffer", i)
+		}
+		copy(a.seg.Buffer(k), payload)
+		holder := pa.idx
+		if i%7 == 6 {
+			holder = -1 // not handed to b
+		}
+		a.holder[k] = holder
+		m := fastc.Inline{Len: h.Len, EPID: b.EPID(), Tag: h.Tag, HFlags: h.Flags}
+		cell := fastc.BuildEager(m, uint16(k))
+		cell[offCellKind] = cellAnswerBuf
+		before, n := a.Stats().Dropped, len(a.rec.got)
+		if err := pb.ring.TryPush(cell); err != nil {
+			t.Fatal(err)
+		}
+		if holder < 0 {
+			pollUntil(t, 10*time.Second, func() bool { return a.Stats().Dropped > before }, a, b)
+			if len(a.rec.got) != n || a.busy.Load()&(1<<k) == 0 {
+				t.Fatalf("answer %d: one naming a buffer b did not hold was taken", i)
+			}
+			a.freeBuf(k)
+			continue
+		}
+		d := recvOne(t, b, a)
+		if d.Hdr.Tag != h.Tag || d.Hdr.Flags != h.Flags || !bytes.Equal(d.Payload, payload) || d.SrcEPID != b.EPID() {
+			t.Fatalf("answer %d: delivered %+v (%d bytes, equal %v)", i, d.Hdr, len(d.Payload), bytes.Equal(d.Payload, payload))
+		}
+		if a.busy.Load()&(1<<k) != 0 {
+			t.Fatalf("answer %d: buffer %d not freed", i, k)
+		}
+	}
+	// A free buffer named: dropped.
+	before := a.Stats().Dropped
+	cell := fastc.BuildEager(fastc.Inline{Len: 8, EPID: b.EPID()}, 3)
+	cell[offCellKind] = cellAnswerBuf
+	if err := pb.ring.TryPush(cell); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 10*time.Second, func() bool { return a.Stats().Dropped > before }, a, b)
+}

@@ -27,6 +27,7 @@ func CLayout() []cabi.Group {
 			cabi.Value("CELL_EAGER", cellEager, "kind: a message in the sender's bounce buffer CELL_SHORT"),
 			cabi.Value("CELL_RTS", cellRTS, "kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6"),
 			cabi.Value("CELL_FIN", cellFIN, "kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS"),
+			cabi.Value("CELL_ANSWER_BUF", cellAnswerBuf, "kind: a message in the receiver's own bounce buffer CELL_SHORT (an atomic's answer)"),
 			cabi.Value("CELL_HAS_DATA", cellHasData, "flag: the data word is present"),
 			cabi.Value("CELL_STREAM", cellStream, "flag: an eager cell whose buffer the sender still fills (stream CELL_W5)"),
 			cabi.Value("STREAM_BROKEN", streamBroken, "stream word, low half: the sender's copy faulted"),

@@ -69,6 +69,8 @@ func (e *Endpoint) handle(h transport.Handler) int {
 	case cellSplit:
 		e.onSplit()
 		return 0
+	case cellAnswerBuf:
+		return e.onAnswerBuf(h)
 	}
 	// Unknown kinds, and continuation cells without their head.
 	return e.drop()
@@ -170,6 +172,30 @@ func (e *Endpoint) onEager(h transport.Handler) int {
 	e.inc.Src = srcOf(p)
 	ev := e.deliver(h)
 	e.release(p, i)
+	return ev
+}
+
+// onAnswerBuf delivers a message the sender wrote into one of our own
+// bounce buffers (cellAnswerBuf): one we handed to that sender and have
+// not got back. Then the buffer is ours again.
+func (e *Endpoint) onAnswerBuf(h transport.Handler) int {
+	b := e.rx[:]
+	n := get64(b, offCellW4)
+	i := int(get16(b, offCellShort))
+	epid := e.header(n)
+	p := e.sender(epid)
+	if p == nil || i >= MaxBuffers || e.busy.Load()&e.allBufs&(1<<i) == 0 || e.holder[i] != p.idx {
+		return e.drop()
+	}
+	buf := e.seg.Buffer(i)
+	if buf == nil || n > uint64(len(buf)) {
+		e.freeBuf(i)
+		return e.drop()
+	}
+	e.inc.Payload = buf[:n:n]
+	e.inc.Src = srcOf(p)
+	ev := e.deliver(h)
+	e.freeBuf(i)
 	return ev
 }
 

@@ -369,17 +369,15 @@ static inline void psm2_eager_build(uint64_t cell[CELL_PAYLOAD / 8], const struc
 	memcpy(h + CELL_LEN, &m->len, 8);
 }
 
-/* psm2_msg_head parses the header of a cell of kind kind that carries
- * one message (eager or RTS: hflags, length, sender, tag, data) into m,
- * and returns 1, or 0 when C must leave it to Go: another kind of cell,
- * or a cell flag outside cflags. */
-static inline int psm2_msg_head(const unsigned char *p, unsigned char kind, unsigned cflags, struct psm2_inline *m)
+/* psm2_cell_head parses the header of a cell of kind kind that carries
+ * one message (eager, RTS, answer in a buffer: hflags, length, sender,
+ * tag, data) into m, and returns 1, or 0 for another kind of cell or a
+ * cell flag outside cflags. */
+static inline int psm2_cell_head(const unsigned char *p, unsigned char kind, unsigned cflags, struct psm2_inline *m)
 {
 	if (p[CELL_KIND] != kind || (p[CELL_FLAGS] & ~cflags))
 		return 0;
 	memcpy(&m->hflags, p + CELL_HFLAGS, 4);
-	if (m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS)
-		return 0;
 	memcpy(&m->len, p + CELL_LEN, 8);
 	memcpy(&m->epid, p + CELL_EPID, 8);
 	memcpy(&m->tag, p + CELL_TAG, 8);
@@ -387,6 +385,25 @@ static inline int psm2_msg_head(const unsigned char *p, unsigned char kind, unsi
 	m->data = 0;
 	if (m->with_data)
 		memcpy(&m->data, p + CELL_DATA, 8);
+	return 1;
+}
+
+/* psm2_msg_head is psm2_cell_head for a message C may deliver: 0 also for
+ * a header flag C does not know. */
+static inline int psm2_msg_head(const unsigned char *p, unsigned char kind, unsigned cflags, struct psm2_inline *m)
+{
+	return psm2_cell_head(p, kind, cflags, m) && !(m->hflags & ~(uint32_t) PSM2_FAST_HFLAGS);
+}
+
+/* psm2_rma_cell_head is psm2_cell_head for an RMA protocol message in a
+ * bounce buffer (kind CELL_EAGER, or CELL_ANSWER_BUF), with its buffer's
+ * index: 0 for any other, and for one with message flags or data. */
+static inline int psm2_rma_cell_head(const unsigned char *p, unsigned char kind, struct psm2_inline *m, uint16_t *idx)
+{
+	if (!psm2_cell_head(p, kind, CELL_HAS_DATA, m) || !(m->hflags & HF_RMA) ||
+	    (m->hflags & (HF_TAGGED | HF_DATA)) || m->data)
+		return 0;
+	memcpy(idx, p + CELL_SHORT, 2);
 	return 1;
 }
 
@@ -1100,15 +1117,19 @@ static inline uint64_t psm2_mr_find(const uint64_t *dom, uint64_t key, uint64_t 
 	return va;
 }
 
-/* psm2_serve_one serves the atomic request m whose cells' payloads are
- * head and cont for endpoint page f of domain page dom: applies it and
- * pushes the answer into the initiator's ring. Returns 1, or 0 when Go
- * must serve it (nothing was applied or sent). */
+/* psm2_serve_one serves the atomic request m, whose bytes are req, for
+ * endpoint page f of domain page dom: applies it and pushes the answer
+ * into the initiator's ring. idx is -1 for a request that came inline
+ * (req is a copy of its cells); otherwise it came in the initiator's
+ * bounce buffer idx, which req points into: the old values then go back
+ * in that buffer, over the request, with a one-cell answer naming it
+ * (CELL_ANSWER_BUF: the initiator frees the buffer), and after an ack or
+ * an error the buffer is given back as any eager message's is. Returns 1,
+ * or 0 when Go must serve it (nothing was applied or sent). */
 static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct psm2_inline *m,
-				 const unsigned char *head, const unsigned char *const *cont)
+				 const unsigned char *req, int idx)
 {
 	static const uint64_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
-	unsigned char req[ATOMIC_MAX];
 	unsigned char old[ATOMIC_MAX];
 	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
 	uint32_t kind = (m->hflags >> RMA_KIND_SHIFT) & 0xff, *lock;
@@ -1133,7 +1154,7 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	} else {
 		return 0;
 	}
-	psm2_inline_copy(req, m, head, cont);
+	/* (read once: a buffer the initiator could still write) */
 	memcpy(&key, req, 8);
 	memcpy(&addr, req + 8, 8);
 	memcpy(&n, req + 16, 8);
@@ -1161,7 +1182,7 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	a.len = kind != RMA_ATOMIC ? n : 0;
 	a.hflags = HF_RMA | (uint32_t) (kind == RMA_ATOMIC ? RMA_ACK : RMA_ATOMIC_RESP) << RMA_KIND_SHIFT;
 	/* The answer's cells first: once the op is applied it must go out. */
-	k = psm2_inline_cells(&a, PUSH_CELLS_MAX);
+	k = idx >= 0 ? 1 : psm2_inline_cells(&a, PUSH_CELLS_MAX);
 	if (!k || psm2_reserve((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], (uint64_t *) (uintptr_t) sd[FP_SLOT],
 			       (uint64_t) k, &pos))
 		return 0;
@@ -1178,11 +1199,26 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 		a.with_data = 1;
 		a.len = psm2_pad_len((uint64_t) k);
 		memset(old, 0, a.len);
+	} else if (idx >= 0 && a.len) {
+		/* The old values over the request, and a cell naming the
+		 * buffer (the commit's release store orders them). */
+		memcpy((unsigned char *) (uintptr_t) req, old, n);
+		psm2_eager_build(cells[0], &a, (uint16_t) idx);
+		((unsigned char *) cells[0])[CELL_KIND] = CELL_ANSWER_BUF;
+		psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos,
+			    (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, 1);
+		if (sd[FP_FENCE])
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		psm2_bell(sd);
+		return 1;
 	}
 	psm2_inline_build(cells, &a, old, PUSH_CELLS_MAX);
 	psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos, (const uint64_t (*)[CELL_PAYLOAD / 8]) cells,
 		    (uint64_t) k);
-	if (sd[FP_FENCE])
+	if (idx >= 0)	/* the buffer back (the locked AND fences the bell) */
+		__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
+				   __ATOMIC_SEQ_CST);
+	else if (sd[FP_FENCE])
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	psm2_bell(sd);
 	return 1;
@@ -1204,14 +1240,34 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
 		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
 		const unsigned char *cont[PUSH_CELLS_MAX];
+		unsigned char req[ATOMIC_MAX];
 		struct psm2_inline m;
+		const uint64_t *sd;
+		uint16_t idx;
 		int cells;
 
-		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
-		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)))
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
-		if (!psm2_conts(r, mask, cons, cells, cont) || !psm2_serve_one(f, dom, &m, c + CELL_PAYLOAD_OFF, cont))
+		if ((cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m))) {
+			if (!psm2_conts(r, mask, cons, cells, cont))
+				break;
+			psm2_inline_copy(req, &m, c + CELL_PAYLOAD_OFF, cont);
+			if (!psm2_serve_one(f, dom, &m, req, -1))
+				break;
+		} else if (psm2_rma_cell_head(c + CELL_PAYLOAD_OFF, CELL_EAGER, &m, &idx)) {
+			/* In the initiator's bounce buffer (the eager case of
+			 * psm2_deliver_ep). */
+			sd = psm2_sender(f, m.epid);
+			if (!sd || idx >= sd[FP_PEER_NBUFS] || m.len > sd[FP_PEER_BUF_SIZE] ||
+			    !sd[FP_PEER_BUFS] || !sd[FP_PEER_BUSY] ||
+			    !psm2_serve_one(f, dom, &m,
+					    (const unsigned char *) (uintptr_t) sd[FP_PEER_BUFS] +
+						    (uint64_t) idx * sd[FP_PEER_BUF_SIZE], idx))
+				break;
+			cells = 1;
+		} else {
 			break;
+		}
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 		served++;
 	}
@@ -1221,8 +1277,9 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 }
 
 /* psm2_head_hflags peeks, without the lock, at the head cell of endpoint
- * page f's ring: 1 with its header flags if it is a published inline
- * cell, else 0 (a hint; the caller re-reads under the lock). */
+ * page f's ring: 1 with its header flags if it is a published inline,
+ * eager or answer-in-buffer cell, else 0 (a hint; the caller re-reads
+ * under the lock). */
 static inline int psm2_head_hflags(const uint64_t *f, uint32_t *hflags)
 {
 	uint64_t w = __atomic_load_n(&f[EPF_RING], __ATOMIC_RELAXED), cons;
@@ -1234,7 +1291,8 @@ static inline int psm2_head_hflags(const uint64_t *f, uint32_t *hflags)
 	cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
 	c = (const unsigned char *) psm2_cell(r, psm2_probe_mask(w), cons);
 	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
-	    c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE)
+	    (c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_INLINE && c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_EAGER &&
+	     c[CELL_PAYLOAD_OFF + CELL_KIND] != CELL_ANSWER_BUF))
 		return 0;
 	memcpy(hflags, c + CELL_PAYLOAD_OFF + CELL_HFLAGS, 4);
 	return 1;
@@ -1335,20 +1393,51 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		unsigned char old[PUSH_CELLS_MAX * CELL_PAYLOAD];
 		struct fi_cq_tagged_entry e;
 		struct psm2_inline m;
-		int cells;
+		uint16_t idx = 0;
+		int cells, inbuf = 0;
 
-		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1 ||
-		    !(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m)) ||
-		    (m.hflags != (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) &&
-		     m.hflags != (HF_RMA | RMA_ACK << RMA_KIND_SHIFT)))
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
+			break;
+		if (!(cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m))) {
+			if (!psm2_rma_cell_head(c + CELL_PAYLOAD_OFF, CELL_ANSWER_BUF, &m, &idx))
+				break;
+			cells = inbuf = 1;
+		}
+		if (m.hflags != (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) &&
+		    m.hflags != (HF_RMA | RMA_ACK << RMA_KIND_SHIFT))
 			break;
 		a = f + EPF_AOPS + ((m.tag & 0xffffffffu) % AO_CAP) * AO_WORDS;
 		st = __atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED);
 		if ((st != AO_ARMED && st != AO_CPOSTED && st != AO_ADOPTED) || a[AO_ID] != m.tag || a[AO_LEN] != m.len)
 			break;
-		if (!psm2_conts(r, mask, cons, cells, cont))
+		if (inbuf) {
+			/* The old values in our own bounce buffer idx, the one C
+			 * put this op's request in (its entry says which; Go
+			 * takes any other: shm's onAnswerBuf), still handed to
+			 * that peer; then it is ours again. */
+			uint64_t dw = a[AO_DEST], dest = dw & ((1ull << 48) - 1), *d;
+			uint64_t *busy, bit = (uint64_t) 1 << (idx & 63);
+			int32_t *holder;
+
+			if ((st != AO_CPOSTED && st != AO_ADOPTED) || (dw >> 48) != (uint64_t) idx + 1 || idx >= 64 ||
+			    !m.len || dest >= f[EPF_NPEERS])
+				break;
+			d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest],
+								     __ATOMIC_RELAXED);
+			if (!d || !d[FP_BUFS] || !d[FP_BUSY] || !d[FP_HOLDER] || m.len > d[FP_BUF_SIZE])
+				break;
+			busy = (uint64_t *) (uintptr_t) d[FP_BUSY];
+			holder = (int32_t *) (uintptr_t) d[FP_HOLDER];
+			if (!(__atomic_load_n(busy, __ATOMIC_ACQUIRE) & bit) || holder[idx] != (int32_t) d[FP_IDX])
+				break;
+			if (psm2_ucopy((void *) (uintptr_t) a[AO_BUF],
+				       (const char *) (uintptr_t) d[FP_BUFS] + (uint64_t) idx * d[FP_BUF_SIZE], m.len))
+				break;	/* Go reports the fault */
+			holder[idx] = -1;
+			__atomic_fetch_and(busy, ~bit, __ATOMIC_SEQ_CST);
+		} else if (!psm2_conts(r, mask, cons, cells, cont)) {
 			break;
-		if (m.len) {
+		} else if (m.len) {
 			psm2_inline_copy(old, &m, c + CELL_PAYLOAD_OFF, cont);
 			if (psm2_ucopy((void *) (uintptr_t) a[AO_BUF], old, m.len))
 				break;	/* Go reports the fault */
@@ -1444,7 +1533,7 @@ static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, 
 	uint64_t *d, *a = NULL, *dom, n, seq, low, tag;
 	struct psm2_inline m;
 	uint32_t *lk;
-	int locking, ret = PSM2_FAST_GO, cells_n, i, opok;
+	int locking, ret = PSM2_FAST_GO, cells_n, i, opok, bidx;
 
 	/* The pairs Go's AtomicValid takes for integers. */
 	opok = kind == RMA_ATOMIC_COMPARE ? op >= FI_CSWAP && op <= FI_MSWAP && cmp && res :
@@ -1503,16 +1592,43 @@ static inline int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, 
 	tag = (uint64_t) C_TAG_GEN << 32 | low;
 	m.epid = d[FP_EPID];
 	m.tag = tag;
-	if (!(cells_n = psm2_inline_build(cells, &m, req, PUSH_CELLS_MAX)))
-		goto out;
-	if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
-		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) cells_n))
-		goto out;	/* full: Go queues or refuses it */
+	bidx = -1;
+	if (!psm2_inline_cells(&m, FAST_INLINE_CELLS) && d[FP_BUFS] && d[FP_BUSY] && m.len <= d[FP_EAGER_MAX]) {
+		/* Past a few cells, in a bounce buffer of ours, as an eager
+		 * message: the target writes the old values back into it
+		 * (psm2_serve_one), so the bytes cross between the cores
+		 * once each way, not twice, and no cell per 55 bytes. */
+		uint64_t *busy = (uint64_t *) (uintptr_t) d[FP_BUSY];
+		uint64_t free = ~__atomic_load_n(busy, __ATOMIC_ACQUIRE) & d[FP_ALL_BUFS], bit;
+
+		if (free) {
+			bidx = __builtin_ctzll(free);
+			bit = (uint64_t) 1 << bidx;
+			__atomic_fetch_or(busy, bit, __ATOMIC_SEQ_CST);
+			memcpy((char *) (uintptr_t) d[FP_BUFS] + (uint64_t) bidx * d[FP_BUF_SIZE], req, m.len);
+			m.data = 0;
+			psm2_eager_build(cells[0], &m, (uint16_t) bidx);
+			if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+				      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, 1)) {
+				__atomic_fetch_and(busy, ~bit, __ATOMIC_SEQ_CST);
+				goto out;	/* full: Go queues or refuses it */
+			}
+			((int32_t *) (uintptr_t) d[FP_HOLDER])[bidx] = (int32_t) d[FP_IDX];
+			d[FP_EAGER_SENT]++;
+		}
+	}
+	if (bidx < 0) {
+		if (!(cells_n = psm2_inline_build(cells, &m, req, PUSH_CELLS_MAX)))
+			goto out;
+		if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
+			      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) cells_n))
+			goto out;	/* full: Go queues or refuses it */
+	}
 	a[AO_ID] = tag;
 	a[AO_BUF] = (uint64_t) (uintptr_t) res;
 	a[AO_LEN] = kind == RMA_ATOMIC ? 0 : n;	/* (an ack answers an fi_atomic) */
 	a[AO_CTX] = (uint64_t) (uintptr_t) context;
-	a[AO_DEST] = dest;
+	a[AO_DEST] = dest | (uint64_t) (bidx + 1) << 48;
 	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);
 	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);

@@ -66,7 +66,7 @@
 #define AO_BUF 2                         /* where the old values go */
 #define AO_LEN 3                         /* their length (0: an fi_atomic, answered by an ack) */
 #define AO_CTX 4                         /* the completion's context */
-#define AO_DEST 5                        /* a C-posted op's fi_addr */
+#define AO_DEST 5                        /* a C-posted op's fi_addr; bits 48-63: its eager request's buffer + 1 */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1
@@ -129,6 +129,7 @@
 #define CELL_EAGER 3                     /* kind: a message in the sender's bounce buffer CELL_SHORT */
 #define CELL_RTS 4                       /* kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6 */
 #define CELL_FIN 5                       /* kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS */
+#define CELL_ANSWER_BUF 9                /* kind: a message in the receiver's own bounce buffer CELL_SHORT (an atomic's answer) */
 #define CELL_HAS_DATA 1                  /* flag: the data word is present */
 #define CELL_STREAM 2                    /* flag: an eager cell whose buffer the sender still fills (stream CELL_W5) */
 #define STREAM_BROKEN 0xffffffffULL      /* stream word, low half: the sender's copy faulted */
