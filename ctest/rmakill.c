@@ -226,6 +226,56 @@ static void small_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	CHECK(bad == 0, "small atomics: %d wrong", bad);
 }
 
+/* msg_atomics runs fi_fetch_atomicmsg and fi_compare_atomicmsg of 1 to
+ * 300 uint64: posted by Go (C posts only the plain calls), so a long one
+ * goes in one of Go's bounce buffers and the target's C answers it in
+ * place (shm's ANSWER-BUF), which Go takes. */
+static void msg_atomics(struct ct_node *a, fi_addr_t peer, unsigned long key)
+{
+	static const size_t counts[] = { 1, 20, 100, 300 };
+	static uint64_t init[300], v[300], cmpv[300], old[300], got[300];
+	double took;
+	int ret;
+
+	for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t count = counts[c];
+		struct fi_ioc ioc = { v, count }, cioc = { cmpv, count }, rioc = { old, count };
+		struct fi_rma_ioc rma = { 8192, count, key };
+		struct fi_msg_atomic msg = { .msg_iov = &ioc, .iov_count = 1, .addr = peer, .rma_iov = &rma,
+					     .rma_iov_count = 1, .datatype = FI_UINT64, .op = FI_SUM };
+
+		for (size_t i = 0; i < count; i++) {
+			init[i] = 1000 * c + i;
+			v[i] = i + 7;
+			cmpv[i] = i % 2 ? init[i] + v[i] : 0;
+		}
+		ret = fi_write(a->ep, init, count * 8, NULL, peer, 8192, key, NULL);
+		CHECK(ret == 0 && wait_one(a, &took) == 0, "msg atomics: init %zu", count);
+		memset(old, 0, sizeof(old));
+		ret = fi_fetch_atomicmsg(a->ep, &msg, &rioc, NULL, 1, 0);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0 && !memcmp(old, init, count * 8),
+		      "fi_fetch_atomicmsg of %zu: %d", count, ret);
+		/* Now init+v; swap the odd ones to 0 (their compare values match). */
+		msg.op = FI_CSWAP;
+		for (size_t i = 0; i < count; i++)
+			v[i] = 0;
+		memset(old, 0, sizeof(old));
+		ret = fi_compare_atomicmsg(a->ep, &msg, &cioc, NULL, 1, &rioc, NULL, 1, 0);
+		CHECK(ret == 0 && (ret = wait_one(a, &took)) == 0, "fi_compare_atomicmsg of %zu: %d", count, ret);
+		ret = fi_read(a->ep, got, count * 8, NULL, peer, 8192, key, NULL);
+		CHECK(ret == 0 && wait_one(a, &took) == 0, "msg atomics: read back %zu", count);
+		for (size_t i = 0; i < count; i++) {
+			uint64_t sum = 1000 * c + i + i + 7;
+
+			if (old[i] != sum || got[i] != (i % 2 ? 0 : sum)) {
+				CHECK(0, "msg atomics of %zu: element %zu old %lu memory %lu", count, i,
+				      (unsigned long) old[i], (unsigned long) got[i]);
+				break;
+			}
+		}
+	}
+}
+
 /* readonly_atomics runs atomics on the target's read-only page: the
  * writing ones fail with FI_EFAULT, whether the fault comes at the first
  * store (one page) or after the first page of a region across two (C
@@ -334,6 +384,7 @@ int main(int argc, char **argv)
 	CHECK(fi_av_insert(a.av, name, 1, &peer, 0, NULL) == 1, "insert the target");
 	transfers(&a, peer, key);
 	small_atomics(&a, peer, key);
+	msg_atomics(&a, peer, key);
 	readonly_atomics(&a, peer, key);
 	if (remote) {
 		printf("kill\n");
