@@ -86,6 +86,38 @@ int psm2_ucopy_ready(void)
 	return __atomic_load_n(&ucopy_ready, __ATOMIC_ACQUIRE);
 }
 
+#if defined(__x86_64__)
+/* ucopy_blocks copies n bytes in 64-byte blocks of 16-byte loads and
+ * stores, non-temporal ones with nt (dst 16-byte aligned; the caller
+ * fences them), then the tail with memcpy. */
+static inline __attribute__((always_inline)) void ucopy_blocks(void *dst, const void *src, size_t n, int nt)
+{
+	char *d = dst;
+	const char *s = src;
+	size_t i = 0;
+
+	for (; i + 64 <= n; i += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *) (s + i));
+		__m128i b = _mm_loadu_si128((const __m128i *) (s + i + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *) (s + i + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *) (s + i + 48));
+
+		if (nt) {
+			_mm_stream_si128((__m128i *) (d + i), a);
+			_mm_stream_si128((__m128i *) (d + i + 16), b);
+			_mm_stream_si128((__m128i *) (d + i + 32), c);
+			_mm_stream_si128((__m128i *) (d + i + 48), e);
+		} else {
+			_mm_storeu_si128((__m128i *) (d + i), a);
+			_mm_storeu_si128((__m128i *) (d + i + 16), b);
+			_mm_storeu_si128((__m128i *) (d + i + 32), c);
+			_mm_storeu_si128((__m128i *) (d + i + 48), e);
+		}
+	}
+	memcpy(d + i, s + i, n - i);
+}
+#endif
+
 /* ucopy_mem is memcpy, except where glibc's is pathological: a long copy
  * whose destination lies 1 to 63 bytes past its source modulo 4 KiB. There
  * the string-move memcpy uses for such sizes stalls on every store (each
@@ -99,73 +131,16 @@ static inline void ucopy_mem(void *dst, const void *src, size_t n)
 	size_t rel = ((uintptr_t) dst - (uintptr_t) src) & 4095;
 
 	if (n >= 1024 && rel != 0 && rel < 64) {
-		char *d = dst;
-		const char *s = src;
-		size_t i = 0;
-
-		for (; i + 64 <= n; i += 64) {
-			__m128i a = _mm_loadu_si128((const __m128i *) (s + i));
-			__m128i b = _mm_loadu_si128((const __m128i *) (s + i + 16));
-			__m128i c = _mm_loadu_si128((const __m128i *) (s + i + 32));
-			__m128i e = _mm_loadu_si128((const __m128i *) (s + i + 48));
-
-			_mm_storeu_si128((__m128i *) (d + i), a);
-			_mm_storeu_si128((__m128i *) (d + i + 16), b);
-			_mm_storeu_si128((__m128i *) (d + i + 32), c);
-			_mm_storeu_si128((__m128i *) (d + i + 48), e);
-		}
-		memcpy(d + i, s + i, n - i);
+		ucopy_blocks(dst, src, n, 0);
 		return;
 	}
 #endif
 	memcpy(dst, src, n);
 }
 
-/* ucopy_nt copies with non-temporal stores to a 16-byte aligned dst,
- * then fences them (they are weakly ordered). */
-static void ucopy_nt(void *dst, const void *src, size_t n)
-{
-#if defined(__x86_64__)
-	char *d = dst;
-	const char *s = src;
-	size_t i = 0;
-
-	for (; i + 64 <= n; i += 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *) (s + i));
-		__m128i b = _mm_loadu_si128((const __m128i *) (s + i + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *) (s + i + 32));
-		__m128i e = _mm_loadu_si128((const __m128i *) (s + i + 48));
-
-		_mm_stream_si128((__m128i *) (d + i), a);
-		_mm_stream_si128((__m128i *) (d + i + 16), b);
-		_mm_stream_si128((__m128i *) (d + i + 32), c);
-		_mm_stream_si128((__m128i *) (d + i + 48), e);
-	}
-	memcpy(d + i, s + i, n - i);
-	_mm_sfence();
-#else
-	memcpy(dst, src, n);
-#endif
-}
-
-int psm2_ucopy_nt(void *dst, const void *src, size_t n)
-{
-	sigjmp_buf env;
-
-	if ((uintptr_t) dst & 15)
-		return psm2_ucopy(dst, src, n);
-	if (sigsetjmp(env, 0))
-		return -1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ucopy_env = &env;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ucopy_nt(dst, src, n);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ucopy_env = NULL;
-	return 0;
-}
-
-int psm2_ucopy(void *dst, const void *src, size_t n)
+/* ucopy_guarded is ucopy_mem (or, with nt, ucopy_blocks' non-temporal
+ * copy, fenced) under the fault handler: 0, or -1 if a buffer faulted. */
+static inline int ucopy_guarded(void *dst, const void *src, size_t n, int nt)
 {
 	sigjmp_buf env;
 
@@ -176,10 +151,26 @@ int psm2_ucopy(void *dst, const void *src, size_t n)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ucopy_env = &env;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ucopy_mem(dst, src, n);
+#if defined(__x86_64__)
+	if (nt) {
+		ucopy_blocks(dst, src, n, 1);
+		_mm_sfence();
+	} else
+#endif
+		ucopy_mem(dst, src, n);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ucopy_env = NULL;
 	return 0;
+}
+
+int psm2_ucopy(void *dst, const void *src, size_t n)
+{
+	return ucopy_guarded(dst, src, n, 0);
+}
+
+int psm2_ucopy_nt(void *dst, const void *src, size_t n)
+{
+	return ucopy_guarded(dst, src, n, ((uintptr_t) dst & 15) == 0);
 }
 
 /* The element loops of psm2_uapply for integer type T (U: its unsigned
