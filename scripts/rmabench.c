@@ -1,7 +1,7 @@
 /* rmabench: RMA and atomic latency and bandwidth over libfabric, for make
  * bench.
  *
- *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW]
+ *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F]
  *   rmabench -p PROVIDER -S PORT                 (target, another host)
  *   rmabench -p PROVIDER -S PORT -C HOST [...]   (initiator)
  *
@@ -20,7 +20,10 @@
  *              (default 16) in flight
  *   read_bw    MB/s of BWSIZE-byte fi_reads, WINDOW in flight
  *
- * and prints one "NAME VALUE" line each. Built against include/rdma and
+ * and prints one "NAME VALUE" line each. With -F it measures instead
+ * fi_fetch_atomic(FI_UINT64, FI_SUM) latency at every power of two from
+ * 8 B to 4 KiB of operands (the most Debian's shm provider takes) and
+ * prints "fadd SIZE US" lines. Built against include/rdma and
  * linked with -lfabric, it runs unchanged on our library and on Debian's
  * (LD_LIBRARY_PATH picks which). */
 #include <errno.h>
@@ -127,9 +130,11 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 	exit(0);
 }
 
-/* lat measures one 8-byte operation at a time; returns us per op. */
-static double lat(struct node *n, int kind, const struct target_info *ti, double secs)
+/* lat measures one 8-byte operation at a time (a fetch-add of count
+ * uint64, kind 2); returns us per op. */
+static double lat(struct node *n, int kind, const struct target_info *ti, double secs, size_t count)
 {
+	static uint64_t av[512], aold[512];
 	uint64_t v = 1, old;
 	long ops = 0;
 	double t0 = 0, end = 0;
@@ -147,7 +152,7 @@ static double lat(struct node *n, int kind, const struct target_info *ti, double
 				else if (kind == 1)
 					POST(n->cq, fi_read(n->ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else
-					POST(n->cq, fi_fetch_atomic(n->ep, &v, 1, NULL, &old, NULL, n->peer, ti->addr + 64,
+					POST(n->cq, fi_fetch_atomic(n->ep, av, count, NULL, aold, NULL, n->peer, ti->addr + 64,
 								ti->key, FI_UINT64, FI_SUM, &n->ctx[0]), &done);
 				wait_comps(n->cq, 1 - done);
 			}
@@ -222,13 +227,13 @@ int main(int argc, char **argv)
 	const char *prov = "psm2", *port = NULL, *host = NULL;
 	double secs = 0.5;
 	size_t size = 1 << 20;
-	int win = 16, opt, up[2], down[2], sock = -1;
+	int win = 16, opt, up[2], down[2], sock = -1, fsweep = 0;
 	struct target_info ti;
 	struct node n;
 	char *buf;
 	pid_t pid = 0;
 
-	while ((opt = getopt(argc, argv, "p:t:s:w:S:C:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:s:w:S:C:F")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 't': secs = atof(optarg); break;
@@ -236,8 +241,9 @@ int main(int argc, char **argv)
 		case 'w': win = atoi(optarg); break;
 		case 'S': port = optarg; break;
 		case 'C': host = optarg; break;
+		case 'F': fsweep = 1; break;
 		default:
-			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-S PORT [-C HOST]]\n");
+			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F] [-S PORT [-C HOST]]\n");
 			return 2;
 		}
 	}
@@ -268,11 +274,16 @@ int main(int argc, char **argv)
 		die("fi_av_insert", -FI_EINVAL);
 	buf = aligned_alloc(4096, size);
 	memset(buf, 1, size);
-	printf("write_lat %.3f\n", lat(&n, 0, &ti, secs));
-	printf("read_lat %.3f\n", lat(&n, 1, &ti, secs));
-	printf("fadd_lat %.3f\n", lat(&n, 2, &ti, secs));
-	printf("write_bw %.1f\n", bw(&n, 0, &ti, buf, size, win, secs));
-	printf("read_bw %.1f\n", bw(&n, 1, &ti, buf, size, win, secs));
+	if (fsweep) {
+		for (size_t c = 1; c <= 512; c *= 2)
+			printf("fadd %zu %.3f\n", c * 8, lat(&n, 2, &ti, secs, c));
+	} else {
+		printf("write_lat %.3f\n", lat(&n, 0, &ti, secs, 1));
+		printf("read_lat %.3f\n", lat(&n, 1, &ti, secs, 1));
+		printf("fadd_lat %.3f\n", lat(&n, 2, &ti, secs, 1));
+		printf("write_bw %.1f\n", bw(&n, 0, &ti, buf, size, win, secs));
+		printf("read_bw %.1f\n", bw(&n, 1, &ti, buf, size, win, secs));
+	}
 	fflush(stdout);
 	close(down[1]);
 	if (pid)

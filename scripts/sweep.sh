@@ -8,6 +8,8 @@
 #     psm2 against ob1 + vader; one-way latency at every power of two
 #   scripts/msgrate.c, 8 B to 64 KiB, 64 tagged sends in flight: our psm2
 #     against libfabric shm; messages per second
+#   scripts/rmabench.c -F: fi_fetch_atomic of 8 B to 4 KiB of uint64 (sum)
+#     between two processes: our psm2 against libfabric shm; latency
 #
 # Each is run SWEEP_REPEAT times (default 2) and the best kept. It prints
 # one table per sweep with the ratio at each size and the worst ratio (the
@@ -123,16 +125,28 @@ for ((r = 0; r < REPEAT; r++)); do
 done
 join <(best "$work/mr-psm2" | awk '{ print $1, $3 }') <(best "$work/mr-shm" | awk '{ print $1, $3 }') >"$out/msgrate.dat"
 
+note "sweep: fi_fetch_atomic 8 B - 4 KiB, psm2 and shm (best of $REPEAT)"
+gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric || exit 1
+: >"$work/fa-psm2" && : >"$work/fa-shm"
+for ((r = 0; r < REPEAT; r++)); do
+	LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }' >>"$work/fa-psm2" ||
+		note "  rmabench -F psm2 failed"
+	env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p shm -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }' >>"$work/fa-shm" ||
+		note "  rmabench -F shm failed"
+done
+join <(best "$work/fa-psm2" | awk '{ print $1, $2 }') <(best "$work/fa-shm" | awk '{ print $1, $2 }') >"$out/atomics.dat"
+
 ratio_table "fi_pingpong -e rdm latency (usec, one-way), psm2/shm; best of $REPEAT" "$out/pingpong.dat" 2 4 shm "<="
 ratio_table "fi_pingpong -e rdm bandwidth (MB/s), psm2/shm" "$out/pingpong.dat" 3 5 shm ">="
 ratio_table "NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + vader; best of $REPEAT" "$out/netpipe.dat" 2 4 vader "<="
 ratio_table "Message rate (messages/s, 64 in flight, tagged), psm2/shm; best of $REPEAT" "$out/msgrate.dat" 2 3 shm ">="
+ratio_table "fi_fetch_atomic latency (usec, uint64 sum), psm2/shm; best of $REPEAT" "$out/atomics.dat" 2 3 shm "<="
 
 if command -v gnuplot >/dev/null; then
 	gnuplot <<EOF
-set terminal png size 1400,1000
+set terminal png size 1400,1500
 set output "$out/sweep.png"
-set multiplot layout 2,2 title "psm2 (ours) against the references, this host"
+set multiplot layout 3,2 title "psm2 (ours) against the references, this host"
 set termoption noenhanced
 set logscale xy 2
 set xtics ("1 B" 1, "8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "256 KiB" 262144, "2 MiB" 2097152)
@@ -152,6 +166,10 @@ plot "$out/netpipe.dat" using 1:2 with linespoints title "cm/ofi on psm2", "" us
 set ylabel "messages/s"
 set title "message rate, 64 in flight"
 plot "$out/msgrate.dat" using 1:2 with linespoints title "psm2", "" using 1:3 with linespoints title "libfabric shm"
+set ylabel "latency (us)"
+set xlabel "operand bytes"
+set title "fi_fetch_atomic (uint64 sum), between two processes"
+plot "$out/atomics.dat" using 1:2 with linespoints title "psm2", "" using 1:3 with linespoints title "libfabric shm"
 unset multiplot
 EOF
 	echo
