@@ -43,6 +43,7 @@
 
 #define BIG (1 << 20)		/* split between two processes */
 #define MID (256 << 10)		/* one process_vm_readv */
+#define POOL (2 << 20)		/* an endpoint's bounce buffers */
 #define EAGER 8192		/* through a bounce buffer */
 #define INLINE 100		/* in ring cells (the C fast path's, ucopy.c) */
 #define STREAM 32768		/* a bounce buffer the receiver copies out as the sender fills it */
@@ -251,9 +252,10 @@ static void local_exchange(struct ct_node *a, struct ct_node *b, fi_addr_t ab, s
 		int ws = want_send(bad);
 
 		/* The copy protocol completes a send once all its data is in
-		 * bounce buffers; they hold more than MID bytes, so such a
-		 * send is complete before the receiver copies anything. */
-		if (copy_mode && bad == RECEIVER && len <= MID)
+		 * bounce buffers; they hold POOL bytes (32 of the 64 KiB eager
+		 * threshold), so a send of up to that is complete before the
+		 * receiver copies anything. */
+		if (copy_mode && bad == RECEIVER && len <= POOL)
 			ws = 0;
 		both(a, b, &sctx, ws, &rctx, want_recv(bad), len, tag, what);
 		return;

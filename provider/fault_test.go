@@ -19,7 +19,9 @@ import (
 // the other (an eager send is complete before the receiver copies, so it
 // succeeds). The next message between the same endpoints arrives intact.
 func TestEngineBadBuffer(t *testing.T) {
-	none, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	// 4 MiB: more than an endpoint's bounce buffers hold (2 MiB), so the
+	// copy protocol's send cannot complete before the receiver copies.
+	none, err := unix.Mmap(-1, 0, 4<<20, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,7 @@ func TestEngineBadBuffer(t *testing.T) {
 		name string
 		env  map[string]string
 	}{{"direct copy", nil}, {"copy protocol", map[string]string{"FI_SHM_DISABLE_CMA": "1"}}} {
-		for _, n := range []int{8000, 1 << 20} {
+		for _, n := range []int{8000, 4 << 20} {
 			for _, badSend := range []bool{true, false} {
 				env := path.env
 				name := fmt.Sprintf("%s/%d bytes/bad send buffer %v", path.name, n, badSend)

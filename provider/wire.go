@@ -181,9 +181,16 @@ func shmThreshold(n int) int {
 // against 5.32, shm 4.14-4.22; 40 KiB 5.74 against 5.98; 48 KiB 7.18
 // against 6.27). scripts/msgrate.c (64 in flight) is even or better with
 // it: 24 KiB 293-327 K against 271-273 K messages/s, 32 KiB 239-249 K
-// against 234-236 K (shm 273 K and 241 K). Bounce buffers are 32 KiB
-// each, 1 MiB an endpoint.
-const DefaultShmRndvThreshold = 32768
+// against 234-236 K (shm 273 K and 241 K). Since the C sender streams
+// eager messages (the receiver copies out while it fills the buffer, with
+// non-temporal stores from 16 KiB: docs/shm.md), eager beats rendezvous
+// up to 64 KiB (fi_pingpong, 5 runs alternating, medians: 48 KiB 5.82
+// against 8.33 us, shm 6.74; 64 KiB 7.24 against 9.22, shm 8.21; 96 and
+// 128 KiB, rendezvous either way, even), and scripts/msgrate.c at 64 KiB
+// goes from 117-137 K to 186-221 K messages/s (shm 142-146 K), 32 KiB
+// from 326-342 K to 328-389 K. Bounce buffers are 64 KiB each, 2 MiB an
+// endpoint.
+const DefaultShmRndvThreshold = 65536
 
 // rndvThreshold is PSM2_MQ_RNDV_SHM_THRESH (default
 // DefaultShmRndvThreshold): messages longer than this go by rendezvous.
