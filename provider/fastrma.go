@@ -89,7 +89,7 @@ const (
 
 	// aoDestMask takes the fi_addr out of an entry's aoDest word.
 	aoDestMask = 1<<48 - 1
-	aoSize  = 48
+	aoSize     = 48
 
 	// Entry states.
 	aoFree    = 0
