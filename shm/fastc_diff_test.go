@@ -304,7 +304,7 @@ func TestStreamedEager(t *testing.T) {
 	// fill fills the rest as the sender would; with nap, pausing a few
 	// microseconds between chunks (far less than C waits before it
 	// leaves a message to Go).
-	fill := func(buf, payload []byte, from int, s uint64, breakAt int, nap bool, started, done chan<- struct{}) {
+	fill := func(buf, payload []byte, kbuf, from int, s uint64, breakAt int, nap bool, started, done chan<- struct{}) {
 		defer close(done)
 		// A thread of its own, running before C starts to wait (the
 		// scheduler could otherwise hold it back longer than C waits).
@@ -314,6 +314,7 @@ func TestStreamedEager(t *testing.T) {
 		for off := from; off < len(payload); {
 			k := min(1000+(off*7919)%3000, len(payload)-off)
 			if breakAt > 0 && off+k > breakAt {
+				a.seg.StreamBroken().Store(s<<32 | uint64(kbuf+1))
 				w.Store(s<<32 | streamBroken)
 				return
 			}
@@ -354,7 +355,7 @@ func TestStreamedEager(t *testing.T) {
 		if i%2 == 1 {
 			// C's receiver, against the same filling.
 			started := make(chan struct{})
-			go fill(buf, payload, first, seq, breakAt, true, started, done)
+			go fill(buf, payload, k, first, seq, breakAt, true, started, done)
 			<-started
 			dst := make([]byte, len(payload))
 			got := fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]),
@@ -381,9 +382,14 @@ func TestStreamedEager(t *testing.T) {
 		if err := p.ring.TryPush(cell); err != nil {
 			t.Fatal(err)
 		}
-		go fill(buf, payload, first, seq, breakAt, true, make(chan struct{}), done)
+		go fill(buf, payload, k, first, seq, breakAt, true, make(chan struct{}), done)
 		if broken {
 			<-done
+			if i%10 == 4 {
+				// The sender has started another stream since:
+				// the word moved on, the broken one is still named.
+				w.Store((seq + 1) << 32)
+			}
 			pollUntil(t, 10*time.Second, func() bool { return b.Stats().Dropped > before.Dropped }, a, b)
 			if len(b.rec.got) != n || b.Stats().Faults != before.Faults+1 {
 				t.Fatalf("message %d: a broken stream was delivered or not counted: %+v", i, b.Stats())
@@ -403,12 +409,18 @@ func TestStreamedEager(t *testing.T) {
 	if gaveUp > cCopies/4 {
 		t.Errorf("C gave up on %d of %d streams its filler was filling", gaveUp, cCopies)
 	}
-	// A word naming a later stream: ours is full.
+	// A word naming a later stream: ours is full, unless the broken word
+	// names ours.
 	dst := make([]byte, 64)
 	src := make([]byte, 64)
 	w.Store((seq + 1) << 32)
+	a.seg.StreamBroken().Store((seq-1)<<32 | 1)
 	if !fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), 64) {
 		t.Fatal("C waited for a stream the word says is over")
+	}
+	a.seg.StreamBroken().Store(seq<<32 | 1)
+	if fastc.StreamCopy((*uint64)(unsafe.Pointer(w)), seq, unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), 64) {
+		t.Fatal("C took a broken stream as full once the word moved on")
 	}
 }
 

@@ -204,14 +204,17 @@ func (e *Endpoint) onAnswerBuf(h transport.Handler) int {
 // (the sender's copy faulted) or p is gone, closed or has not finished
 // within the connection timeout. The sender is inside one C call copying
 // at memory speed, so this is normally a short spin; then it yields, and
-// checks p every millisecond.
+// checks p every millisecond (and, past the connection timeout, sleeps
+// between checks).
 func (e *Endpoint) awaitStream(p *peer, seq, n uint64) bool {
 	w := p.seg.Stream()
 	var deadline, next int64
 	for k := 0; ; k++ {
 		v := w.Load()
 		if v>>32 != seq&0xffffffff {
-			return true // a later stream: ours was filled
+			// A later stream: ours was filled, unless it broke.
+			b := p.seg.StreamBroken().Load()
+			return b == 0 || b>>32 != seq&0xffffffff
 		}
 		if got := v & 0xffffffff; got == streamBroken {
 			return false
@@ -228,11 +231,18 @@ func (e *Endpoint) awaitStream(p *peer, seq, n uint64) bool {
 		}
 		if now >= next {
 			next = now + int64(time.Millisecond)
-			if p.seg.Closed() || now >= deadline {
+			if p.seg.Closed() {
 				return false
 			}
 			if alive, err := processAlive(p.pid); err == nil && !alive {
 				return false
+			}
+			// A live sender that has not finished within the
+			// connection timeout (stopped, or starved of CPU) is
+			// still waited for, as any live peer is; it would
+			// report the send as done, so dropping it would lose it.
+			if now >= deadline {
+				time.Sleep(time.Millisecond)
 			}
 		}
 	}

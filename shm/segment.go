@@ -70,6 +70,12 @@ const (
 	// under its domain lock, inside one send. It shares the busy word's
 	// line pair: the same processes touch both.
 	offSegStream = offSegBusy + 64
+	// offSegStreamBroken names the last stream that broke, as
+	// stream<<32 | (its bounce buffer + 1), 0 for none: the stream word
+	// itself moves on with the next stream, and a receiver that reaches
+	// the broken message later must still see it broken. The owner starts
+	// no new stream while that buffer is still busy, so one word is enough.
+	offSegStreamBroken = offSegStream + 8
 
 	// segHeaderSize is where the ring starts. It is a multiple of lineSep
 	// so the ring's counters keep their own line pairs.
@@ -389,6 +395,10 @@ func (s *Segment) Busy() *atomic.Uint64 { return wordAt(s.mem, offSegBusy) }
 
 // Stream returns the segment's stream word (offSegStream).
 func (s *Segment) Stream() *atomic.Uint64 { return wordAt(s.mem, offSegStream) }
+
+// StreamBroken returns the word naming the last broken stream
+// (offSegStreamBroken).
+func (s *Segment) StreamBroken() *atomic.Uint64 { return wordAt(s.mem, offSegStreamBroken) }
 
 // Closed reports whether the owner has marked the segment closed.
 func (s *Segment) Closed() bool { return wordAt(s.mem, offSegState).Load() != segOpen }

@@ -462,8 +462,15 @@ static inline int psm2_stream_copy(const uint64_t *w, uint64_t seq, char *dst, c
 	while (done < n) {
 		uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE), avail;
 
-		if ((v >> 32) != (seq & 0xffffffffu))
-			avail = n;	/* a later stream: ours is full */
+		if ((v >> 32) != (seq & 0xffffffffu)) {
+			/* A later stream: ours is full, unless it broke (the
+			 * word after names the last broken one). */
+			uint64_t bw = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
+
+			if (bw && (bw >> 32) == (seq & 0xffffffffu))
+				return -1;
+			avail = n;
+		}
 		else if ((v & 0xffffffffu) == STREAM_BROKEN)
 			return -1;
 		else
@@ -670,6 +677,18 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		free = ~__atomic_load_n(busy, __ATOMIC_ACQUIRE) & d[FP_ALL_BUFS];
 		if (!free)
 			goto out;	/* Go reclaims, waits or refuses */
+		if (sw) {
+			/* A broken stream whose buffer its receiver still
+			 * holds: that receiver must find it broken, and a new
+			 * stream would move the stream word on, so none until
+			 * the buffer is back (shm/segment.go). */
+			uint64_t bw = __atomic_load_n(&sw[1], __ATOMIC_ACQUIRE);
+
+			if (bw && (~free & ((uint64_t) 1 << (((bw & 0xffffffffu) - 1) & 63))))
+				sw = NULL;
+			else if (bw)
+				__atomic_store_n(&sw[1], 0, __ATOMIC_RELAXED);
+		}
 		i = __builtin_ctzll(free);
 		bit = (uint64_t) 1 << i;
 		dst = (char *) (uintptr_t) d[FP_BUFS] + (uint64_t) i * d[FP_BUF_SIZE];
@@ -716,6 +735,7 @@ static inline int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 					/* The receiver drops the message (its buffer
 					 * back); Go sends it again, or fails the call
 					 * with FI_EFAULT as it finds the same fault. */
+					__atomic_store_n(&sw[1], sseq << 32 | (uint64_t) (i + 1), __ATOMIC_RELEASE);
 					__atomic_store_n(sw, sseq << 32 | STREAM_BROKEN, __ATOMIC_RELEASE);
 					goto out;
 				}
