@@ -63,9 +63,11 @@ import (
 //	+200 rendezvous C fetched (folded into Stats.RndvCMA)
 //	+208 the shortest rendezvous C leaves to Go when no cell follows it
 //	     in the ring (SplitAloneThreshold: a lone message Go splits)
-//	+216 address of our segment's stream word (offSegStream), for a C
-//	     sender that streams an eager message (cellStream); 0: it may not
-//	+224 address of the peer's stream word, for a C receiver
+//	+216 address of our segment's stream word (offSegStream; the
+//	     broken-stream word follows it), for a C sender that streams an
+//	     eager message (cellStream)
+//	+224 address of the peer's stream word (and broken-stream word), for
+//	     a C receiver
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
