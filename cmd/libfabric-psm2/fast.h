@@ -1381,6 +1381,19 @@ out:
 	return served;
 }
 
+/* psm2_cq_lock_empty takes the lock of domain page dom (if it locks:
+ * *lk, *locking, for the caller to let go) and says whether CQ page cqf
+ * then holds no older entry (Go's ring and C's queue empty), as C must
+ * find before it writes completions straight into the caller's buffer. */
+static inline int psm2_cq_lock_empty(const uint64_t *cqf, const void *dom, uint32_t **lk, int *locking)
+{
+	*lk = psm2_domlock(dom, locking);
+	if (*locking)
+		psm2_dlock(*lk);
+	return __atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) == 0 &&
+	       __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) == 0;
+}
+
 /* psm2_answer_waits says whether the head of f's ring looks like the
  * answer of an armed op. */
 static inline int psm2_answer_waits(const uint64_t *f)
@@ -1514,11 +1527,7 @@ static inline ssize_t psm2_fast_answers(const uint64_t *cqf, void *buf, size_t c
 	}
 	if (i == neps || i == DOMF_MAX_EPS)
 		return 0;
-	lk = psm2_domlock(dom, &locking);
-	if (locking)
-		psm2_dlock(lk);
-	if (__atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
-	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
+	if (!psm2_cq_lock_empty(cqf, dom, &lk, &locking))
 		goto out;
 	stride = cqf[CQF_STRIDE];
 	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_RELAXED);
@@ -1705,11 +1714,7 @@ static inline ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t c
 		any = psm2_fast_ep(dom, i, cqf) != NULL;
 	if (!any)
 		return 0;
-	lk = psm2_domlock(dom, &locking);
-	if (locking)
-		psm2_dlock(lk);
-	if (__atomic_load_n(&cqf[CQF_COUNT], __ATOMIC_RELAXED) != 0 ||
-	    __atomic_load_n(&cqf[CQF_CQUEUED], __ATOMIC_RELAXED) != 0)
+	if (!psm2_cq_lock_empty(cqf, dom, &lk, &locking))
 		goto out;
 	/* Again under the lock: the list and the flags may have changed. */
 	stride = cqf[CQF_STRIDE];
