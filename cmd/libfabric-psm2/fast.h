@@ -979,6 +979,16 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				    !sd[FP_PEER_BUFS] || !sd[FP_PEER_BUSY])
 					break;
 				eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
+				/* Two lines the other core wrote last, asked for
+				 * now so they come during the copy: the sender's
+				 * busy word, which the locked AND below frees the
+				 * buffer in, and our own, which our next eager send
+				 * (often the answer to this message) reads and sets.
+				 * Each was a miss on the critical path: 256 B
+				 * fi_pingpong 0.26 -> 0.24 us, 1 KiB 0.35 -> 0.27. */
+				psm2_prefetchw((const void *) (uintptr_t) sd[FP_PEER_BUSY]);
+				if (sd[FP_BUSY])
+					psm2_prefetchw((const void *) (uintptr_t) sd[FP_BUSY]);
 			} else if (psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
 				/* A rendezvous C fetches itself: from another process
 				 * that single copy may read (its pid in the
