@@ -29,7 +29,10 @@
 #      counter and awaited in fi_cntr_wait (-c).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
-# is kept: the lowest latency and the highest bandwidth. fi_pingpong's
+# is kept: the lowest latency and the highest bandwidth. Each run is made
+# inside a fast phase of the host (scripts/steady.sh: the virtual CPUs'
+# cache-line hand-off, checked before and after; BENCH_STEADY=0 turns it
+# off). fi_pingpong's
 # server and client are not pinned by default: taskset pins every thread of
 # a process, the Go runtime's too, to one core, which cost our 1 MiB
 # transfers ~40% while giving shm nothing (BENCH_PIN=1 pins the server to
@@ -54,6 +57,7 @@
 # in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
+# BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,
 # BENCH_QUICK=1 (a tenth of the iterations), BENCH_SKIP_PSM2=1 (reference
 # rows only, to check the harness), BENCH_PIN=1 (taskset fi_pingpong's
 # server and client onto CPUs 0 and 1), BENCH_INTERNODE=0 (skip (c)),
@@ -92,6 +96,9 @@ port=$(( 20000 + RANDOM % 20000 ))
 
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
+# Each run inside a fast phase of the host (scripts/steady.sh).
+source scripts/steady.sh
+steady_init "$work"
 
 # why FILE...: the first lines that look like the reason a run failed.
 why() {
@@ -180,7 +187,7 @@ measure() {
 	fi
 	for ((i = 0; i < REPEAT; i++)); do
 		port=$(( port + 1 ))	# a fresh control port for each fi_pingpong
-		if ! out=$("$@"); then
+		if ! out=$(steady_run "$@"); then
 			FAILED[$tr]=1
 			run_failed=1
 			note "  $tr run failed; skipping its remaining measurements"
@@ -395,6 +402,8 @@ if [ "$internode" = 1 ]; then
 	PP_SRV=() PP_CLI=() PP_DEST=127.0.0.1 PP_ENV=()
 fi
 
+echo
+steady_report
 echo
 if [ "$PIN" = 1 ]; then
 	echo "fi_pingpong -e rdm, localhost, server on CPU 0, client on CPU 1; best of $REPEAT"

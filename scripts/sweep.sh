@@ -11,7 +11,8 @@
 #   scripts/rmabench.c -F: fi_fetch_atomic of 8 B to 4 KiB of uint64 (sum)
 #     between two processes: our psm2 against libfabric shm; latency
 #
-# Each is run SWEEP_REPEAT times (default 2) and the best kept. It prints
+# Each is run SWEEP_REPEAT times (default 2) and the best kept, each run
+# inside a fast phase of the host (scripts/steady.sh). It prints
 # one table per sweep with the ratio at each size and the worst ratio (the
 # target: latency ours/reference <= 1.0, bandwidth and rate >= 1.0), and
 # writes the data and a plot of ours against each reference to
@@ -29,6 +30,8 @@ mkdir -p "$out"
 port=$(( 20000 + RANDOM % 20000 ))
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
+source scripts/steady.sh # each run inside a fast phase of the host
+steady_init "$work"
 
 # best FILE: keeps, per size (column 1), the lowest value of column 2 and
 # the highest of column 3 over the runs appended to FILE.
@@ -85,42 +88,58 @@ note "sweep: fi_pingpong 1 B - 4 MiB, psm2 and shm (best of $REPEAT)"
 : >"$work/pp-psm2" && : >"$work/pp-shm"
 for ((r = 0; r < REPEAT; r++)); do
 	for ((s = 1; s <= 4194304; s *= 2)); do
-		pp psm2 "$libdir" $s >>"$work/pp-psm2" || note "  psm2 fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
-		pp shm "" $s >>"$work/pp-shm" || note "  shm fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+		steady_run pp psm2 "$libdir" $s >>"$work/pp-psm2" || note "  psm2 fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+		steady_run pp shm "" $s >>"$work/pp-shm" || note "  shm fi_pingpong -S $s failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
 	done
 done
 join <(best "$work/pp-psm2") <(best "$work/pp-shm") >"$out/pingpong.dat"   # size lat bw lat bw
+
+# np_range MODE LO HI N: "size usec Mbps" lines of one NetPIPE run, powers
+# of two only.
+np_range() {
+	rm -f "$work/np.out"
+	timeout 600 scripts/mpirun.sh "--$1" -np 2 NPopenmpi -l "$2" -u "$3" -p 0 -n "$4" \
+		-o "$work/np.out" >"$work/np.log" 2>&1 || return 1
+	awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s { printf "%d %.3f %.2f\n", s, $3 * 1e6, $2 }' \
+		"$work/np.out"
+}
 
 note "sweep: NetPIPE 1 B - 8 MiB, cm/ofi on psm2 and ob1 + vader (best of $REPEAT)"
 : >"$work/np-psm2" && : >"$work/np-vader"
 for ((r = 0; r < REPEAT; r++)); do
 	for mode in psm2 vader; do
 		# Fixed repetitions (NetPIPE's own calibration misreads the
-		# smallest sizes): many below 64 KiB, few above.
-		for range in "1 65536 20000" "131072 8388608 200"; do
+		# smallest sizes): many below 64 KiB, few above. Ranges of a
+		# few seconds at most, each checked by steady_run.
+		for range in "1 64 20000" "128 4096 20000" "8192 65536 20000" "131072 1048576 200" "2097152 8388608 200"; do
 			read -r lo hi n <<<"$range"
-			rm -f "$work/np.out"
-			if timeout 600 scripts/mpirun.sh "--$mode" -np 2 NPopenmpi -l "$lo" -u "$hi" -p 0 -n "$n" \
-				-o "$work/np.out" >"$work/np.log" 2>&1; then
-				# Powers of two only: usec one-way, Mbps.
-				awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s { printf "%d %.3f %.2f\n", s, $3 * 1e6, $2 }' \
-					"$work/np.out" >>"$work/np-$mode"
-			else
+			steady_run np_range "$mode" "$lo" "$hi" "$n" >>"$work/np-$mode" ||
 				note "  NetPIPE $mode $lo-$hi B failed: $(tail -3 "$work/np.log" | tr '\n' ' ')"
-			fi
 		done
 	done
 done
 join <(best "$work/np-psm2") <(best "$work/np-vader") >"$out/netpipe.dat"   # size lat Mbps lat Mbps
 
+# run_rate msgrate|rmabench PROVIDER: one run of the message-rate or the
+# fetch-atomic sweep, as lines for best.
+run_rate() {
+	local env=(env -u LD_LIBRARY_PATH)
+	[ "$2" = psm2 ] && env=(env LD_LIBRARY_PATH="$libdir")
+	if [ "$1" = msgrate ]; then
+		# Columns for best: size, -rate (lowest = highest rate), rate.
+		"${env[@]}" timeout "$TMO" "$work/msgrate" -p "$2" -t 0.3 | awk '{ print $1, -$2, $2 }'
+	else
+		"${env[@]}" timeout "$TMO" "$work/rmabench" -p "$2" -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }'
+	fi
+}
+
 note "sweep: message rate 8 B - 64 KiB, psm2 and shm (best of $REPEAT)"
 gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric || exit 1
 : >"$work/mr-psm2" && : >"$work/mr-shm"
 for ((r = 0; r < REPEAT; r++)); do
-	# Columns for best: size, -rate (lowest = highest rate), rate.
-	LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/msgrate" -p psm2 -t 0.3 | awk '{ print $1, -$2, $2 }' >>"$work/mr-psm2" ||
+	steady_run run_rate msgrate psm2 >>"$work/mr-psm2" ||
 		note "  msgrate psm2 failed"
-	env -u LD_LIBRARY_PATH timeout "$TMO" "$work/msgrate" -p shm -t 0.3 | awk '{ print $1, -$2, $2 }' >>"$work/mr-shm" ||
+	steady_run run_rate msgrate shm >>"$work/mr-shm" ||
 		note "  msgrate shm failed"
 done
 join <(best "$work/mr-psm2" | awk '{ print $1, $3 }') <(best "$work/mr-shm" | awk '{ print $1, $3 }') >"$out/msgrate.dat"
@@ -129,13 +148,15 @@ note "sweep: fi_fetch_atomic 8 B - 4 KiB, psm2 and shm (best of $REPEAT)"
 gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric || exit 1
 : >"$work/fa-psm2" && : >"$work/fa-shm"
 for ((r = 0; r < REPEAT; r++)); do
-	LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }' >>"$work/fa-psm2" ||
+	steady_run run_rate rmabench psm2 >>"$work/fa-psm2" ||
 		note "  rmabench -F psm2 failed"
-	env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p shm -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }' >>"$work/fa-shm" ||
+	steady_run run_rate rmabench shm >>"$work/fa-shm" ||
 		note "  rmabench -F shm failed"
 done
 join <(best "$work/fa-psm2" | awk '{ print $1, $2 }') <(best "$work/fa-shm" | awk '{ print $1, $2 }') >"$out/atomics.dat"
 
+echo
+steady_report
 ratio_table "fi_pingpong -e rdm latency (usec, one-way), psm2/shm; best of $REPEAT" "$out/pingpong.dat" 2 4 shm "<="
 ratio_table "fi_pingpong -e rdm bandwidth (MB/s), psm2/shm" "$out/pingpong.dat" 3 5 shm ">="
 ratio_table "NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + vader; best of $REPEAT" "$out/netpipe.dat" 2 4 vader "<="
