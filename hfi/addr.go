@@ -56,8 +56,10 @@ func SameHost(a, b uint64) bool { return a>>32 == b>>32 }
 // ChooseAddr picks the IPv4 address endpoints bind, from iface
 // (FI_PSM2_IFACE): an interface name ("eth0"), an address ("10.0.0.5") or a
 // network ("10.0.0.0/24": the first local address in it). Empty iface
-// means the address of the default route's interface, or 127.0.0.1 if
-// there is no default route.
+// means the address of the default route's interface; without a default
+// route (an isolated cluster network), the address of the host's only
+// interface that is up, not loopback and has an IPv4 address; else
+// 127.0.0.1.
 func ChooseAddr(iface string) ([4]byte, error) {
 	iface = strings.TrimSpace(iface)
 	if iface == "" {
@@ -65,6 +67,9 @@ func ChooseAddr(iface string) ([4]byte, error) {
 			if ip, err := ifaceAddr(name); err == nil {
 				return ip, nil
 			}
+		}
+		if ip, ok := soleAddr(upIfaceAddrs()); ok {
+			return ip, nil
 		}
 		return [4]byte{127, 0, 0, 1}, nil
 	}
@@ -109,6 +114,49 @@ func ifaceAddr(name string) ([4]byte, error) {
 		}
 	}
 	return [4]byte{}, fmt.Errorf("FI_PSM2_IFACE=%s: interface has no IPv4 address", name)
+}
+
+// upIfaceAddrs lists, per interface that is up and not loopback, its
+// IPv4 addresses.
+func upIfaceAddrs() [][][4]byte {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var out [][][4]byte
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		var v4 [][4]byte
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip4 := n.IP.To4(); ip4 != nil && !ip4.IsLoopback() {
+					v4 = append(v4, [4]byte(ip4))
+				}
+			}
+		}
+		out = append(out, v4)
+	}
+	return out
+}
+
+// soleAddr is the first address of the only interface of ifs that has an
+// IPv4 address; false when none or several have one (which of several
+// networks joins the hosts is the user's to say: FI_PSM2_IFACE).
+func soleAddr(ifs [][][4]byte) ([4]byte, bool) {
+	var ip [4]byte
+	n := 0
+	for _, a := range ifs {
+		if len(a) > 0 {
+			ip, n = a[0], n+1
+		}
+	}
+	return ip, n == 1
 }
 
 // defaultRouteIface is the interface of the IPv4 default route

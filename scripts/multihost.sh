@@ -80,6 +80,17 @@ for ep in rdm dgram; do
 	done
 done
 
+# Without FI_PSM2_IFACE: these hosts have no default route, so each binds
+# its only interface with an address (eth0), as on an isolated cluster
+# network.
+env=(env LD_LIBRARY_PATH="$lib")
+if pingpong rdm 64 2000; then
+	ok "fi_pingpong -e rdm -S 64 across hosts without FI_PSM2_IFACE (no default route: the sole interface)"
+else
+	fail "fi_pingpong -e rdm -S 64 across hosts without FI_PSM2_IFACE" "$(cat "$out/pp-client.log" "$out/pp-server.log")"
+fi
+env=(env LD_LIBRARY_PATH="$lib" FI_PSM2_IFACE="$net")
+
 # With UDP segmentation offload on, as a veth has by default (nshosts.sh
 # turns it off so that loss rules hit single datagrams): GSO batches
 # cross the link whole and the receiver gets them coalesced (UDP GRO).
