@@ -215,7 +215,7 @@ static void rejected(void)
 	REJECT("msg endpoint", h->ep_attr->type = FI_EP_MSG);
 	REJECT("sockaddr", h->addr_format = FI_SOCKADDR_IN);
 	REJECT("hmem", h->caps = FI_HMEM);
-	REJECT("collective", h->caps = FI_COLLECTIVE);
+	REJECT("collective on dgram", h->caps = FI_MSG | FI_COLLECTIVE; h->ep_attr->type = FI_EP_DGRAM);
 	REJECT("fabric name", h->fabric_attr->name = strdup("verbs"));
 	REJECT("domain name", h->domain_attr->name = strdup("mlx5_0"));
 	REJECT("prov name", h->fabric_attr->prov_name = strdup("tcp"));

@@ -82,7 +82,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if caps == 0 {
 		caps = Caps
 	}
-	if caps&^Caps != 0 {
+	if caps&^(Caps|fi.COLLECTIVE) != 0 || caps&fi.COLLECTIVE != 0 && typ != fi.EP_RDM {
 		return nil, fi.EINVAL
 	}
 	uuid := d.uuid

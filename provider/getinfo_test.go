@@ -871,7 +871,7 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "caps FENCE", mod: func(h *fi.Info) { h.Caps = fi.TAGGED | fi.FENCE }},
 		{name: "caps HMEM", mod: func(h *fi.Info) { h.Caps = fi.HMEM }},
 		{name: "caps MULTICAST", mod: func(h *fi.Info) { h.Caps = fi.MULTICAST }},
-		{name: "caps COLLECTIVE", mod: func(h *fi.Info) { h.Caps = fi.COLLECTIVE }},
+		{name: "caps COLLECTIVE on DGRAM", mod: func(h *fi.Info) { h.Caps = fi.MSG | fi.COLLECTIVE; h.EP.Type = fi.EP_DGRAM }},
 		{name: "caps VARIABLE_MSG", mod: func(h *fi.Info) { h.Caps = fi.VARIABLE_MSG }},
 		{name: "caps REMOTE_CQ_DATA", mod: func(h *fi.Info) { h.Caps = fi.REMOTE_CQ_DATA }},
 		{name: "tag layout leaves nothing", env: map[string]string{"FI_PSM2_TAG_LAYOUT": "tag64"},

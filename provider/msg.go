@@ -146,9 +146,15 @@ type engine struct {
 	hdr    transport.Header
 	events int // completions produced by the current poll
 
-	inPoll  bool     // inside the wire's Poll: RMA sends wait in the outbox
-	rmaOut  []rmaMsg // RMA sends waiting for the wire (rma.go)
-	rmaWait *op      // write-long requests waiting for their bytes
+	inPoll bool     // inside the wire's Poll: RMA sends wait in the outbox
+	rmaOut []rmaMsg // RMA sends waiting for the wire (rma.go)
+
+	// Collectives (coll.go): the joined groups (fi_mc_addr slots), joins
+	// per member list, and arrived messages waiting for their operation.
+	groups    []*group
+	collJoins map[uint64]uint64
+	collIn    map[collKey][]byte
+	rmaWait   *op // write-long requests waiting for their bytes
 
 	rmaWatched int             // RMA ops whose peer the wire watches (rmaSweep)
 	rmaScratch [atomicHdr]byte // a request's header, copied by the wire

@@ -197,8 +197,11 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 		default:
 			return nil, noMatch("unsupported address format %d (FI_ADDR_PSMX2 and FI_ADDR_STR are)", hints.AddrFormat)
 		}
-		if hints.Caps&^Caps != 0 {
-			return nil, noMatch("caps %#x not supported", hints.Caps&^Caps)
+		if hints.Caps&^(Caps|fi.COLLECTIVE) != 0 {
+			return nil, noMatch("caps %#x not supported", hints.Caps&^(Caps|fi.COLLECTIVE))
+		}
+		if hints.Caps&fi.COLLECTIVE != 0 && ep == fi.EP_DGRAM {
+			return nil, noMatch("FI_COLLECTIVE needs an RDM endpoint")
 		}
 	}
 
@@ -215,6 +218,14 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 	}
 	if len(infos) == 0 {
 		return nil, noMatch("FI_PSM2_TAG_LAYOUT=%v leaves no entry for the hints", layout)
+	}
+	// Collectives (coll.go), which psm2 does not have: offered only to
+	// hints that ask for them, so that every other answer stays psm2's.
+	if hints != nil && hints.Caps&fi.COLLECTIVE != 0 {
+		for _, info := range infos {
+			info.Caps |= fi.COLLECTIVE
+			info.Tx.Caps |= fi.COLLECTIVE
+		}
 	}
 	return infos, nil
 }

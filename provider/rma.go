@@ -463,6 +463,8 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
 			ep.rmaFetchDone(t, n, err)
 		}
+	case rmaColl:
+		ep.collDeliver(h, m)
 	case rmaWriteData:
 		var prev *op
 		t := e.rmaWait

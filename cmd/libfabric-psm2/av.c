@@ -103,8 +103,9 @@ static int av_set(struct fid_av *av, struct fi_av_set_attr *attr,
 		  struct fid_av_set **av_set_fid, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) av; (void) attr; (void) av_set_fid; (void) context;
-	return -FI_ENOSYS;
+	if (!av || !attr || !av_set_fid)
+		return -FI_EINVAL;
+	return psm2go_av_set((struct psm2_av *) av, attr, av_set_fid, context);
 }
 
 struct fi_ops psm2_av_fi_ops = {

@@ -187,8 +187,12 @@ static int domain_query_collective(struct fid_domain *domain, enum fi_collective
 				   struct fi_collective_attr *attr, uint64_t flags)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) domain; (void) coll; (void) attr; (void) flags;
-	return -FI_ENOSYS;
+	(void) domain;
+	if (!attr || flags)
+		return -FI_EINVAL;
+	return psm2go_query_collective((int) coll, (int) attr->op, (int) attr->datatype,
+				       &attr->datatype_attr.count, &attr->datatype_attr.size,
+				       &attr->max_members);
 }
 
 struct fi_ops psm2_domain_fi_ops = {

@@ -25,7 +25,6 @@ static struct fi_ops_msg ep_msg_ops;
 static struct fi_ops_tagged ep_tagged_ops;
 static struct fi_ops_rma ep_rma_ops;
 static struct fi_ops_atomic ep_atomic_ops;
-static struct fi_ops_collective ep_collective_ops;
 
 struct psm2_ep *psm2_ep_new(void *context)
 {
@@ -42,7 +41,7 @@ struct psm2_ep *psm2_ep_new(void *context)
 	e->ep_fid.rma = &ep_rma_ops;
 	e->ep_fid.tagged = &ep_tagged_ops;
 	e->ep_fid.atomic = &ep_atomic_ops;
-	e->ep_fid.collective = &ep_collective_ops;
+	e->ep_fid.collective = &psm2_collective_ops;
 	return e;
 }
 
@@ -332,8 +331,11 @@ static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		   struct fid_mc **mc, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) addr; (void) flags; (void) mc; (void) context;
-	return -FI_ENOSYS;
+	if (!(flags & FI_COLLECTIVE))
+		return -FI_ENOSYS;	/* multicast: not offered */
+	if (!ep || !addr || !mc)
+		return -FI_EINVAL;
+	return psm2_join_collective((struct psm2_ep *) ep, addr, mc, context);
 }
 
 static struct fi_ops_cm ep_cm_ops = {
@@ -941,106 +943,5 @@ static struct fi_ops_atomic ep_atomic_ops = {
 	.compwritevalid = atomic_compwritevalid,
 };
 
-/* ---- fi_ops_collective: not offered ---- */
+/* fi_ops_collective: coll.c (psm2_collective_ops). */
 
-static ssize_t coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) coll_addr; (void) context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t coll_broadcast(struct fid_ep *ep, void *buf, size_t count, void *desc,
-			      fi_addr_t coll_addr, fi_addr_t root_addr,
-			      enum fi_datatype datatype, uint64_t flags, void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) coll_addr;
-	(void) root_addr; (void) datatype; (void) flags; (void) context;
-	return -FI_ENOSYS;
-}
-
-/* alltoall and allgather share a signature. */
-static ssize_t coll_gather_like(struct fid_ep *ep, const void *buf, size_t count,
-				void *desc, void *result, void *result_desc,
-				fi_addr_t coll_addr, enum fi_datatype datatype,
-				uint64_t flags, void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
-	(void) result_desc; (void) coll_addr; (void) datatype; (void) flags;
-	(void) context;
-	return -FI_ENOSYS;
-}
-
-/* allreduce and reduce_scatter share a signature. */
-static ssize_t coll_reduce_like(struct fid_ep *ep, const void *buf, size_t count,
-				void *desc, void *result, void *result_desc,
-				fi_addr_t coll_addr, enum fi_datatype datatype,
-				enum fi_op op, uint64_t flags, void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
-	(void) result_desc; (void) coll_addr; (void) datatype; (void) op;
-	(void) flags; (void) context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
-			   void *desc, void *result, void *result_desc,
-			   fi_addr_t coll_addr, fi_addr_t root_addr,
-			   enum fi_datatype datatype, enum fi_op op, uint64_t flags,
-			   void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
-	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
-	(void) op; (void) flags; (void) context;
-	return -FI_ENOSYS;
-}
-
-/* scatter and gather share a signature. */
-static ssize_t coll_rooted(struct fid_ep *ep, const void *buf, size_t count,
-			   void *desc, void *result, void *result_desc,
-			   fi_addr_t coll_addr, fi_addr_t root_addr,
-			   enum fi_datatype datatype, uint64_t flags, void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) buf; (void) count; (void) desc; (void) result;
-	(void) result_desc; (void) coll_addr; (void) root_addr; (void) datatype;
-	(void) flags; (void) context;
-	return -FI_ENOSYS;
-}
-
-static ssize_t coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
-			struct fi_ioc *resultv, void **result_desc,
-			size_t result_count, uint64_t flags)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) msg; (void) resultv; (void) result_desc;
-	(void) result_count; (void) flags;
-	return -FI_ENOSYS;
-}
-
-static ssize_t coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
-			     void *context)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) coll_addr; (void) flags; (void) context;
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_collective ep_collective_ops = {
-	.size = sizeof(struct fi_ops_collective),
-	.barrier = coll_barrier,
-	.broadcast = coll_broadcast,
-	.alltoall = coll_gather_like,
-	.allreduce = coll_reduce_like,
-	.allgather = coll_gather_like,
-	.reduce_scatter = coll_reduce_like,
-	.reduce = coll_reduce,
-	.scatter = coll_rooted,
-	.gather = coll_rooted,
-	.msg = coll_msg,
-	.barrier2 = coll_barrier2,
-};

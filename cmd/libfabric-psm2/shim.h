@@ -74,6 +74,18 @@ struct psm2_av {
 	void *handle;
 };
 
+/* fid_av_set plus its Go object (coll.c). */
+struct psm2_av_set {
+	struct fid_av_set set_fid;
+	void *handle;
+};
+
+/* fid_mc of a collective group: the endpoint that joined it (coll.c). */
+struct psm2_mc {
+	struct fid_mc mc_fid;
+	struct psm2_ep *ep;
+};
+
 struct psm2_cq {
 	struct fid_cq cq_fid;
 	void *handle;
@@ -176,6 +188,9 @@ int psm2_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
  * libfabric fid struct it starts with. */
 extern struct fi_ops psm2_closed_fi_ops;
 void psm2_retire(struct fid *fid, size_t keep, size_t size);
+extern struct fi_ops_collective psm2_collective_ops;
+struct psm2_av_set *psm2_av_set_new(void *context);
+int psm2_join_collective(struct psm2_ep *ep, const void *addr, struct fid_mc **mc, void *context);
 
 /* Info memory, the same in both link modes (malloc'd, freed with free). */
 void psm2_freeinfo(struct fi_info *info);

@@ -1,0 +1,574 @@
+package provider
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// Collectives (fi_collective(3)): AV sets, fi_join_collective and the
+// collective operations, over the endpoint's wire as RMA-protocol messages
+// of kind rmaColl, so they work alike over shm, hfi and to self.
+//
+// A group is the ordered member list of an AV set. Every operation has a
+// hub: its root for the rooted ones (broadcast, scatter, gather, reduce),
+// else the first member. Each other member sends the hub its part (a
+// contribution), the hub combines them with its own and sends each member
+// its part of the result, and each member completes when that comes (the
+// hub when it has sent them). Two round trips' latency at most, n-1
+// messages each way: a simple scheme for the small groups and counts a
+// provider-level collective is used for (fabtests' fi_multinode_coll; MPI
+// libraries bring their own algorithms over the tagged path).
+//
+// A message's Tag is the group id, a hash of the member ids and of how many
+// times this endpoint joined that member list before (every member joins
+// the same lists in the same order, so all agree); Data is the operation's
+// sequence number in the group (32 bits), whether it is a result (bit 32),
+// and the sender's index in the group (bits 40-63). Messages that arrive
+// before the member joined or posted the operation wait in the
+// endpoint's collIn until it does. A contribution or result is at most
+// collMaxBytes: larger operations are refused with FI_EINVAL.
+const (
+	rmaColl = 20
+
+	collMaxBytes = 16 << 10
+	collResult   = 1 << 32
+	collIdxShift = 40
+
+	collAddrBase = 1 << 62 // fi_mc_addr values: collAddrBase + group slot
+)
+
+// Collective operations (enum fi_collective_op).
+const (
+	CollBarrier = iota
+	CollBroadcast
+	CollAlltoall
+	CollAllreduce
+	CollAllgather
+	CollReduceScatter
+	CollReduce
+	CollScatter
+	CollGather
+)
+
+// AVSet is an fi_av_set: an ordered list of an AV's addresses.
+type AVSet struct {
+	av    *AV
+	addrs []uint64
+}
+
+// NewSet makes the set of attr: the AV's addresses from start to end
+// (inclusive) every stride, at most count of them if count is not 0.
+func (av *AV) NewSet(count, start, end, stride uint64) (*AVSet, error) {
+	s := &AVSet{av: av}
+	if start == fi.AddrUnspec {
+		return s, nil
+	}
+	if stride == 0 || end < start {
+		return nil, fi.EINVAL
+	}
+	av.dom.lock()
+	defer av.dom.unlock()
+	for a := start; a <= end && (count == 0 || uint64(len(s.addrs)) < count); a += stride {
+		if _, ok := av.nameLocked(a); !ok {
+			return nil, fi.EINVAL
+		}
+		s.addrs = append(s.addrs, a)
+		if a+stride < a {
+			break
+		}
+	}
+	return s, nil
+}
+
+func (s *AVSet) has(a uint64) bool {
+	for _, x := range s.addrs {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Union adds o's members that s lacks, in o's order.
+func (s *AVSet) Union(o *AVSet) error {
+	if o == nil || o.av != s.av {
+		return fi.EINVAL
+	}
+	for _, a := range o.addrs {
+		if !s.has(a) {
+			s.addrs = append(s.addrs, a)
+		}
+	}
+	return nil
+}
+
+// Intersect keeps the members that o has too.
+func (s *AVSet) Intersect(o *AVSet) error {
+	if o == nil || o.av != s.av {
+		return fi.EINVAL
+	}
+	k := s.addrs[:0]
+	for _, a := range s.addrs {
+		if o.has(a) {
+			k = append(k, a)
+		}
+	}
+	s.addrs = k
+	return nil
+}
+
+// Diff removes the members that o has.
+func (s *AVSet) Diff(o *AVSet) error {
+	if o == nil || o.av != s.av {
+		return fi.EINVAL
+	}
+	k := s.addrs[:0]
+	for _, a := range s.addrs {
+		if !o.has(a) {
+			k = append(k, a)
+		}
+	}
+	s.addrs = k
+	return nil
+}
+
+// Insert adds address a at the end (FI_EINVAL if already there or not in
+// the AV).
+func (s *AVSet) Insert(a uint64) error {
+	s.av.dom.lock()
+	_, ok := s.av.nameLocked(a)
+	s.av.dom.unlock()
+	if !ok || s.has(a) {
+		return fi.EINVAL
+	}
+	s.addrs = append(s.addrs, a)
+	return nil
+}
+
+// Remove takes address a out (FI_EINVAL if not there).
+func (s *AVSet) Remove(a uint64) error {
+	for i, x := range s.addrs {
+		if x == a {
+			s.addrs = append(s.addrs[:i], s.addrs[i+1:]...)
+			return nil
+		}
+	}
+	return fi.EINVAL
+}
+
+// Addr is fi_av_set_addr: an address naming the set for fi_join (the
+// join reads the set itself).
+func (s *AVSet) Addr() uint64 { return collAddrBase - 1 }
+
+// Members returns the set's addresses in order.
+func (s *AVSet) Members() []uint64 { return append([]uint64(nil), s.addrs...) }
+
+// group is a joined collective group of an endpoint (an fid_mc).
+type group struct {
+	id    uint64
+	slot  int
+	addrs []uint64         // members' AV addresses
+	epids []uint64         // members' endpoint ids
+	conns []transport.Conn // to each member (0 for this endpoint)
+	me    int              // this endpoint's index
+	seq   uint32           // operations posted so far
+	ops   []*collOp        // posted, not yet complete, in order
+}
+
+// collOp is a posted collective operation.
+type collOp struct {
+	kind, dt, op int
+	seq          uint32
+	count        uint64
+	buf, result  uintptr
+	hub          int
+	ctx          uintptr
+	got          [][]byte // hub: each member's contribution (nil: not yet)
+	n            int      // hub: contributions received
+	sent         bool     // a member: its contribution went out
+}
+
+// collKey names a waiting message: group, sequence, sender, result bit.
+type collKey struct {
+	id   uint64
+	data uint64
+}
+
+// Join is fi_join_collective: the group of set's members, which must
+// include this endpoint. It completes at once: messages of members that
+// are ahead wait until this one posts the same operation. Returns the
+// group's fi_mc_addr and posts FI_JOIN_COMPLETE (fid, ctx) on the bound EQ.
+func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr) (uint64, error) {
+	if set == nil || set.av != ep.av {
+		return 0, fi.EINVAL
+	}
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	if !ep.enabled {
+		return 0, fi.EOPBADSTATE
+	}
+	if ep.eq == nil {
+		return 0, fi.ENOEQ
+	}
+	g := &group{me: -1, addrs: append([]uint64(nil), set.addrs...)}
+	h := fnv.New64a()
+	var w [8]byte
+	for i, a := range g.addrs {
+		name, ok := ep.av.nameLocked(a)
+		if !ok {
+			return 0, fi.EINVAL
+		}
+		g.epids = append(g.epids, name.EPID)
+		if name.EPID == ep.epid && g.me < 0 {
+			g.me = i
+		}
+		binary.LittleEndian.PutUint64(w[:], name.EPID)
+		h.Write(w[:])
+	}
+	if g.me < 0 || len(g.addrs) > CollMaxMembers {
+		return 0, fi.EINVAL
+	}
+	for i, a := range g.addrs {
+		var c transport.Conn
+		if i != g.me {
+			var errno fi.Errno
+			if c, errno = ep.conn(a); errno != 0 {
+				return 0, errno
+			}
+		}
+		g.conns = append(g.conns, c)
+	}
+	base := h.Sum64()
+	if ep.collJoins == nil {
+		ep.collJoins = map[uint64]uint64{}
+	}
+	binary.LittleEndian.PutUint64(w[:], ep.collJoins[base])
+	ep.collJoins[base]++
+	h.Write(w[:])
+	g.id = h.Sum64()
+	g.slot = -1
+	for i, x := range ep.groups {
+		if x == nil {
+			g.slot = i
+			break
+		}
+	}
+	if g.slot < 0 {
+		g.slot = len(ep.groups)
+		ep.groups = append(ep.groups, nil)
+	}
+	ep.groups[g.slot] = g
+	ep.eq.postEvent(fi.JOIN_COMPLETE, fid, ctx, 0)
+	return collAddrBase + uint64(g.slot), nil
+}
+
+// Leave is fi_close on the group's fid_mc. Operations still posted fail.
+func (ep *Endpoint) Leave(addr uint64) error {
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	g := ep.group(addr)
+	if g == nil {
+		return fi.EINVAL
+	}
+	for _, o := range g.ops {
+		ep.collDone(o, fi.ECANCELED)
+	}
+	ep.groups[g.slot] = nil
+	return nil
+}
+
+func (ep *Endpoint) group(addr uint64) *group {
+	if addr < collAddrBase || addr-collAddrBase >= uint64(len(ep.groups)) {
+		return nil
+	}
+	return ep.groups[addr-collAddrBase]
+}
+
+// CollValid is fi_query_collective: whether operation kind runs with op
+// on datatype dt.
+func CollValid(kind, dt, op int) error {
+	switch kind {
+	case CollBarrier:
+		return nil
+	case CollBroadcast, CollAllgather, CollScatter, CollGather:
+		if dt < 0 || dt >= dtLast || dt == dtLongDouble || dt == dtLongDoubleComplex {
+			return fi.EOPNOTSUPP
+		}
+		return nil
+	case CollAllreduce, CollReduce:
+		if dt < 0 || dt >= dtLast || dt == dtLongDouble || dt == dtLongDoubleComplex ||
+			op < 0 || op > opBxor || !pairValid(dt, op) {
+			return fi.EOPNOTSUPP
+		}
+		return nil
+	}
+	return fi.ENOSYS // alltoall, reduce_scatter
+}
+
+// CollMaxMembers is the most members a group may have.
+const CollMaxMembers = 1 << 20
+
+// CollQuery answers fi_query_collective: the most elements of dt one
+// operation takes, and the element size.
+func CollQuery(kind, dt, op int) (count, size int, err error) {
+	if err := CollValid(kind, dt, op); err != nil {
+		return 0, 0, err
+	}
+	if kind == CollBarrier || dt < 0 || dt >= dtLast {
+		return 0, 0, nil
+	}
+	return collMaxBytes / dtSize[dt], dtSize[dt], nil
+}
+
+// Collective posts operation kind on group addr: count elements of dt at
+// buf (the input, or for broadcast the buffer itself), the output at
+// result, root the rooted operations' root (an AV address), op the
+// reduction.
+func (ep *Endpoint) Collective(kind int, buf, result unsafe.Pointer, count uint64, addr, root uint64, dt, op int, ctx unsafe.Pointer) error {
+	if err := CollValid(kind, dt, op); err != nil {
+		return err
+	}
+	size := uint64(0)
+	if kind != CollBarrier {
+		size = uint64(dtSize[dt])
+	}
+	d := ep.dom
+	d.lock()
+	defer d.unlock()
+	g := ep.group(addr)
+	if g == nil || !ep.enabled {
+		return fi.EINVAL
+	}
+	n := uint64(len(g.addrs))
+	o := &collOp{kind: kind, dt: dt, op: op, count: count, buf: uintptr(buf), result: uintptr(result), ctx: uintptr(ctx)}
+	// The largest message the operation sends, and the buffers it needs.
+	part := count * size
+	msg := part
+	switch kind {
+	case CollAllgather, CollGather:
+		msg = part * n
+	case CollScatter:
+		msg = part * n
+	}
+	if count > collMaxBytes || msg > collMaxBytes ||
+		(part > 0 && buf == nil && kind != CollScatter) || (part > 0 && result == nil && kind != CollBroadcast && kind != CollReduce && kind != CollGather) {
+		return fi.EINVAL
+	}
+	switch kind {
+	case CollBroadcast, CollScatter, CollGather, CollReduce:
+		o.hub = -1
+		for i, a := range g.addrs {
+			if a == root {
+				o.hub = i
+			}
+		}
+		if o.hub < 0 {
+			return fi.EINVAL
+		}
+		if o.hub == g.me && part > 0 && ((kind == CollScatter && buf == nil) || ((kind == CollGather || kind == CollReduce) && result == nil)) {
+			return fi.EINVAL
+		}
+	}
+	o.seq = g.seq
+	g.seq++
+	g.ops = append(g.ops, o)
+	if o.hub == g.me {
+		o.got = make([][]byte, n)
+		o.got[g.me] = ep.collMine(g, o)
+		o.n = 1
+	}
+	ep.collAdvance(g)
+	return nil
+}
+
+// collMine is this member's contribution to o (a copy).
+func (ep *Endpoint) collMine(g *group, o *collOp) []byte {
+	size := uint64(0)
+	if o.kind != CollBarrier {
+		size = uint64(dtSize[o.dt])
+	}
+	part := o.count * size
+	switch o.kind {
+	case CollBarrier:
+		return []byte{}
+	case CollBroadcast:
+		if g.me != o.hub {
+			return []byte{}
+		}
+	case CollScatter:
+		if g.me != o.hub {
+			return []byte{}
+		}
+		part *= uint64(len(g.addrs))
+	}
+	if part == 0 {
+		return []byte{}
+	}
+	out := make([]byte, part)
+	copy(out, cbytes(o.buf, part))
+	return out
+}
+
+// collAdvance moves the group's operations on, in order: members send
+// their contributions, and take their results; the hub combines once it
+// has every contribution.
+func (ep *Endpoint) collAdvance(g *group) {
+	for len(g.ops) > 0 {
+		o := g.ops[0]
+		if o.hub == g.me {
+			for i := range g.addrs {
+				if o.got[i] != nil {
+					continue
+				}
+				k := collKey{g.id, uint64(o.seq) | uint64(i)<<collIdxShift}
+				if b, ok := ep.collIn[k]; ok {
+					delete(ep.collIn, k)
+					o.got[i] = b
+					o.n++
+				}
+			}
+			if o.n < len(g.addrs) {
+				return
+			}
+			ep.collDone(o, ep.collCombine(g, o))
+		} else {
+			if !o.sent {
+				o.sent = true
+				mine := ep.collMine(g, o)
+				ep.collSend(g, o.hub, uint64(o.seq)|uint64(g.me)<<collIdxShift, mine)
+			}
+			k := collKey{g.id, uint64(o.seq) | collResult | uint64(o.hub)<<collIdxShift}
+			b, ok := ep.collIn[k]
+			if !ok {
+				return
+			}
+			delete(ep.collIn, k)
+			ep.collDone(o, ep.collTake(o, b))
+		}
+		g.ops = g.ops[1:]
+		if len(g.ops) == 0 {
+			g.ops = nil
+		}
+	}
+}
+
+// collCombine is the hub's part: the result from every contribution,
+// written where the hub wants it and sent to each member.
+func (ep *Endpoint) collCombine(g *group, o *collOp) fi.Errno {
+	n := len(g.addrs)
+	size := uint64(0)
+	if o.kind != CollBarrier {
+		size = uint64(dtSize[o.dt])
+	}
+	part := o.count * size
+	var all []byte // the same result for every member, if any
+	switch o.kind {
+	case CollAllreduce, CollReduce:
+		all = append([]byte(nil), o.got[0]...)
+		if uint64(len(all)) != part {
+			return fi.EIO
+		}
+		for i := 1; i < n; i++ {
+			if uint64(len(o.got[i])) != part {
+				return fi.EIO
+			}
+			if errno := atomicApply(o.op, o.dt, all, o.got[i], nil, nil); errno != 0 {
+				return errno
+			}
+		}
+	case CollAllgather, CollGather:
+		for i := 0; i < n; i++ {
+			if uint64(len(o.got[i])) != part {
+				return fi.EIO
+			}
+			all = append(all, o.got[i]...)
+		}
+	case CollBroadcast:
+		all = o.got[g.me]
+	}
+	for i := 0; i < n; i++ {
+		if i == g.me {
+			continue
+		}
+		var b []byte
+		switch o.kind {
+		case CollAllreduce, CollAllgather, CollBroadcast:
+			b = all
+		case CollScatter:
+			b = o.got[g.me][uint64(i)*part : uint64(i+1)*part]
+		}
+		ep.collSend(g, i, uint64(o.seq)|collResult|uint64(g.me)<<collIdxShift, b)
+	}
+	switch o.kind {
+	case CollAllreduce, CollAllgather, CollReduce, CollGather:
+		return copyIn(cbytes(o.result, uint64(len(all))), all)
+	case CollScatter:
+		return copyIn(cbytes(o.result, part), o.got[g.me][uint64(g.me)*part:uint64(g.me+1)*part])
+	}
+	return 0
+}
+
+// collTake is a member's part: its result, from the hub.
+func (ep *Endpoint) collTake(o *collOp, b []byte) fi.Errno {
+	switch o.kind {
+	case CollBarrier, CollReduce, CollGather:
+		return 0
+	case CollBroadcast:
+		if uint64(len(b)) != o.count*uint64(dtSize[o.dt]) {
+			return fi.EIO
+		}
+		return copyIn(cbytes(o.buf, uint64(len(b))), b)
+	}
+	return copyIn(cbytes(o.result, uint64(len(b))), b)
+}
+
+// collSend sends data to member i of g (copied by the wire or the
+// outbox: nothing waits for it).
+func (ep *Endpoint) collSend(g *group, i int, data uint64, b []byte) {
+	h := transport.Header{Flags: hfRMA | rmaColl<<rmaKindShift, Tag: g.id, Data: data, Len: uint64(len(b))}
+	ep.rmaPost(g.conns[i], h, [][]byte{b}, rmaReplyCookie, transport.SendCopy)
+}
+
+// collDone completes o: an entry on the transmit CQ (FI_COLLECTIVE).
+func (ep *Endpoint) collDone(o *collOp, errno fi.Errno) {
+	if ep.txCQ != nil {
+		if errno != 0 {
+			ep.txCQ.completeErr(o.ctx, fi.COLLECTIVE, 0, 0, 0, 0, errno, 0, nil)
+		} else {
+			ep.txCQ.complete(o.ctx, fi.COLLECTIVE, 0, 0, 0, 0, 0, nil)
+		}
+	}
+	ep.events++
+}
+
+// collDeliver takes an arrived collective message (from rmaDeliver): it
+// waits in collIn until its operation takes it.
+func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
+	if m.IsRndv || h.Len != uint64(len(m.Payload)) || h.Len > collMaxBytes {
+		ep.rmaDrop(m) // never sent so: malformed
+		return
+	}
+	if ep.collIn == nil {
+		ep.collIn = map[collKey][]byte{}
+	}
+	k := collKey{h.Tag, h.Data}
+	if _, dup := ep.collIn[k]; dup || len(ep.collIn) >= 1<<16 {
+		// A second copy, or far more than any group posts: the reliable
+		// wires send neither, so only a misbehaving peer does.
+		ep.dom.log.Warnf(fi.LOG_EP_DATA, "collective message dropped (group %#x, %#x): duplicate or %d waiting",
+			h.Tag, h.Data, len(ep.collIn))
+		return
+	}
+	ep.collIn[k] = append([]byte{}, m.Payload...)
+	for _, g := range ep.groups {
+		if g != nil && g.id == h.Tag {
+			ep.collAdvance(g)
+		}
+	}
+}

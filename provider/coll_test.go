@@ -1,0 +1,364 @@
+package provider
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
+)
+
+// collNet is n endpoints of one domain over a loopback wire, each with a
+// CQ and an EQ, sharing one AV (address i is endpoint i).
+type collNet struct {
+	t   *testing.T
+	eps []*Endpoint
+	cqs []*CQ
+	eqs []*EQ
+	av  *AV
+	ctx [16]byte // member i's operations have context &ctx[i]
+}
+
+func (c *collNet) ctxOf(i int) unsafe.Pointer { return unsafe.Pointer(&c.ctx[i]) }
+
+func newCollNet(t *testing.T, n int) *collNet {
+	t.Helper()
+	p := New(newFakeHost(nil))
+	net := newLoopNet(1000)
+	p.wire = net.open
+	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &fi.Info{Caps: fi.MSG | fi.COLLECTIVE, Domain: &fi.DomainAttr{}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	d, err := f.OpenDomain(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collNet{t: t, av: av}
+	names := make([]byte, n*EPNameLen)
+	for i := 0; i < n; i++ {
+		ep, err := d.OpenEndpoint(info, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq, err := f.OpenEQ(&EQAttr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []struct {
+			obj   any
+			flags uint64
+		}{{av, 0}, {cq, fi.TRANSMIT | fi.RECV}, {eq, 0}} {
+			if err := ep.Bind(b.obj, b.flags); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ep.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		ep.name().put(names[i*EPNameLen:])
+		c.eps, c.cqs, c.eqs = append(c.eps, ep), append(c.cqs, cq), append(c.eqs, eq)
+	}
+	out := make([]uint64, n)
+	if k, err := av.Insert(unsafe.Pointer(&names[0]), n, unsafe.Pointer(&out[0]), 0, 0); k != n || err != nil {
+		t.Fatalf("Insert = %d, %v", k, err)
+	}
+	return c
+}
+
+// join makes the set start..end/stride and joins it from each member;
+// it returns each member's group address (0 for the others).
+func (c *collNet) join(start, end, stride uint64) []uint64 {
+	c.t.Helper()
+	addrs := make([]uint64, len(c.eps))
+	for i, ep := range c.eps {
+		if uint64(i) < start || uint64(i) > end || (uint64(i)-start)%stride != 0 {
+			continue
+		}
+		set, err := c.av.NewSet(0, start, end, stride)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		a, err := ep.Join(set, 0xF00+uintptr(i), 0xC0+uintptr(i))
+		if err != nil {
+			c.t.Fatalf("Join %d: %v", i, err)
+		}
+		buf := make([]byte, EQEntrySize)
+		if n, ev, err := c.eqs[i].Read(buf, 0); n != EQEntrySize || ev != fi.JOIN_COMPLETE || err != nil ||
+			binary.NativeEndian.Uint64(buf) != 0xF00+uint64(i) || binary.NativeEndian.Uint64(buf[8:]) != 0xC0+uint64(i) {
+			c.t.Fatalf("join %d: EQ read %d, event %d, %v, entry %x", i, n, ev, err, buf)
+		}
+		addrs[i] = a
+	}
+	return addrs
+}
+
+// wait polls every member until each in who has its completion, context
+// ctxOf(i); it returns their errnos.
+func (c *collNet) wait(who []int) []fi.Errno {
+	c.t.Helper()
+	got := make([]fi.Errno, len(c.eps))
+	done := map[int]bool{}
+	for round := 0; round < 10000 && len(done) < len(who); round++ {
+		for _, i := range who {
+			if done[i] {
+				continue
+			}
+			var e cqTagged
+			n, err := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil)
+			switch {
+			case n == 1:
+				if e.ctx != uintptr(c.ctxOf(i)) || e.flags != fi.COLLECTIVE {
+					c.t.Fatalf("member %d: completion %+v", i, e)
+				}
+				done[i] = true
+			case errors.Is(err, fi.EAVAIL):
+				var x cqErrEntry
+				if k, err := c.cqs[i].ReadErr(unsafe.Pointer(&x), 0); k != 1 || err != nil {
+					c.t.Fatalf("member %d: ReadErr %d, %v", i, k, err)
+				}
+				got[i], done[i] = fi.Errno(x.err), true
+			}
+		}
+	}
+	if len(done) < len(who) {
+		c.t.Fatalf("completions of %v: only %v came", who, done)
+	}
+	return got
+}
+
+func u64s(b []byte) []uint64 { return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8) }
+
+// Every operation over 4 members, with roots other than the first, posted
+// in an order that makes messages arrive before their operation.
+func TestCollectives(t *testing.T) {
+	const n = 4
+	c := newCollNet(t, n)
+	g := c.join(0, n-1, 1)
+	all := []int{0, 1, 2, 3}
+	post := func(i, kind int, buf, res []byte, count, root uint64, dt, op int) {
+		t.Helper()
+		var b, r unsafe.Pointer
+		if buf != nil {
+			b = unsafe.Pointer(&buf[0])
+		}
+		if res != nil {
+			r = unsafe.Pointer(&res[0])
+		}
+		if err := c.eps[i].Collective(kind, b, r, count, g[i], root, dt, op, c.ctxOf(i)); err != nil {
+			t.Fatalf("member %d kind %d: %v", i, kind, err)
+		}
+	}
+	// Barrier: nobody completes before the last member enters.
+	for _, i := range []int{3, 1, 2} {
+		post(i, CollBarrier, nil, nil, 0, 0, 0, 0)
+	}
+	for k := 0; k < 50; k++ {
+		for i := 1; i < n; i++ {
+			var e cqTagged
+			if m, _ := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil); m != 0 {
+				t.Fatalf("member %d left the barrier before member 0 entered", i)
+			}
+		}
+	}
+	post(0, CollBarrier, nil, nil, 0, 0, 0, 0)
+	c.wait(all)
+
+	// Allreduce: a sum of uint64, the last member first.
+	in, out := make([][]byte, n), make([][]byte, n)
+	for _, i := range []int{3, 2, 1, 0} {
+		in[i], out[i] = make([]byte, 3*8), make([]byte, 3*8)
+		for k := range u64s(in[i]) {
+			u64s(in[i])[k] = uint64(1000*k + i)
+		}
+		post(i, CollAllreduce, in[i], out[i], 3, 0, dtUint64, opSum)
+	}
+	c.wait(all)
+	for i := 0; i < n; i++ {
+		for k, v := range u64s(out[i]) {
+			if want := uint64(4*1000*k + 6); v != want {
+				t.Fatalf("allreduce: member %d element %d = %d, want %d", i, k, v, want)
+			}
+		}
+	}
+
+	// Allgather, broadcast, scatter, gather and reduce rooted at member 2.
+	for i := 0; i < n; i++ {
+		in[i], out[i] = make([]byte, 16), make([]byte, n*16)
+		u64s(in[i])[0], u64s(in[i])[1] = uint64(10+i), uint64(20+i)
+		post(i, CollAllgather, in[i], out[i], 2, 0, dtUint64, 0)
+	}
+	c.wait(all)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if a, b := u64s(out[i])[2*j], u64s(out[i])[2*j+1]; a != uint64(10+j) || b != uint64(20+j) {
+				t.Fatalf("allgather: member %d slot %d = %d,%d", i, j, a, b)
+			}
+		}
+	}
+	const root = 2
+	for _, i := range []int{0, 3, 2, 1} {
+		in[i] = make([]byte, 5*4)
+		if i == root {
+			for k := range in[i] {
+				in[i][k] = byte(k + 7)
+			}
+		}
+		post(i, CollBroadcast, in[i], nil, 5, root, dtUint32, 0)
+	}
+	c.wait(all)
+	for i := 0; i < n; i++ {
+		for k := range in[i] {
+			if in[i][k] != byte(k+7) {
+				t.Fatalf("broadcast: member %d byte %d = %d", i, k, in[i][k])
+			}
+		}
+	}
+	src := make([]byte, n*8)
+	for j := 0; j < n; j++ {
+		u64s(src)[j] = uint64(100 + j)
+	}
+	for i := 0; i < n; i++ {
+		out[i] = make([]byte, 8)
+		var b []byte
+		if i == root {
+			b = src
+		}
+		post(i, CollScatter, b, out[i], 1, root, dtUint64, 0)
+	}
+	c.wait(all)
+	for i := 0; i < n; i++ {
+		if v := u64s(out[i])[0]; v != uint64(100+i) {
+			t.Fatalf("scatter: member %d got %d", i, v)
+		}
+	}
+	gath := make([]byte, n*8)
+	for i := 0; i < n; i++ {
+		in[i] = make([]byte, 8)
+		u64s(in[i])[0] = uint64(i * i)
+		var r []byte
+		if i == root {
+			r = gath
+		}
+		post(i, CollGather, in[i], r, 1, root, dtUint64, 0)
+	}
+	c.wait(all)
+	for j := 0; j < n; j++ {
+		if v := u64s(gath)[j]; v != uint64(j*j) {
+			t.Fatalf("gather: slot %d = %d", j, v)
+		}
+	}
+	red := make([]byte, 8)
+	for i := 0; i < n; i++ {
+		in[i] = make([]byte, 8)
+		u64s(in[i])[0] = uint64(3 + i)
+		var r []byte
+		if i == root {
+			r = red
+		}
+		post(i, CollReduce, in[i], r, 1, root, dtUint64, opMax)
+	}
+	c.wait(all)
+	if v := u64s(red)[0]; v != 6 {
+		t.Fatalf("reduce max = %d, want 6", v)
+	}
+}
+
+// A set with a stride (members 1 and 3): the others take no part, and two
+// groups of the same members (two joins) keep their operations apart.
+func TestCollectiveStrideAndRejoin(t *testing.T) {
+	c := newCollNet(t, 4)
+	g1 := c.join(1, 3, 2)
+	g2 := c.join(1, 3, 2)
+	if g1[0] != 0 || g1[2] != 0 || g1[1] == 0 || g2[1] == g1[1] {
+		t.Fatalf("group addresses %v %v", g1, g2)
+	}
+	bufs := map[[2]int][]byte{}
+	for _, i := range []int{3, 1} {
+		for gi, g := range [][]uint64{g2, g1} {
+			in, out := make([]byte, 8), make([]byte, 8)
+			u64s(in)[0] = uint64(10*(gi+1) + i)
+			bufs[[2]int{gi, i}] = out
+			if err := c.eps[i].Collective(CollAllreduce, unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), 1, g[i], 0, dtUint64, opSum, c.ctxOf(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.wait([]int{1, 3})
+	c.wait([]int{1, 3})
+	for _, i := range []int{1, 3} {
+		if a, b := u64s(bufs[[2]int{0, i}])[0], u64s(bufs[[2]int{1, i}])[0]; a != 24 || b != 44 {
+			t.Fatalf("member %d: sums %d (group 2) and %d (group 1), want 24 and 44", i, a, b)
+		}
+	}
+	if err := c.eps[1].Leave(g1[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.eps[1].Collective(CollBarrier, nil, nil, 0, g1[1], 0, 0, 0, nil); !errors.Is(err, fi.EINVAL) {
+		t.Fatalf("barrier on a group left: %v", err)
+	}
+}
+
+// Bad arguments are refused at once.
+func TestCollectiveErrors(t *testing.T) {
+	c := newCollNet(t, 3)
+	g := c.join(0, 2, 1)
+	ep := c.eps[0]
+	b := make([]byte, collMaxBytes+8)
+	p := unsafe.Pointer(&b[0])
+	for _, tt := range []struct {
+		name     string
+		kind     int
+		buf, res unsafe.Pointer
+		count    uint64
+		addr     uint64
+		root     uint64
+		dt, op   int
+		want     error
+	}{
+		{"no such group", CollBarrier, nil, nil, 0, g[0] + 5, 0, 0, 0, fi.EINVAL},
+		{"alltoall", CollAlltoall, p, p, 1, g[0], 0, dtUint64, 0, fi.ENOSYS},
+		{"reduce_scatter", CollReduceScatter, p, p, 1, g[0], 0, dtUint64, opSum, fi.ENOSYS},
+		{"compare op", CollAllreduce, p, p, 1, g[0], 0, dtUint64, opCswap, fi.EOPNOTSUPP},
+		{"bitwise op on floats", CollAllreduce, p, p, 1, g[0], 0, dtDouble, opBor, fi.EOPNOTSUPP},
+		{"too large", CollAllreduce, p, p, collMaxBytes/8 + 1, g[0], 0, dtUint64, opSum, fi.EINVAL},
+		{"allgather too large", CollAllgather, p, p, collMaxBytes / 8 / 2, g[0], 0, dtUint64, 0, fi.EINVAL},
+		{"no result", CollAllreduce, p, nil, 1, g[0], 0, dtUint64, opSum, fi.EINVAL},
+		{"root not a member", CollBroadcast, p, nil, 1, g[0], 7, dtUint64, 0, fi.EINVAL},
+		{"scatter root without data", CollScatter, nil, p, 1, g[0], 0, dtUint64, 0, fi.EINVAL},
+	} {
+		if err := ep.Collective(tt.kind, tt.buf, tt.res, tt.count, tt.addr, tt.root, tt.dt, tt.op, nil); !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// Joining a set this endpoint is not in, or another AV's set.
+	set, err := c.av.NewSet(0, 1, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ep.Join(set, 0, 0); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("join without being a member: %v", err)
+	}
+	if _, err := c.av.NewSet(0, 0, 9, 1); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("set past the AV: %v", err)
+	}
+	if err := set.Insert(1); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("insert of a member: %v", err)
+	}
+	if err := set.Insert(0); err != nil || len(set.Members()) != 3 {
+		t.Errorf("insert: %v, %v", err, set.Members())
+	}
+	if err := set.Remove(2); err != nil || len(set.Members()) != 2 || set.Remove(2) == nil {
+		t.Errorf("remove: %v", set.Members())
+	}
+}
