@@ -1043,3 +1043,31 @@ func TestGetInfoAcceptedEdges(t *testing.T) {
 		})
 	}
 }
+
+// FI_COLLECTIVE is granted (info, transmit and receive caps) only to hints
+// that ask for it: every other answer stays psm2's.
+func TestGetInfoCollective(t *testing.T) {
+	p, _ := newTestProvider(t, nil)
+	hints := fiInfoHints()
+	hints.Caps = fi.MSG | fi.COLLECTIVE
+	infos, err := p.GetInfo(v117, "", "", 0, hints)
+	if err != nil || len(infos) == 0 {
+		t.Fatalf("GetInfo(MSG|COLLECTIVE) = %d entries, %v", len(infos), err)
+	}
+	for _, info := range infos {
+		if info.Caps&fi.COLLECTIVE == 0 || info.Tx.Caps&fi.COLLECTIVE == 0 || info.Rx.Caps&fi.COLLECTIVE == 0 {
+			t.Errorf("entry caps %#x tx %#x rx %#x: FI_COLLECTIVE missing", info.Caps, info.Tx.Caps, info.Rx.Caps)
+		}
+	}
+	for _, h := range []*fi.Info{nil, fiInfoHints()} {
+		infos, err := p.GetInfo(v117, "", "", 0, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range infos {
+			if (info.Caps|info.Tx.Caps|info.Rx.Caps)&fi.COLLECTIVE != 0 {
+				t.Errorf("FI_COLLECTIVE granted unasked (hints %v)", h != nil)
+			}
+		}
+	}
+}

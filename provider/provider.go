@@ -225,6 +225,7 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 		for _, info := range infos {
 			info.Caps |= fi.COLLECTIVE
 			info.Tx.Caps |= fi.COLLECTIVE
+			info.Rx.Caps |= fi.COLLECTIVE
 		}
 	}
 	return infos, nil
