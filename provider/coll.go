@@ -26,17 +26,26 @@ import (
 // A message's Tag is the group id, a hash of the member ids and of how many
 // times this endpoint joined that member list before (every member joins
 // the same lists in the same order, so all agree); Data is the operation's
-// sequence number in the group (32 bits), whether it is a result (bit 32),
-// and the sender's index in the group (bits 40-63). Messages that arrive
+// sequence number in the group (32 bits), whether it is a result (bit 32)
+// and a failed one (bit 33), the operation (bits 34-37: members that
+// posted different ones fail it) and the sender's index in the group
+// (bits 40-63). A contribution or result whose length is not the one the
+// operation's count makes fails the operation (FI_EIO) where it arrives,
+// and a failure at the hub is sent to every member, so none waits for a
+// result that will not come. Messages that arrive
 // before the member joined or posted the operation wait in the
 // endpoint's collIn until it does. A contribution or result is at most
 // collMaxBytes: larger operations are refused with FI_EINVAL.
 const (
 	rmaColl = 20
 
-	collMaxBytes = 16 << 10
-	collResult   = 1 << 32
-	collIdxShift = 40
+	collMaxBytes  = 16 << 10
+	collResult    = 1 << 32 // a result (else a contribution)
+	collError     = 1 << 33 // a result: the hub failed the operation
+	collKindShift = 34      // bits 34-37: the operation (a mismatch fails it)
+	collIdxShift  = 40
+
+	collInMaxBytes = 64 << 20 // arrived messages kept waiting, at most
 
 	collAddrBase = 1 << 62 // fi_mc_addr values: collAddrBase + group slot
 )
@@ -188,6 +197,7 @@ type collOp struct {
 	hub          int
 	ctx          uintptr
 	got          [][]byte // hub: each member's contribution (nil: not yet)
+	all          []byte   // hub: the combined result (reductions, gathers, broadcast)
 	n            int      // hub: contributions received
 	sent         bool     // a member: its contribution went out
 }
@@ -202,7 +212,7 @@ type collKey struct {
 // include this endpoint. It completes at once: messages of members that
 // are ahead wait until this one posts the same operation. Returns the
 // group's fi_mc_addr and posts FI_JOIN_COMPLETE (fid, ctx) on the bound EQ.
-func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr) (uint64, error) {
+func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr, setAddr func(uint64)) (uint64, error) {
 	if set == nil || set.av != ep.av {
 		return 0, fi.EINVAL
 	}
@@ -222,6 +232,11 @@ func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr) (uint64, error) {
 		name, ok := ep.av.nameLocked(a)
 		if !ok {
 			return 0, fi.EINVAL
+		}
+		for _, x := range g.epids {
+			if x == name.EPID {
+				return 0, fi.EINVAL // one endpoint twice: it would wait for itself
+			}
 		}
 		g.epids = append(g.epids, name.EPID)
 		if name.EPID == ep.epid && g.me < 0 {
@@ -263,8 +278,12 @@ func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr) (uint64, error) {
 		ep.groups = append(ep.groups, nil)
 	}
 	ep.groups[g.slot] = g
+	addr := collAddrBase + uint64(g.slot)
+	if setAddr != nil {
+		setAddr(addr) // the fid_mc's address, before anyone reads the event
+	}
 	ep.eq.postEvent(fi.JOIN_COMPLETE, fid, ctx, 0)
-	return collAddrBase + uint64(g.slot), nil
+	return addr, nil
 }
 
 // Leave is fi_close on the group's fid_mc. Operations still posted fail.
@@ -280,6 +299,18 @@ func (ep *Endpoint) Leave(addr uint64) error {
 		ep.collDone(o, fi.ECANCELED)
 	}
 	ep.groups[g.slot] = nil
+	// Its waiting messages go, and any that come later are dropped (a
+	// group id is never joined twice).
+	for k, b := range ep.collIn {
+		if k.id == g.id {
+			ep.collInBytes -= len(b)
+			delete(ep.collIn, k)
+		}
+	}
+	if ep.collLeft == nil {
+		ep.collLeft = map[uint64]bool{}
+	}
+	ep.collLeft[g.id] = true
 	return nil
 }
 
@@ -426,30 +457,43 @@ func (ep *Endpoint) collAdvance(g *group) {
 				if o.got[i] != nil {
 					continue
 				}
-				k := collKey{g.id, uint64(o.seq) | uint64(i)<<collIdxShift}
-				if b, ok := ep.collIn[k]; ok {
-					delete(ep.collIn, k)
+				if b, ok := ep.collTakeIn(g, o, uint64(i)<<collIdxShift); ok {
 					o.got[i] = b
 					o.n++
 				}
 			}
 			if o.n < len(g.addrs) {
-				return
+				if !ep.collMismatch(g, o, 0) {
+					return
+				}
+				// A member posted another operation here: fail it
+				// everywhere (its part, if any, is dropped).
+				ep.collFail(g, o)
+				ep.collDone(o, fi.EIO)
+			} else {
+				ep.collDone(o, ep.collCombine(g, o))
 			}
-			ep.collDone(o, ep.collCombine(g, o))
 		} else {
 			if !o.sent {
 				o.sent = true
 				mine := ep.collMine(g, o)
-				ep.collSend(g, o.hub, uint64(o.seq)|uint64(g.me)<<collIdxShift, mine)
+				ep.collSend(g, o.hub, o, uint64(g.me)<<collIdxShift, mine)
 			}
-			k := collKey{g.id, uint64(o.seq) | collResult | uint64(o.hub)<<collIdxShift}
-			b, ok := ep.collIn[k]
+			b, ok := ep.collTakeIn(g, o, collResult|uint64(o.hub)<<collIdxShift)
 			if !ok {
+				if b, ok = ep.collTakeIn(g, o, collResult|collError|uint64(o.hub)<<collIdxShift); ok {
+					ep.collDone(o, fi.EIO)
+					g.ops = g.ops[1:]
+					continue
+				}
+				if ep.collMismatch(g, o, collResult|uint64(o.hub)<<collIdxShift) {
+					ep.collDone(o, fi.EIO)
+					g.ops = g.ops[1:]
+					continue
+				}
 				return
 			}
-			delete(ep.collIn, k)
-			ep.collDone(o, ep.collTake(o, b))
+			ep.collDone(o, ep.collTake(g, o, b))
 		}
 		g.ops = g.ops[1:]
 		if len(g.ops) == 0 {
@@ -461,6 +505,25 @@ func (ep *Endpoint) collAdvance(g *group) {
 // collCombine is the hub's part: the result from every contribution,
 // written where the hub wants it and sent to each member.
 func (ep *Endpoint) collCombine(g *group, o *collOp) fi.Errno {
+	if errno := ep.collCompute(g, o); errno != 0 {
+		ep.collFail(g, o)
+		return errno
+	}
+	return ep.collAnswer(g, o)
+}
+
+// collFail sends every other member a failed result for o.
+func (ep *Endpoint) collFail(g *group, o *collOp) {
+	for i := range g.addrs {
+		if i != g.me {
+			ep.collSend(g, i, o, collResult|collError|uint64(g.me)<<collIdxShift, nil)
+		}
+	}
+}
+
+// collCompute checks the contributions' lengths and combines them into
+// o.all (reductions, gathers), or picks the root's data.
+func (ep *Endpoint) collCompute(g *group, o *collOp) fi.Errno {
 	n := len(g.addrs)
 	size := uint64(0)
 	if o.kind != CollBarrier {
@@ -492,6 +555,27 @@ func (ep *Endpoint) collCombine(g *group, o *collOp) fi.Errno {
 	case CollBroadcast:
 		all = o.got[g.me]
 	}
+	o.all = all
+	for i := 0; i < n; i++ {
+		if i != g.me && (o.kind == CollBarrier || o.kind == CollBroadcast || o.kind == CollScatter) && len(o.got[i]) != 0 {
+			return fi.EIO // a member sent data where none belongs
+		}
+	}
+	return 0
+}
+
+// collAnswer sends each member its result and writes the hub's own.
+func (ep *Endpoint) collAnswer(g *group, o *collOp) fi.Errno {
+	n := len(g.addrs)
+	size := uint64(0)
+	if o.kind != CollBarrier {
+		size = uint64(dtSize[o.dt])
+	}
+	part := o.count * size
+	all := o.all
+	if o.kind == CollScatter && uint64(len(o.got[g.me])) != part*uint64(n) {
+		return fi.EIO
+	}
 	for i := 0; i < n; i++ {
 		if i == g.me {
 			continue
@@ -503,7 +587,7 @@ func (ep *Endpoint) collCombine(g *group, o *collOp) fi.Errno {
 		case CollScatter:
 			b = o.got[g.me][uint64(i)*part : uint64(i+1)*part]
 		}
-		ep.collSend(g, i, uint64(o.seq)|collResult|uint64(g.me)<<collIdxShift, b)
+		ep.collSend(g, i, o, collResult|uint64(g.me)<<collIdxShift, b)
 	}
 	switch o.kind {
 	case CollAllreduce, CollAllgather, CollReduce, CollGather:
@@ -514,23 +598,76 @@ func (ep *Endpoint) collCombine(g *group, o *collOp) fi.Errno {
 	return 0
 }
 
-// collTake is a member's part: its result, from the hub.
-func (ep *Endpoint) collTake(o *collOp, b []byte) fi.Errno {
+// collTake is a member's part: its result, from the hub, of exactly the
+// length the operation makes.
+func (ep *Endpoint) collTake(g *group, o *collOp, b []byte) fi.Errno {
+	want := uint64(0)
+	if o.kind != CollBarrier {
+		want = o.count * uint64(dtSize[o.dt])
+	}
 	switch o.kind {
 	case CollBarrier, CollReduce, CollGather:
-		return 0
-	case CollBroadcast:
-		if uint64(len(b)) != o.count*uint64(dtSize[o.dt]) {
-			return fi.EIO
-		}
-		return copyIn(cbytes(o.buf, uint64(len(b))), b)
+		want = 0
+	case CollAllgather:
+		want *= uint64(len(g.addrs))
 	}
-	return copyIn(cbytes(o.result, uint64(len(b))), b)
+	if uint64(len(b)) != want {
+		return fi.EIO
+	}
+	if want == 0 {
+		return 0
+	}
+	if o.kind == CollBroadcast {
+		return copyIn(cbytes(o.buf, want), b)
+	}
+	return copyIn(cbytes(o.result, want), b)
+}
+
+// collTakeIn takes the waiting message of o with the rest of Data in
+// bits (sender, result and error bits), if it came.
+func (ep *Endpoint) collTakeIn(g *group, o *collOp, bits uint64) ([]byte, bool) {
+	k := collKey{g.id, uint64(o.seq) | uint64(o.kind)<<collKindShift | bits}
+	b, ok := ep.collIn[k]
+	if ok {
+		delete(ep.collIn, k)
+		ep.collInBytes -= len(b)
+	}
+	return b, ok
+}
+
+// collMismatch says whether a message for o's place in the group came
+// with another operation (a contribution from any member to the hub,
+// bits 0; or the hub's result, bits its result bits): then it is dropped
+// and o fails.
+func (ep *Endpoint) collMismatch(g *group, o *collOp, bits uint64) bool {
+	for kind := uint64(0); kind < 16; kind++ {
+		if int(kind) == o.kind {
+			continue
+		}
+		for i := range g.addrs {
+			b := bits
+			if bits == 0 {
+				b = uint64(i) << collIdxShift
+			} else if i > 0 {
+				break
+			}
+			for _, e := range []uint64{0, collError} {
+				k := collKey{g.id, uint64(o.seq) | kind<<collKindShift | b | e}
+				if m, ok := ep.collIn[k]; ok {
+					delete(ep.collIn, k)
+					ep.collInBytes -= len(m)
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // collSend sends data to member i of g (copied by the wire or the
 // outbox: nothing waits for it).
-func (ep *Endpoint) collSend(g *group, i int, data uint64, b []byte) {
+func (ep *Endpoint) collSend(g *group, i int, o *collOp, bits uint64, b []byte) {
+	data := uint64(o.seq) | uint64(o.kind)<<collKindShift | bits
 	h := transport.Header{Flags: hfRMA | rmaColl<<rmaKindShift, Tag: g.id, Data: data, Len: uint64(len(b))}
 	ep.rmaPost(g.conns[i], h, [][]byte{b}, rmaReplyCookie, transport.SendCopy)
 }
@@ -548,24 +685,46 @@ func (ep *Endpoint) collDone(o *collOp, errno fi.Errno) {
 }
 
 // collDeliver takes an arrived collective message (from rmaDeliver): it
-// waits in collIn until its operation takes it.
+// waits in collIn until its operation takes it. One the wire sent by
+// rendezvous is fetched into a staging buffer first (rmaFetchDone calls
+// collStore).
 func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
-	if m.IsRndv || h.Len != uint64(len(m.Payload)) || h.Len > collMaxBytes {
-		ep.rmaDrop(m) // never sent so: malformed
+	if h.Len > collMaxBytes || ep.collLeft[h.Tag] {
+		ep.rmaDrop(m)
 		return
 	}
+	if m.IsRndv {
+		t := ep.engine.newOp(opRMATarget)
+		t.rma.hdr, t.rma.src, t.rma.stage = *h, m.SrcEPID, make([]byte, h.Len)
+		ep.rmaWire(t, 1)
+		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
+			ep.rmaFetchDone(t, n, err)
+		}
+		return
+	}
+	if h.Len != uint64(len(m.Payload)) {
+		return // malformed
+	}
+	ep.collStore(h, m.Payload)
+}
+
+// collStore keeps an arrived message (a copy) for its operation.
+func (ep *Endpoint) collStore(h *transport.Header, payload []byte) {
 	if ep.collIn == nil {
 		ep.collIn = map[collKey][]byte{}
 	}
 	k := collKey{h.Tag, h.Data}
-	if _, dup := ep.collIn[k]; dup || len(ep.collIn) >= 1<<16 {
-		// A second copy, or far more than any group posts: the reliable
-		// wires send neither, so only a misbehaving peer does.
-		ep.dom.log.Warnf(fi.LOG_EP_DATA, "collective message dropped (group %#x, %#x): duplicate or %d waiting",
-			h.Tag, h.Data, len(ep.collIn))
+	if _, dup := ep.collIn[k]; dup || ep.collLeft[h.Tag] || len(ep.collIn) >= 1<<16 ||
+		ep.collInBytes+len(payload) > collInMaxBytes {
+		// A second copy, one for a group left, or far more than any
+		// group posts: the reliable wires send none of these, so only
+		// a misbehaving peer does.
+		ep.dom.log.Warnf(fi.LOG_EP_DATA, "collective message dropped (group %#x, %#x): duplicate, group left, or %d (%d bytes) waiting",
+			h.Tag, h.Data, len(ep.collIn), ep.collInBytes)
 		return
 	}
-	ep.collIn[k] = append([]byte{}, m.Payload...)
+	ep.collIn[k] = append([]byte{}, payload...)
+	ep.collInBytes += len(payload)
 	for _, g := range ep.groups {
 		if g != nil && g.id == h.Tag {
 			ep.collAdvance(g)

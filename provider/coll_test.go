@@ -26,6 +26,7 @@ func newCollNet(t *testing.T, n int) *collNet {
 	t.Helper()
 	p := New(newFakeHost(nil))
 	net := newLoopNet(1000)
+	net.copyRndv = true // parts over 1000 bytes come by rendezvous
 	p.wire = net.open
 	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
 	if err != nil {
@@ -89,7 +90,8 @@ func (c *collNet) join(start, end, stride uint64) []uint64 {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		a, err := ep.Join(set, 0xF00+uintptr(i), 0xC0+uintptr(i))
+		var set2 uint64
+		a, err := ep.Join(set, 0xF00+uintptr(i), 0xC0+uintptr(i), func(x uint64) { set2 = x })
 		if err != nil {
 			c.t.Fatalf("Join %d: %v", i, err)
 		}
@@ -97,6 +99,9 @@ func (c *collNet) join(start, end, stride uint64) []uint64 {
 		if n, ev, err := c.eqs[i].Read(buf, 0); n != EQEntrySize || ev != fi.JOIN_COMPLETE || err != nil ||
 			binary.NativeEndian.Uint64(buf) != 0xF00+uint64(i) || binary.NativeEndian.Uint64(buf[8:]) != 0xC0+uint64(i) {
 			c.t.Fatalf("join %d: EQ read %d, event %d, %v, entry %x", i, n, ev, err, buf)
+		}
+		if set2 != a {
+			c.t.Fatalf("join %d: the address set before the event %#x, returned %#x", i, set2, a)
 		}
 		addrs[i] = a
 	}
@@ -346,7 +351,7 @@ func TestCollectiveErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ep.Join(set, 0, 0); !errors.Is(err, fi.EINVAL) {
+	if _, err := ep.Join(set, 0, 0, nil); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("join without being a member: %v", err)
 	}
 	if _, err := c.av.NewSet(0, 0, 9, 1); !errors.Is(err, fi.EINVAL) {
@@ -360,5 +365,125 @@ func TestCollectiveErrors(t *testing.T) {
 	}
 	if err := set.Remove(2); err != nil || len(set.Members()) != 2 || set.Remove(2) == nil {
 		t.Errorf("remove: %v", set.Members())
+	}
+}
+
+// What the review found: members that disagree on the count or the
+// operation fail it everywhere (FI_EIO) and nothing is written past a
+// result buffer; a message sent by rendezvous arrives; leaving purges the
+// group's messages; an endpoint with a group open refuses to close; one
+// endpoint twice in a set is refused.
+func TestCollectiveDisagreements(t *testing.T) {
+	c := newCollNet(t, 3)
+	g := c.join(0, 2, 1)
+	all := []int{0, 1, 2}
+	post := func(i, kind int, buf, res []byte, count, root uint64, dt, op int) {
+		t.Helper()
+		var b, r unsafe.Pointer
+		if buf != nil {
+			b = unsafe.Pointer(&buf[0])
+		}
+		if res != nil {
+			r = unsafe.Pointer(&res[0])
+		}
+		if err := c.eps[i].Collective(kind, b, r, count, g[i], root, dt, op, c.ctxOf(i)); err != nil {
+			t.Fatalf("member %d kind %d: %v", i, kind, err)
+		}
+	}
+	want := func(got []fi.Errno, w ...fi.Errno) {
+		t.Helper()
+		for i, e := range w {
+			if got[i] != e {
+				t.Fatalf("errnos %v, want %v", got, w)
+			}
+		}
+	}
+	// The root scatters 4 elements each while member 1 expects 1: member
+	// 1 fails, and the 8 bytes after its one element stay untouched.
+	src := make([]byte, 3*4*8)
+	res := [][]byte{make([]byte, 32), make([]byte, 16), make([]byte, 32)}
+	for i := 0; i < 3; i++ {
+		n := uint64(4)
+		if i == 1 {
+			n = 1
+		}
+		var b []byte
+		if i == 0 {
+			b = src
+		}
+		post(i, CollScatter, b, res[i], n, 0, dtUint64, 0)
+	}
+	want(c.wait(all), 0, fi.EIO, 0)
+	if u64s(res[1])[1] != 0 {
+		t.Fatal("scatter wrote past member 1's result")
+	}
+	// Allreduce of 4 at the hub and 1 at member 2: the hub fails it and
+	// tells everyone.
+	in, out := make([]byte, 32), make([]byte, 32)
+	post(1, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	post(2, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
+	post(0, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
+	// Another operation at the same place: a barrier where the others
+	// allreduce.
+	post(2, CollBarrier, nil, nil, 0, 0, 0, 0)
+	post(1, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	post(0, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
+	// Still in step: a large allreduce (the loop wire sends it by
+	// rendezvous).
+	big := make([][]byte, 3)
+	bigOut := make([][]byte, 3)
+	for i := 0; i < 3; i++ {
+		big[i], bigOut[i] = make([]byte, 512*8), make([]byte, 512*8)
+		for k := range u64s(big[i]) {
+			u64s(big[i])[k] = uint64(k*3 + i)
+		}
+		post(i, CollAllreduce, big[i], bigOut[i], 512, 0, dtUint64, opSum)
+	}
+	want(c.wait(all), 0, 0, 0)
+	for i := 0; i < 3; i++ {
+		for k, v := range u64s(bigOut[i]) {
+			if v != uint64(9*k+3) {
+				t.Fatalf("large allreduce: member %d element %d = %d", i, k, v)
+			}
+		}
+	}
+	// A group open: the endpoint does not close; after leaving it does,
+	// and the group's waiting messages are gone.
+	post(1, CollBarrier, nil, nil, 0, 0, 0, 0)
+	post(2, CollBarrier, nil, nil, 0, 0, 0, 0)
+	for k := 0; k < 20; k++ {
+		c.cqs[0].Read(unsafe.Pointer(&cqTagged{}), 1, nil) // the contributions arrive at the hub
+	}
+	if len(c.eps[0].collIn) == 0 {
+		t.Fatal("no contribution waits at the hub")
+	}
+	if err := c.eps[0].Close(); !errors.Is(err, fi.EBUSY) {
+		t.Fatalf("Close with a group open: %v", err)
+	}
+	if err := c.eps[0].Leave(g[0]); err != nil || len(c.eps[0].collIn) != 0 || c.eps[0].collInBytes != 0 {
+		t.Fatalf("Leave: %v, %d messages (%d bytes) left", err, len(c.eps[0].collIn), c.eps[0].collInBytes)
+	}
+	if err := c.eps[0].Close(); err != nil {
+		t.Fatalf("Close after leaving: %v", err)
+	}
+}
+
+// One endpoint at two addresses of a set: refused.
+func TestCollectiveDuplicateMember(t *testing.T) {
+	c := newCollNet(t, 2)
+	name := make([]byte, EPNameLen)
+	c.eps[1].name().put(name)
+	var a uint64
+	if k, err := c.av.Insert(unsafe.Pointer(&name[0]), 1, unsafe.Pointer(&a), 0, 0); k != 1 || err != nil {
+		t.Fatalf("Insert = %d, %v", k, err)
+	}
+	set, err := c.av.NewSet(0, 0, a, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.eps[0].Join(set, 0, 0, nil); !errors.Is(err, fi.EINVAL) {
+		t.Fatalf("Join of a set with one endpoint twice: %v", err)
 	}
 }

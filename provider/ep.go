@@ -383,6 +383,12 @@ func (ep *Endpoint) Close() error {
 		d.unlock()
 		return fi.EINVAL
 	}
+	for _, g := range ep.groups {
+		if g != nil {
+			d.unlock()
+			return fi.EBUSY // a joined collective group (its fid_mc) is open
+		}
+	}
 	ep.closed = true
 	ep.syncFastLocked()
 	if d.trigPending > 0 {

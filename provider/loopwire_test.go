@@ -16,6 +16,9 @@ type loopNet struct {
 	mu     sync.Mutex
 	eps    map[uint64]*loopWire
 	thresh int
+	// copyRndv: SendCopy sends above thresh go by rendezvous too (with a
+	// private copy, as shm and hfi send them); else they are eager.
+	copyRndv bool
 }
 
 func newLoopNet(thresh int) *loopNet { return &loopNet{eps: map[uint64]*loopWire{}, thresh: thresh} }
@@ -98,7 +101,7 @@ func (w *loopWire) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 		return false, transport.ErrAgain
 	}
 	m := loopMsg{hdr: *h, src: w.epid}
-	if int(h.Len) <= w.net.thresh || flags&transport.SendCopy != 0 {
+	if int(h.Len) <= w.net.thresh || flags&transport.SendCopy != 0 && !w.net.copyRndv {
 		for _, b := range iov {
 			m.payload = append(m.payload, b...)
 		}
@@ -108,6 +111,13 @@ func (w *loopWire) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	} else {
 		m.rndv, m.sender, m.cookie = true, w, cookie
 		m.data = append([][]byte(nil), iov...)
+		if flags&transport.SendCopy != 0 {
+			var own []byte
+			for _, b := range iov {
+				own = append(own, b...)
+			}
+			m.data = [][]byte{own}
+		}
 	}
 	p.mu.Lock()
 	p.in = append(p.in, m)

@@ -151,10 +151,12 @@ type engine struct {
 
 	// Collectives (coll.go): the joined groups (fi_mc_addr slots), joins
 	// per member list, and arrived messages waiting for their operation.
-	groups    []*group
-	collJoins map[uint64]uint64
-	collIn    map[collKey][]byte
-	rmaWait   *op // write-long requests waiting for their bytes
+	groups      []*group
+	collJoins   map[uint64]uint64
+	collIn      map[collKey][]byte
+	collInBytes int
+	collLeft    map[uint64]bool // groups left: their late messages are dropped
+	rmaWait     *op             // write-long requests waiting for their bytes
 
 	rmaWatched int             // RMA ops whose peer the wire watches (rmaSweep)
 	rmaScratch [atomicHdr]byte // a request's header, copied by the wire

@@ -392,7 +392,11 @@ func (ep *Endpoint) rmaFetchDone(o *op, n int, err error) {
 	}
 	if o.rma.stage != nil { // a request that came by rendezvous
 		if err == nil && uint64(n) == o.rma.hdr.Len {
-			ep.rmaServe(&o.rma.hdr, o.rma.src, o.rma.stage[:n])
+			if rmaKind(&o.rma.hdr) == rmaColl {
+				ep.collStore(&o.rma.hdr, o.rma.stage[:n])
+			} else {
+				ep.rmaServe(&o.rma.hdr, o.rma.src, o.rma.stage[:n])
+			}
 		}
 		ep.rmaTargetDone(o)
 		return

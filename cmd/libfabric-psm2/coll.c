@@ -133,7 +133,6 @@ int psm2_join_collective(struct psm2_ep *ep, const void *addr, struct fid_mc **m
 {
 	const struct fi_collective_addr *ca = addr;
 	struct psm2_mc *m;
-	uint64_t a = 0;
 	int ret;
 
 	if (!ca->set)
@@ -146,13 +145,16 @@ int psm2_join_collective(struct psm2_ep *ep, const void *addr, struct fid_mc **m
 	m->mc_fid.fid.context = context;
 	m->mc_fid.fid.ops = &psm2_mc_fi_ops;
 	m->ep = ep;
-	ret = psm2go_join(ep->slot, (struct psm2_av_set *) ca->set, &m->mc_fid.fid, context, &a);
+	/* Set before the call: a thread reading the EQ may see the event
+	 * (with this fid) before the call returns. */
+	*mc = &m->mc_fid;
+	ret = psm2go_join(ep->slot, (struct psm2_av_set *) ca->set, &m->mc_fid.fid, context,
+			  (uint64_t *) &m->mc_fid.fi_addr);
 	if (ret) {
+		*mc = NULL;
 		free(m);
 		return ret;
 	}
-	m->mc_fid.fi_addr = a;
-	*mc = &m->mc_fid;
 	return 0;
 }
 

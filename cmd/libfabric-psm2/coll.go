@@ -99,12 +99,9 @@ func psm2go_join(slot C.uint32_t, set *C.struct_psm2_av_set, fid unsafe.Pointer,
 	if ep == nil || s == nil {
 		return -C.int(fi.EINVAL)
 	}
-	a, err := ep.Join(s, uintptr(fid), uintptr(context))
-	if err != nil {
-		return errnoOf(err)
-	}
-	*out = C.uint64_t(a)
-	return 0
+	// The fid_mc's address is set before the event can be read.
+	_, err := ep.Join(s, uintptr(fid), uintptr(context), func(a uint64) { *out = C.uint64_t(a) })
+	return errnoOf(err)
 }
 
 //export psm2go_leave
