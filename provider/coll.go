@@ -186,6 +186,7 @@ type group struct {
 	me    int              // this endpoint's index
 	seq   uint32           // operations posted so far
 	ops   []*collOp        // posted, not yet complete, in order
+	watch bool             // the wire watches the other members (ops posted)
 }
 
 // collOp is a posted collective operation.
@@ -298,6 +299,7 @@ func (ep *Endpoint) Leave(addr uint64) error {
 	for _, o := range g.ops {
 		ep.collDone(o, fi.ECANCELED)
 	}
+	ep.collWatch(g, false)
 	ep.groups[g.slot] = nil
 	// Its waiting messages go, and any that come later are dropped (a
 	// group id is never joined twice).
@@ -409,6 +411,7 @@ func (ep *Endpoint) Collective(kind int, buf, result unsafe.Pointer, count uint6
 	o.seq = g.seq
 	g.seq++
 	g.ops = append(g.ops, o)
+	ep.collWatch(g, true)
 	if o.hub == g.me {
 		o.got = make([][]byte, n)
 		o.got[g.me] = ep.collMine(g, o)
@@ -498,6 +501,52 @@ func (ep *Endpoint) collAdvance(g *group) {
 		g.ops = g.ops[1:]
 		if len(g.ops) == 0 {
 			g.ops = nil
+		}
+	}
+	ep.collWatch(g, false)
+}
+
+// collWatch starts (on) or stops the wire watching g's other members: a
+// member that dies while operations are posted fails them (collSweep)
+// instead of leaving them waiting. Counted in rmaWatched, which makes the
+// polls sweep.
+func (ep *Endpoint) collWatch(g *group, on bool) {
+	w, ok := ep.tp.(transport.Watcher)
+	if !ok || g.watch == on {
+		return
+	}
+	d := 1
+	if !on {
+		d = -1
+	}
+	for i, c := range g.conns {
+		if i != g.me {
+			w.Watch(c, d)
+			ep.engine.rmaWatched += d
+		}
+	}
+	g.watch = on
+}
+
+// collSweep fails the posted operations of every group a member of which
+// the wire reports dead (from rmaSweep).
+func (ep *Endpoint) collSweep(w transport.Watcher) {
+	for _, g := range ep.groups {
+		if g == nil || !g.watch {
+			continue
+		}
+		for i, c := range g.conns {
+			if i == g.me {
+				continue
+			}
+			if err := w.PeerErr(c); err != nil {
+				for _, o := range g.ops {
+					ep.collDone(o, errnoOf(err))
+				}
+				g.ops = nil
+				ep.collWatch(g, false)
+				break
+			}
 		}
 	}
 }

@@ -487,3 +487,40 @@ func TestCollectiveDuplicateMember(t *testing.T) {
 		t.Fatalf("Join of a set with one endpoint twice: %v", err)
 	}
 }
+
+// A member that dies while an operation waits for it: the others' posted
+// operations fail (the wire reports it dead), and nothing stays watched.
+func TestCollectiveMemberDies(t *testing.T) {
+	c := newCollNet(t, 3)
+	g := c.join(0, 2, 1)
+	for _, i := range []int{0, 1} {
+		if err := c.eps[i].Collective(CollBarrier, nil, nil, 0, g[i], 0, 0, 0, c.ctxOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w2 := c.eps[2].tp.(*loopWire)
+	w0 := c.eps[0].tp.(*loopWire)
+	if c.eps[0].rmaWatched != 2 || w0.watched != 2 {
+		t.Fatalf("the hub watches %d members (wire %d), want 2", c.eps[0].rmaWatched, w0.watched)
+	}
+	for k := 0; k < 100; k++ {
+		for _, i := range []int{0, 1} {
+			var e cqTagged
+			if n, _ := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil); n != 0 {
+				t.Fatalf("member %d left the barrier without member 2", i)
+			}
+		}
+	}
+	w2.mu.Lock()
+	w2.dead = true
+	w2.mu.Unlock()
+	got := c.wait([]int{0, 1})
+	if got[0] == 0 || got[1] == 0 {
+		t.Fatalf("errnos %v: both survivors should fail", got)
+	}
+	for _, i := range []int{0, 1} {
+		if w := c.eps[i].tp.(*loopWire); c.eps[i].rmaWatched != 0 || w.watched != 0 {
+			t.Fatalf("member %d still watches %d (wire %d)", i, c.eps[i].rmaWatched, w.watched)
+		}
+	}
+}

@@ -778,6 +778,7 @@ func (ep *Endpoint) rmaSweep() {
 			ep.rmaMaybeDone(o)
 		}
 	}
+	ep.collSweep(w)
 	// Write-long requests whose initiator died before sending the bytes:
 	// nobody is left to answer, so they go.
 	var prev *op
