@@ -116,28 +116,19 @@ func (s *AVSet) Union(o *AVSet) error {
 }
 
 // Intersect keeps the members that o has too.
-func (s *AVSet) Intersect(o *AVSet) error {
-	if o == nil || o.av != s.av {
-		return fi.EINVAL
-	}
-	k := s.addrs[:0]
-	for _, a := range s.addrs {
-		if o.has(a) {
-			k = append(k, a)
-		}
-	}
-	s.addrs = k
-	return nil
-}
+func (s *AVSet) Intersect(o *AVSet) error { return s.filter(o, true) }
 
 // Diff removes the members that o has.
-func (s *AVSet) Diff(o *AVSet) error {
+func (s *AVSet) Diff(o *AVSet) error { return s.filter(o, false) }
+
+// filter keeps the members for which o.has is in.
+func (s *AVSet) filter(o *AVSet, in bool) error {
 	if o == nil || o.av != s.av {
 		return fi.EINVAL
 	}
 	k := s.addrs[:0]
 	for _, a := range s.addrs {
-		if !o.has(a) {
+		if o.has(a) == in {
 			k = append(k, a)
 		}
 	}
@@ -203,11 +194,21 @@ type collOp struct {
 	sent         bool     // a member: its contribution went out
 }
 
-// collKey names a waiting message: group, sequence, sender, result bit.
+// collKey names a waiting message: group, and Data's sequence, result bit
+// and sender (its place in the group); collMsg is the message: the rest
+// of Data (the operation, the error bit) and the payload.
 type collKey struct {
 	id   uint64
 	data uint64
 }
+
+type collMsg struct {
+	data uint64
+	b    []byte
+}
+
+// collPlace is the part of Data that names a message's place.
+const collPlace = ^(uint64(0xf)<<collKindShift | collError)
 
 // Join is fi_join_collective: the group of set's members, which must
 // include this endpoint. It completes at once: messages of members that
@@ -303,9 +304,9 @@ func (ep *Endpoint) Leave(addr uint64) error {
 	ep.groups[g.slot] = nil
 	// Its waiting messages go, and any that come later are dropped (a
 	// group id is never joined twice).
-	for k, b := range ep.collIn {
+	for k, m := range ep.collIn {
 		if k.id == g.id {
-			ep.collInBytes -= len(b)
+			ep.collInBytes -= len(m.b)
 			delete(ep.collIn, k)
 		}
 	}
@@ -456,24 +457,26 @@ func (ep *Endpoint) collAdvance(g *group) {
 	for len(g.ops) > 0 {
 		o := g.ops[0]
 		if o.hub == g.me {
+			failed := false
 			for i := range g.addrs {
 				if o.got[i] != nil {
 					continue
 				}
-				if b, ok := ep.collTakeIn(g, o, uint64(i)<<collIdxShift); ok {
+				if b, errno, ok := ep.collTakeIn(g, o, uint64(i)<<collIdxShift); ok {
 					o.got[i] = b
 					o.n++
+					failed = failed || errno != 0
 				}
 			}
-			if o.n < len(g.addrs) {
-				if !ep.collMismatch(g, o, 0) {
-					return
-				}
+			switch {
+			case failed:
 				// A member posted another operation here: fail it
-				// everywhere (its part, if any, is dropped).
+				// everywhere.
 				ep.collFail(g, o)
 				ep.collDone(o, fi.EIO)
-			} else {
+			case o.n < len(g.addrs):
+				return
+			default:
 				ep.collDone(o, ep.collCombine(g, o))
 			}
 		} else {
@@ -482,21 +485,14 @@ func (ep *Endpoint) collAdvance(g *group) {
 				mine := ep.collMine(g, o)
 				ep.collSend(g, o.hub, o, uint64(g.me)<<collIdxShift, mine)
 			}
-			b, ok := ep.collTakeIn(g, o, collResult|uint64(o.hub)<<collIdxShift)
+			b, errno, ok := ep.collTakeIn(g, o, collResult|uint64(o.hub)<<collIdxShift)
 			if !ok {
-				if b, ok = ep.collTakeIn(g, o, collResult|collError|uint64(o.hub)<<collIdxShift); ok {
-					ep.collDone(o, fi.EIO)
-					g.ops = g.ops[1:]
-					continue
-				}
-				if ep.collMismatch(g, o, collResult|uint64(o.hub)<<collIdxShift) {
-					ep.collDone(o, fi.EIO)
-					g.ops = g.ops[1:]
-					continue
-				}
 				return
 			}
-			ep.collDone(o, ep.collTake(g, o, b))
+			if errno == 0 {
+				errno = ep.collTake(g, o, b)
+			}
+			ep.collDone(o, errno)
 		}
 		g.ops = g.ops[1:]
 		if len(g.ops) == 0 {
@@ -672,45 +668,21 @@ func (ep *Endpoint) collTake(g *group, o *collOp, b []byte) fi.Errno {
 	return copyIn(cbytes(o.result, want), b)
 }
 
-// collTakeIn takes the waiting message of o with the rest of Data in
-// bits (sender, result and error bits), if it came.
-func (ep *Endpoint) collTakeIn(g *group, o *collOp, bits uint64) ([]byte, bool) {
-	k := collKey{g.id, uint64(o.seq) | uint64(o.kind)<<collKindShift | bits}
-	b, ok := ep.collIn[k]
-	if ok {
-		delete(ep.collIn, k)
-		ep.collInBytes -= len(b)
+// collTakeIn takes the waiting message at o's place with the rest of
+// Data's place in bits (sender, result bit), if it came; FI_EIO if it
+// failed at the hub or belongs to another operation (members disagree).
+func (ep *Endpoint) collTakeIn(g *group, o *collOp, bits uint64) ([]byte, fi.Errno, bool) {
+	k := collKey{g.id, uint64(o.seq) | bits}
+	m, ok := ep.collIn[k]
+	if !ok {
+		return nil, 0, false
 	}
-	return b, ok
-}
-
-// collMismatch says whether a message for o's place in the group came
-// with another operation (a contribution from any member to the hub,
-// bits 0; or the hub's result, bits its result bits): then it is dropped
-// and o fails.
-func (ep *Endpoint) collMismatch(g *group, o *collOp, bits uint64) bool {
-	for kind := uint64(0); kind < 16; kind++ {
-		if int(kind) == o.kind {
-			continue
-		}
-		for i := range g.addrs {
-			b := bits
-			if bits == 0 {
-				b = uint64(i) << collIdxShift
-			} else if i > 0 {
-				break
-			}
-			for _, e := range []uint64{0, collError} {
-				k := collKey{g.id, uint64(o.seq) | kind<<collKindShift | b | e}
-				if m, ok := ep.collIn[k]; ok {
-					delete(ep.collIn, k)
-					ep.collInBytes -= len(m)
-					return true
-				}
-			}
-		}
+	delete(ep.collIn, k)
+	ep.collInBytes -= len(m.b)
+	if m.data&collError != 0 || int(m.data>>collKindShift&0xf) != o.kind {
+		return m.b, fi.EIO, true
 	}
-	return false
+	return m.b, 0, true
 }
 
 // collSend sends data to member i of g (copied by the wire or the
@@ -760,9 +732,9 @@ func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
 // collStore keeps an arrived message (a copy) for its operation.
 func (ep *Endpoint) collStore(h *transport.Header, payload []byte) {
 	if ep.collIn == nil {
-		ep.collIn = map[collKey][]byte{}
+		ep.collIn = map[collKey]collMsg{}
 	}
-	k := collKey{h.Tag, h.Data}
+	k := collKey{h.Tag, h.Data & collPlace}
 	if _, dup := ep.collIn[k]; dup || ep.collLeft[h.Tag] || len(ep.collIn) >= 1<<16 ||
 		ep.collInBytes+len(payload) > collInMaxBytes {
 		// A second copy, one for a group left, or far more than any
@@ -772,7 +744,7 @@ func (ep *Endpoint) collStore(h *transport.Header, payload []byte) {
 			h.Tag, h.Data, len(ep.collIn), ep.collInBytes)
 		return
 	}
-	ep.collIn[k] = append([]byte{}, payload...)
+	ep.collIn[k] = collMsg{data: h.Data, b: append([]byte{}, payload...)}
 	ep.collInBytes += len(payload)
 	for _, g := range ep.groups {
 		if g != nil && g.id == h.Tag {

@@ -22,6 +22,22 @@ type collNet struct {
 
 func (c *collNet) ctxOf(i int) unsafe.Pointer { return unsafe.Pointer(&c.ctx[i]) }
 
+// post posts operation kind at member i of group g (its addresses by
+// member), context ctxOf(i); nil buffers pass as NULL.
+func (c *collNet) post(g []uint64, i, kind int, buf, res []byte, count, root uint64, dt, op int) {
+	c.t.Helper()
+	var b, r unsafe.Pointer
+	if buf != nil {
+		b = unsafe.Pointer(&buf[0])
+	}
+	if res != nil {
+		r = unsafe.Pointer(&res[0])
+	}
+	if err := c.eps[i].Collective(kind, b, r, count, g[i], root, dt, op, c.ctxOf(i)); err != nil {
+		c.t.Fatalf("member %d kind %d: %v", i, kind, err)
+	}
+}
+
 func newCollNet(t *testing.T, n int) *collNet {
 	t.Helper()
 	p := New(newFakeHost(nil))
@@ -153,16 +169,7 @@ func TestCollectives(t *testing.T) {
 	all := []int{0, 1, 2, 3}
 	post := func(i, kind int, buf, res []byte, count, root uint64, dt, op int) {
 		t.Helper()
-		var b, r unsafe.Pointer
-		if buf != nil {
-			b = unsafe.Pointer(&buf[0])
-		}
-		if res != nil {
-			r = unsafe.Pointer(&res[0])
-		}
-		if err := c.eps[i].Collective(kind, b, r, count, g[i], root, dt, op, c.ctxOf(i)); err != nil {
-			t.Fatalf("member %d kind %d: %v", i, kind, err)
-		}
+		c.post(g, i, kind, buf, res, count, root, dt, op)
 	}
 	// Barrier: nobody completes before the last member enters.
 	for _, i := range []int{3, 1, 2} {
@@ -379,16 +386,7 @@ func TestCollectiveDisagreements(t *testing.T) {
 	all := []int{0, 1, 2}
 	post := func(i, kind int, buf, res []byte, count, root uint64, dt, op int) {
 		t.Helper()
-		var b, r unsafe.Pointer
-		if buf != nil {
-			b = unsafe.Pointer(&buf[0])
-		}
-		if res != nil {
-			r = unsafe.Pointer(&res[0])
-		}
-		if err := c.eps[i].Collective(kind, b, r, count, g[i], root, dt, op, c.ctxOf(i)); err != nil {
-			t.Fatalf("member %d kind %d: %v", i, kind, err)
-		}
+		c.post(g, i, kind, buf, res, count, root, dt, op)
 	}
 	want := func(got []fi.Errno, w ...fi.Errno) {
 		t.Helper()
@@ -429,6 +427,19 @@ func TestCollectiveDisagreements(t *testing.T) {
 	post(2, CollBarrier, nil, nil, 0, 0, 0, 0)
 	post(1, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
 	post(0, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
+	// Operations whose parts have the same length: only the operation
+	// in the message tells them apart. Member 1 allgathers where the
+	// others allreduce one element; then member 2 reduces where the others
+	// enter a barrier, so member 1 learns of the failure only from the
+	// hub's failed (empty) result.
+	post(0, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
+	post(1, CollAllgather, in[:8], out[:24], 1, 0, dtUint64, 0)
+	post(2, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
+	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
+	post(0, CollBarrier, nil, nil, 0, 0, 0, 0)
+	post(1, CollBarrier, nil, nil, 0, 0, 0, 0)
+	post(2, CollReduce, in[:8], nil, 1, 0, dtUint64, opSum)
 	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
 	// Still in step: a large allreduce (the loop wire sends it by
 	// rendezvous).

@@ -153,7 +153,7 @@ type engine struct {
 	// per member list, and arrived messages waiting for their operation.
 	groups      []*group
 	collJoins   map[uint64]uint64
-	collIn      map[collKey][]byte
+	collIn      map[collKey]collMsg
 	collInBytes int
 	collLeft    map[uint64]bool // groups left: their late messages are dropped
 	rmaWait     *op             // write-long requests waiting for their bytes
