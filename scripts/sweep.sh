@@ -133,27 +133,26 @@ run_rate() {
 	fi
 }
 
+# rate_sweep msgrate|rmabench: REPEAT runs on psm2 and shm into
+# $work/PROG-psm2 and $work/PROG-shm.
+rate_sweep() {
+	local prov
+	gcc -O2 -Wall -Iinclude -o "$work/$1" "scripts/$1.c" -L"$libdir" -lfabric || exit 1
+	: >"$work/$1-psm2" && : >"$work/$1-shm"
+	for ((r = 0; r < REPEAT; r++)); do
+		for prov in psm2 shm; do
+			steady_run run_rate "$1" $prov >>"$work/$1-$prov" || note "  $1 $prov failed"
+		done
+	done
+}
+
 note "sweep: message rate 8 B - 64 KiB, psm2 and shm (best of $REPEAT)"
-gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric || exit 1
-: >"$work/mr-psm2" && : >"$work/mr-shm"
-for ((r = 0; r < REPEAT; r++)); do
-	steady_run run_rate msgrate psm2 >>"$work/mr-psm2" ||
-		note "  msgrate psm2 failed"
-	steady_run run_rate msgrate shm >>"$work/mr-shm" ||
-		note "  msgrate shm failed"
-done
-join <(best "$work/mr-psm2" | awk '{ print $1, $3 }') <(best "$work/mr-shm" | awk '{ print $1, $3 }') >"$out/msgrate.dat"
+rate_sweep msgrate
+join <(best "$work/msgrate-psm2" | awk '{ print $1, $3 }') <(best "$work/msgrate-shm" | awk '{ print $1, $3 }') >"$out/msgrate.dat"
 
 note "sweep: fi_fetch_atomic 8 B - 4 KiB, psm2 and shm (best of $REPEAT)"
-gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric || exit 1
-: >"$work/fa-psm2" && : >"$work/fa-shm"
-for ((r = 0; r < REPEAT; r++)); do
-	steady_run run_rate rmabench psm2 >>"$work/fa-psm2" ||
-		note "  rmabench -F psm2 failed"
-	steady_run run_rate rmabench shm >>"$work/fa-shm" ||
-		note "  rmabench -F shm failed"
-done
-join <(best "$work/fa-psm2" | awk '{ print $1, $2 }') <(best "$work/fa-shm" | awk '{ print $1, $2 }') >"$out/atomics.dat"
+rate_sweep rmabench
+join <(best "$work/rmabench-psm2" | awk '{ print $1, $2 }') <(best "$work/rmabench-shm" | awk '{ print $1, $2 }') >"$out/atomics.dat"
 
 echo
 steady_report
