@@ -11,9 +11,11 @@
 #     (nftables and nsdelay in the hosts' switch, per datagram);
 #   - ctest/mpi/onesided.c (one-sided MPI over osc rdma + btl ofi, i.e.
 #     our RMA and atomics) at 2 hosts x 1 and 2 ranks;
+#   - ctest/mpi/threads.c (MPI_THREAD_MULTIPLE, 4 threads a rank) at 2
+#     hosts x 2 ranks;
 #   - NetPIPE across 2 hosts to 8 MiB; hpcc at 4 ranks on 2 hosts;
-#   - with MPICH built by scripts/mpich.sh (ch4:ofi): the conformance and
-#     one-sided programs at 2 hosts x 1 rank;
+#   - with MPICH built by scripts/mpich.sh (ch4:ofi): the conformance,
+#     one-sided and threads programs at 2 hosts x 1 rank;
 #   - ctest/xfer.c across 2 hosts: 10,000 messages 1 B..4 MiB under that
 #     loss, reordering and duplication, exactly once and intact (the
 #     retransmission counts reported); a receiver, then a sender, killed
@@ -144,6 +146,17 @@ else
 			fail "MPI conformance, $1 hosts x $2 ranks" "$o"
 		fi
 	done
+	# MPI_THREAD_MULTIPLE across hosts: 4 threads a rank, shm inside a
+	# host and hfi across, one endpoint per rank.
+	if mpicc -std=gnu11 -O2 -Wall -pthread -o "$out/threads" ctest/mpi/threads.c 2>"$out/mpicc.log"; then
+		if o=$(mpirun_hosts 2 2 "$out/threads") && grep -q '^threads: .* 0 failed' <<<"$o"; then
+			ok "MPI_THREAD_MULTIPLE over cm/ofi/psm2, 2 hosts x 2 ranks: $(grep '^threads:' <<<"$o")"
+		else
+			fail "MPI_THREAD_MULTIPLE, 2 hosts x 2 ranks" "$o"
+		fi
+	else
+		fail "mpicc ctest/mpi/threads.c" "$(cat "$out/mpicc.log")"
+	fi
 	# One-sided MPI across hosts: osc rdma over btl ofi, that is our RMA
 	# and atomics (over hfi between hosts, shm within one).
 	if mpicc -std=gnu11 -O2 -Wall -o "$out/onesided" ctest/mpi/onesided.c 2>"$out/mpicc.log"; then
@@ -193,14 +206,14 @@ fi
 # it: hydra launches through nsrsh, as it would through ssh.
 if scripts/mpichrun.sh --have; then
 	printf '%s:1\n' "$h1" "$h2" >"$out/hostfile-mpich"
-	for prog in conformance onesided; do
-		if ! scripts/mpichrun.sh --mpicc -std=gnu11 -O2 -Wall -Wno-stringop-overflow -o "$out/mpich-$prog" "ctest/mpi/$prog.c" 2>"$out/mpicc.log"; then
+	for prog in conformance onesided threads; do
+		if ! scripts/mpichrun.sh --mpicc -std=gnu11 -O2 -Wall -Wno-stringop-overflow -pthread -o "$out/mpich-$prog" "ctest/mpi/$prog.c" 2>"$out/mpicc.log"; then
 			fail "MPICH mpicc ctest/mpi/$prog.c" "$(cat "$out/mpicc.log")"
 			continue
 		fi
 		if o=$($ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpichrun.sh" -f "$out/hostfile-mpich" \
 			-launcher ssh -launcher-exec "$repo/scripts/nsrsh" -n 2 "$out/mpich-$prog" 2>&1) &&
-			grep -q "^$prog: [0-9]* passed, 0 failed" <<<"$o"; then
+			grep -q "^$prog: .* 0 failed" <<<"$o"; then
 			ok "MPICH ch4:ofi over psm2, $prog, 2 hosts x 1 rank: $(grep "^$prog:" <<<"$o")"
 		else
 			fail "MPICH ch4:ofi, $prog, 2 hosts x 1 rank" "$o"
