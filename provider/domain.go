@@ -46,10 +46,12 @@ type Domain struct {
 	disconnect atomic.Uint32
 	closed     bool
 
-	mrs   mrTable
-	prog  *progressThread
-	fast  []byte // the idle fast path's domain block (fastpath.go)
-	blind bool   // an enabled endpoint has a receive queue C cannot probe (fastpath.go)
+	mrs  mrTable
+	prog *progressThread
+	// sendQMover moves queued sends nobody else moves (sendq.go).
+	sendQMover *sendQMover
+	fast       []byte // the idle fast path's domain block (fastpath.go)
+	blind      bool   // an enabled endpoint has a receive queue C cannot probe (fastpath.go)
 }
 
 // OpenDomain opens a domain of the fabric for info (from fi_getinfo).
@@ -129,6 +131,7 @@ func (d *Domain) Close() error {
 	d.closed = true
 	d.unlock()
 	d.stopProgress()
+	d.stopSendQ()
 	if d.fast != nil {
 		freeFastPage(d.fast)
 		d.fast = nil

@@ -476,15 +476,136 @@ func TestEngineSourceAndUnknownSender(t *testing.T) {
 	}
 }
 
-func TestEngineBackPressure(t *testing.T) {
+// TestEngineSendQueue: a send the wire has no room for is queued, not
+// refused (psm2 never answers -FI_EAGAIN to a send, and an MPI library
+// that gets it would block in MPI_Isend until the peer polls). Queued sends
+// go, in order, once a poll finds room, and complete then; an inject's or
+// an eager-sized send's bytes are taken at the call; another peer's sends
+// are not held up; past
+// sendQMax queued sends the answer is -FI_EAGAIN.
+func TestEngineSendQueue(t *testing.T) {
 	p := newPair(t, fi.TAGGED, 64)
-	p.b.tp.(*loopWire).full = true
-	if err := p.send(p.a, p.bAddr, []byte("x"), 1, 0, fi.TAGGED); !errors.Is(err, fi.EAGAIN) {
-		t.Fatalf("send into a full wire = %v, want EAGAIN", err)
+	w := p.b.tp.(*loopWire)
+	w.full = true
+	inj := []byte("inject!")
+	big := make([]byte, 100) // over the pair's threshold: a rendezvous
+	for i := range big {
+		big[i] = byte(i * 7)
 	}
-	p.b.tp.(*loopWire).full = false
-	if err := p.send(p.a, p.bAddr, []byte("x"), 1, 0, fi.TAGGED); err != nil {
+	first := []byte("first")
+	if err := p.send(p.a, p.bAddr, first, 1, 0x1, fi.TAGGED); err != nil {
+		t.Fatalf("send into a full wire = %v, want it queued", err)
+	}
+	copy(first, "xxxxx") // an eager-sized send is copied at the call, as psm2 does
+	if err := p.send(p.a, p.bAddr, inj, 2, 0, fi.TAGGED|fi.INJECT|NoCompletion); err != nil {
+		t.Fatalf("inject into a full wire = %v, want it queued", err)
+	}
+	copy(inj, "changed")
+	if err := p.send(p.a, p.bAddr, big, 3, 0x3, fi.TAGGED); err != nil {
+		t.Fatalf("rendezvous into a full wire = %v, want it queued", err)
+	}
+	if c, err := p.read(p.cqa); err == nil {
+		t.Fatalf("a queued send completed while the wire is full: %+v", c)
+	}
+	if p.a.sendQ.n != 3 {
+		t.Fatalf("%d sends queued, want 3", p.a.sendQ.n)
+	}
+	// Another peer (a itself) is not held up by b's queue.
+	self := make([]byte, 4)
+	p.recv(p.a, self, fi.AddrUnspec, 9, 0, 0x90, fi.TAGGED)
+	if err := p.send(p.a, p.aAddr, []byte("self"), 9, 0x91, fi.TAGGED); err != nil {
 		t.Fatal(err)
+	}
+	got := map[uintptr]bool{}
+	for range 2 {
+		c, err := p.read(p.cqa)
+		if err != nil {
+			t.Fatalf("send to self behind another peer's queue: %v", err)
+		}
+		got[c.ctx] = true
+	}
+	if !got[0x90] || !got[0x91] || string(self) != "self" {
+		t.Fatalf("send to self: completions %v, data %q", got, self)
+	}
+
+	w.full = false
+	bufs := [][]byte{make([]byte, 8), make([]byte, 8), make([]byte, 128)}
+	for i, b := range bufs {
+		p.recv(p.b, b, fi.AddrUnspec, 0, ^uint64(0), uintptr(0x10+i), fi.TAGGED)
+	}
+	for i := range bufs {
+		c, err := p.read(p.cqb)
+		if err != nil {
+			t.Fatalf("receive %d: %v", i, err)
+		}
+		if c.ctx != uintptr(0x10+i) || c.tag != uint64(i+1) {
+			t.Fatalf("receive %d: %+v, want the queued sends in order", i, c)
+		}
+	}
+	if string(bufs[0][:5]) != "first" || string(bufs[1][:7]) != "inject!" || !bytes.Equal(bufs[2][:100], big) {
+		t.Fatalf("queued sends' data: %q %q %v", bufs[0], bufs[1], bytes.Equal(bufs[2][:100], big))
+	}
+	got = map[uintptr]bool{}
+	for {
+		c, err := p.read(p.cqa)
+		if err != nil {
+			break
+		}
+		got[c.ctx] = true
+	}
+	if len(got) != 2 || !got[0x1] || !got[0x3] {
+		t.Fatalf("send completions after the queue drained: %v, want 0x1 and 0x3", got)
+	}
+	if p.a.sendQ.n != 0 {
+		t.Fatalf("%d sends still queued", p.a.sendQ.n)
+	}
+
+	// The bound.
+	w.full = true
+	one := []byte("x")
+	v := iovec{base: unsafe.Pointer(&one[0]), len: 1}
+	for i := range sendQMax {
+		if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 5, 0, nil, fi.TAGGED); err != nil {
+			t.Fatalf("queued send %d: %v", i, err)
+		}
+	}
+	if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 5, 0, nil, fi.TAGGED); !errors.Is(err, fi.EAGAIN) {
+		t.Fatalf("send past %d queued = %v, want EAGAIN", sendQMax, err)
+	}
+}
+
+// TestEngineSendQueueMoves: queued sends move on without any call of the
+// application's (a thread that only injects): the domain's goroutine hands
+// them to the wire once it has room.
+func TestEngineSendQueueMoves(t *testing.T) {
+	p := newPair(t, fi.TAGGED, 64)
+	w := p.b.tp.(*loopWire)
+	w.full = true
+	if err := p.send(p.a, p.bAddr, []byte("later"), 1, 0, fi.TAGGED|fi.INJECT|NoCompletion); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int {
+		p.dom.lock()
+		defer p.dom.unlock()
+		return p.a.sendQ.n
+	}
+	time.Sleep(5 * sendQTick)
+	if n := queued(); n != 1 {
+		t.Fatalf("%d sends queued while the wire is full, want 1", n)
+	}
+	p.dom.lock()
+	w.full = false
+	p.dom.unlock()
+	for end := time.Now().Add(2 * time.Second); queued() != 0; {
+		if time.Now().After(end) {
+			t.Fatal("the queued send did not move without the application")
+		}
+		time.Sleep(sendQTick)
+	}
+	buf := make([]byte, 8)
+	p.recv(p.b, buf, fi.AddrUnspec, 1, 0, 0x7, fi.TAGGED)
+	if c, err := p.read(p.cqb); err != nil || c.ctx != 0x7 || string(buf[:5]) != "later" {
+		t.Fatalf("receive: %+v %v %q", c, err, buf)
 	}
 }
 

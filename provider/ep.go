@@ -390,6 +390,7 @@ func (ep *Endpoint) Close() error {
 		}
 	}
 	ep.closed = true
+	ep.dropSendQ()
 	ep.syncFastLocked()
 	if d.trigPending > 0 {
 		d.dropTriggersLocked(ep, nil)
@@ -446,6 +447,9 @@ func (ep *Endpoint) Close() error {
 // poll services the wire once; the caller holds the domain lock.
 func (ep *Endpoint) poll() int {
 	ep.events = 0
+	if ep.sendQ.n > 0 {
+		ep.flushSendQ()
+	}
 	if len(ep.rmaOut) > 0 {
 		ep.rmaFlush()
 	}
@@ -462,6 +466,9 @@ func (ep *Endpoint) poll() int {
 	ep.inPoll = true
 	ep.tp.Poll((*epEvents)(ep), pollBudget)
 	ep.inPoll = false
+	if ep.sendQ.n > 0 {
+		ep.flushSendQ() // the poll may have made room
+	}
 	if len(ep.rmaOut) > 0 {
 		ep.rmaFlush()
 	}

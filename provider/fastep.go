@@ -173,7 +173,7 @@ func (ep *Endpoint) syncFastLocked() {
 		return
 	}
 	_, wireOK := ep.tp.(transport.FastSender)
-	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil
+	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil && ep.engine.sendQ.n == 0
 	recv := ep.enabled && !ep.closed
 	atomic.StoreUint64(fastWord(p, epfSendOK), b2u(send))
 	atomic.StoreUint64(fastWord(p, epfRecvOK), b2u(recv))

@@ -146,8 +146,9 @@ type engine struct {
 	hdr    transport.Header
 	events int // completions produced by the current poll
 
-	inPoll bool     // inside the wire's Poll: RMA sends wait in the outbox
-	rmaOut []rmaMsg // RMA sends waiting for the wire (rma.go)
+	inPoll bool      // inside the wire's Poll: RMA sends wait in the outbox
+	sendQ  sendQueue // sends the wire had no room for (sendq.go)
+	rmaOut []rmaMsg  // RMA sends waiting for the wire (rma.go)
 
 	// Collectives (coll.go): the joined groups (fi_mc_addr slots), joins
 	// per member list, and arrived messages waiting for their operation.
@@ -362,7 +363,28 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 	if flags&fi.INJECT != 0 {
 		tflags = transport.SendCopy
 	}
+	if e.sendQ.n > 0 {
+		if !e.inPoll {
+			ep.flushSendQ()
+		}
+		if e.sendQ.holds(c) {
+			// Behind this peer's queued sends, in order (FI_ORDER_SAS).
+			errno := fi.EAGAIN
+			if e.sendQ.n < sendQMax {
+				errno = ep.queueSend(o, c, e.iov[:count], tflags)
+			} else {
+				e.freeOp(o)
+			}
+			clear(e.iov[:count])
+			return errno
+		}
+	}
 	done, err := ep.tp.Send(c, h, e.iov[:count], o.id, tflags)
+	if err != nil && e.sendQ.n < sendQMax && errnoOf(err) == fi.EAGAIN {
+		errno := ep.queueSend(o, c, e.iov[:count], tflags)
+		clear(e.iov[:count])
+		return errno
+	}
 	clear(e.iov[:count])
 	if err != nil {
 		e.freeOp(o)
