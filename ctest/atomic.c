@@ -266,6 +266,26 @@ static void big_and_forms(void)
 	ret = fi_fetch_atomic(a.ep, NULL, 1, NULL, old, NULL, a2b, 8, key, FI_UINT64, FI_ATOMIC_READ, NULL);
 	CHECK(ret == 0 && wait_tx() == 0 && old[0] == 1 + 0, "atomic read after inject: %d %lu", ret,
 	      (unsigned long) old[0]);
+	/* An atomic read's operand may be NULL in the msg form too, with or
+	 * without an iov array (MPICH's MPI_Fetch_and_op(MPI_NO_OP)). */
+	{
+		struct fi_ioc nio = { NULL, 2 };
+		struct fi_ioc rres = { old, 2 };
+		struct fi_rma_ioc rr = { .addr = 0, .count = 2, .key = key };
+		struct fi_msg_atomic rm = { .msg_iov = &nio, .iov_count = 1, .addr = a2b, .rma_iov = &rr,
+					    .rma_iov_count = 1, .datatype = FI_UINT64, .op = FI_ATOMIC_READ };
+
+		old[0] = old[1] = 77;
+		ret = fi_fetch_atomicmsg(a.ep, &rm, &rres, NULL, 1, FI_DELIVERY_COMPLETE);
+		CHECK(ret == 0 && wait_tx() == 0 && old[0] == r[0] && old[1] == r[1],
+		      "fetch_atomicmsg ATOMIC_READ with a NULL operand: %d", ret);
+		rm.msg_iov = NULL;
+		rm.iov_count = 0;
+		old[0] = old[1] = 77;
+		ret = fi_fetch_atomicmsg(a.ep, &rm, &rres, NULL, 1, 0);
+		CHECK(ret == 0 && wait_tx() == 0 && old[0] == r[0] && old[1] == r[1],
+		      "fetch_atomicmsg ATOMIC_READ without an operand iov: %d", ret);
+	}
 }
 
 static void queries_and_errors(void)

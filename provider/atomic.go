@@ -399,6 +399,9 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 		}
 		return dst[:n], true
 	}
+	if op == opAtomicRead {
+		buf, nbuf = nil, 0 // ignored, and may be NULL (fi_atomic(3))
+	}
 	b, ok1 := conv(&vb, buf, nbuf)
 	c, ok2 := conv(&vc, cmp, ncmp)
 	r, ok3 := conv(&vr, res, nres)
@@ -426,6 +429,11 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	}
 	e := &ep.engine
 	size := uint64(dtSize[dt])
+	if op == opAtomicRead {
+		// The operand of an atomic read is ignored and may be NULL
+		// (fi_atomic(3)); MPICH's MPI_Fetch_and_op(MPI_NO_OP) passes NULL.
+		buf = nil
+	}
 	nbuf, errno := iovTotal(buf, ep.maxMsgSize)
 	if errno != 0 {
 		return errno
