@@ -18,6 +18,9 @@
  *            posted has completed, with an error or not, and at least one
  *            failed (a receiver cancels what is left once nothing has
  *            arrived for the connection timeout, and checks each cancel).
+ *            An inject that the provider had queued and that fails later
+ *            is reported by an error entry without a context: it counts
+ *            as a failure, like any other.
  *   -p FILE  write a line to FILE after the first 10% of the messages
  *            (the killing script waits for it)
  *
@@ -252,9 +255,11 @@ static int drain(void)
 			}
 			fprintf(stderr, "xfer: %s %ld failed: %s\n", is_receiver ? "receive" : "send",
 				o ? o->i : -2, fi_strerror(err.err));
-			if (!survivor || !o)
+			if (!survivor)
 				return -1;
 			failed++;
+			if (!o)
+				return 0; /* an inject (no context): its failure, reported */
 			completed++;
 			last_arrival = ct_now();
 			release(o);
