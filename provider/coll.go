@@ -194,6 +194,15 @@ type collOp struct {
 	sent         bool     // a member: its contribution went out
 }
 
+// part is the bytes of one member's share of o: count elements of its
+// datatype (none for a barrier).
+func (o *collOp) part() uint64 {
+	if o.kind == CollBarrier {
+		return 0
+	}
+	return o.count * uint64(dtSize[o.dt])
+}
+
 // collKey names a waiting message: group, and Data's sequence, result bit
 // and sender (its place in the group); collMsg is the message: the rest
 // of Data (the operation, the error bit) and the payload.
@@ -368,10 +377,6 @@ func (ep *Endpoint) Collective(kind int, buf, result unsafe.Pointer, count uint6
 	if err := CollValid(kind, dt, op); err != nil {
 		return err
 	}
-	size := uint64(0)
-	if kind != CollBarrier {
-		size = uint64(dtSize[dt])
-	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock()
@@ -382,7 +387,7 @@ func (ep *Endpoint) Collective(kind int, buf, result unsafe.Pointer, count uint6
 	n := uint64(len(g.addrs))
 	o := &collOp{kind: kind, dt: dt, op: op, count: count, buf: uintptr(buf), result: uintptr(result), ctx: uintptr(ctx)}
 	// The largest message the operation sends, and the buffers it needs.
-	part := count * size
+	part := o.part()
 	msg := part
 	switch kind {
 	case CollAllgather, CollGather:
@@ -424,11 +429,7 @@ func (ep *Endpoint) Collective(kind int, buf, result unsafe.Pointer, count uint6
 
 // collMine is this member's contribution to o (a copy).
 func (ep *Endpoint) collMine(g *group, o *collOp) []byte {
-	size := uint64(0)
-	if o.kind != CollBarrier {
-		size = uint64(dtSize[o.dt])
-	}
-	part := o.count * size
+	part := o.part()
 	switch o.kind {
 	case CollBarrier:
 		return []byte{}
@@ -570,11 +571,7 @@ func (ep *Endpoint) collFail(g *group, o *collOp) {
 // o.all (reductions, gathers), or picks the root's data.
 func (ep *Endpoint) collCompute(g *group, o *collOp) fi.Errno {
 	n := len(g.addrs)
-	size := uint64(0)
-	if o.kind != CollBarrier {
-		size = uint64(dtSize[o.dt])
-	}
-	part := o.count * size
+	part := o.part()
 	var all []byte // the same result for every member, if any
 	switch o.kind {
 	case CollAllreduce, CollReduce:
@@ -612,11 +609,7 @@ func (ep *Endpoint) collCompute(g *group, o *collOp) fi.Errno {
 // collAnswer sends each member its result and writes the hub's own.
 func (ep *Endpoint) collAnswer(g *group, o *collOp) fi.Errno {
 	n := len(g.addrs)
-	size := uint64(0)
-	if o.kind != CollBarrier {
-		size = uint64(dtSize[o.dt])
-	}
-	part := o.count * size
+	part := o.part()
 	all := o.all
 	if o.kind == CollScatter && uint64(len(o.got[g.me])) != part*uint64(n) {
 		return fi.EIO
@@ -646,10 +639,7 @@ func (ep *Endpoint) collAnswer(g *group, o *collOp) fi.Errno {
 // collTake is a member's part: its result, from the hub, of exactly the
 // length the operation makes.
 func (ep *Endpoint) collTake(g *group, o *collOp, b []byte) fi.Errno {
-	want := uint64(0)
-	if o.kind != CollBarrier {
-		want = o.count * uint64(dtSize[o.dt])
-	}
+	want := o.part()
 	switch o.kind {
 	case CollBarrier, CollReduce, CollGather:
 		want = 0
