@@ -26,6 +26,7 @@ func defaultParams() Params {
 		MTU:          1500,
 		HFISpin:      5000,
 		SreadSpin:    100,
+		YieldPolls:   256,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
 	}
@@ -70,6 +71,7 @@ func TestParamDefinitions(t *testing.T) {
 		{"paths", ParamInt},
 		{"mtu", ParamInt},
 		{"sread_spin", ParamInt},
+		{"yield_polls", ParamInt},
 		{"hfi_spin", ParamInt},
 	}
 	var got []def
@@ -164,6 +166,11 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_INJECT_SIZE", "-1", nil, true},
 		{"FI_PSM2_INJECT_SIZE", "08", nil, true},
 		{"FI_PSM2_INJECT_SIZE", "1k", nil, true},
+		// yield_polls [0, 1<<24]
+		{"FI_PSM2_YIELD_POLLS", "0", func(p *Params) { p.YieldPolls = 0 }, false},
+		{"FI_PSM2_YIELD_POLLS", "16777216", func(p *Params) { p.YieldPolls = 1 << 24 }, false},
+		{"FI_PSM2_YIELD_POLLS", "16777217", nil, true},
+		{"FI_PSM2_YIELD_POLLS", "-1", nil, true},
 		// lock_level [0, 2]; LockLevelSet records that it was given
 		{"FI_PSM2_LOCK_LEVEL", "0", func(p *Params) { p.LockLevel = 0; p.LockLevelSet = true }, false},
 		{"FI_PSM2_LOCK_LEVEL", "1", func(p *Params) { p.LockLevel = 1; p.LockLevelSet = true }, false},

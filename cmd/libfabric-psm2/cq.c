@@ -103,14 +103,40 @@ static inline uint64_t coarse_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/* cq_yield gives the CPU away once, after yield_next empty reads in a row:
+ * with more busy-polling threads than cores (MPICH ranks, which never
+ * yield by themselves, oversubscribed), a peer that has the message this
+ * thread waits for may be waiting for this very core. A yield that comes
+ * back at once found no such thread: the next comes after twice as many
+ * empty reads (up to YIELD_BACKOFF times the least), so where every
+ * thread has its own core, yields soon cost nothing. One that took
+ * longer (another thread ran) brings the least back. */
+#define YIELD_RAN_NS 2000
+#define YIELD_BACKOFF 64
+
+static void cq_yield(struct psm2_cq *c)
+{
+	uint64_t t0 = mono_ns(), least = c->yield_polls;
+
+	sched_yield();
+	if (mono_ns() - t0 > YIELD_RAN_NS)
+		c->yield_next = least;
+	else if (c->yield_next < least * YIELD_BACKOFF)
+		c->yield_next *= 2;
+	c->yield_left = c->yield_next;
+}
+
 static inline int cq_quiet(struct psm2_cq *c)
 {
 	uint64_t now;
 
 	if (!cq_idle(c)) {
 		c->idle_polls = 0;
+		c->yield_left = c->yield_next;
 		return 0;
 	}
+	if (c->yield_left && !--c->yield_left)
+		cq_yield(c);
 	if (++c->idle_polls % IDLE_CLOCK_EVERY)
 		return 1;
 	now = coarse_ns();

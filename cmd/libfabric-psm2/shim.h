@@ -98,6 +98,12 @@ struct psm2_cq {
 	/* Idle answers given in C in a row, and since when (cq.c). */
 	uint32_t idle_polls;
 	uint64_t idle_since;
+	/* Yielding when idle (cq.c): empty reads before a yield at the
+	 * least (FI_PSM2_YIELD_POLLS; 0: never), before the next one now,
+	 * and how many are left until then. */
+	uint32_t yield_polls;
+	uint32_t yield_next;
+	uint32_t yield_left;
 };
 
 struct psm2_cntr {
