@@ -1,19 +1,21 @@
 /* yield.c: fi_cq_read gives the CPU away when it has found nothing for a
- * while (cmd/libfabric-psm2/cq.c, FI_PSM2_YIELD_POLLS), so that ranks
- * that busy-poll without ever yielding (MPICH) do not starve the peer they
- * wait for when there are more of them than cores. This program defines
- * sched_yield itself, so the library's calls land here: each is timed
- * and its place among the reads noted, and the rule is checked exactly:
- *   - a yield that came straight back (under 1.5 us: no other thread
- *     wanted the CPU) doubles the number of empty reads before the next
- *     one, up to 64 times FI_PSM2_YIELD_POLLS (256);
- *   - one that took long (over 3 us: another thread ran) brings it back
- *     to 256 (yields in between are not judged: the library's own clock
- *     draws the line at 2 us);
- * first alone on a CPU, then with a busy thread pinned to the same CPU,
- * so that both kinds happen; run again with FI_PSM2_YIELD_POLLS=0, it
- * never yields.
- * ctest: no-valgrind (valgrind runs one thread at a time, so the thread
+ * while and the machine has more runnable threads than CPUs
+ * (cmd/libfabric-psm2/cq.c, FI_PSM2_YIELD_SPIN), so that ranks that
+ * busy-poll without ever yielding (MPICH) do not starve the peer they wait
+ * for when there are more of them than cores. This program defines
+ * sched_yield itself, so the library's calls land here, each one timed,
+ * and the rule is checked on every yield, with a thread spinning on every
+ * CPU (so that the machine is crowded):
+ *   - after a yield that came straight back (under 1.5 us: the scheduler
+ *     let nobody else run), the next comes after at least twice the idle
+ *     time the last one waited for, up to 64 times FI_PSM2_YIELD_SPIN
+ *     (20 us);
+ *   - after one that took long (over 3 us: another thread ran), the next
+ *     comes after at least 20 us and, mostly, not much later (yields in
+ *     between are not judged: the library's own clock draws the line at
+ *     2 us);
+ * and run again with FI_PSM2_YIELD_SPIN=0, it never yields.
+ * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -29,73 +31,80 @@
 #include "check.h"
 #include "node.h"
 
-#define LEAST 256
+#define LEAST 20e-6
 #define MOST (64 * LEAST)
-#define MAXY 8192
+#define MAXY 20000
+#define MAXCPU 256
 
-/* reads counts fi_cq_read calls; a yield notes the read it came in and
- * how long it took. */
-static uint64_t reads;
+/* Each yield: when it began and ended. Only this thread reads the CQ, so
+ * no other thread comes here. */
 static struct {
-	uint64_t read;
-	double secs;
+	double t0, t1;
 } ylog[MAXY];
 static int ny;
 
 /* sched_yield: the library's calls resolve to this definition (the
- * executable's comes first), which notes them and yields for real. Only
- * this thread reads the CQ, so no other thread comes here. */
+ * executable's comes first), which notes them and yields for real. */
 int sched_yield(void)
 {
 	double t0 = ct_now();
 	int ret = (int) syscall(SYS_sched_yield);
 
 	if (ny < MAXY) {
-		ylog[ny].read = reads;
-		ylog[ny].secs = ct_now() - t0;
+		ylog[ny].t0 = t0;
+		ylog[ny].t1 = ct_now();
 		ny++;
 	}
 	return ret;
 }
 
-/* polls reads n's empty CQ count times: 0, or -1 if a read did not
+/* polls reads n's empty CQ for secs seconds: 0, or -1 if a read did not
  * answer -FI_EAGAIN. */
-static int polls(struct ct_node *n, long count)
+static int polls(struct ct_node *n, double secs)
 {
 	struct fi_cq_tagged_entry e;
+	double end = ct_now() + secs;
 
-	for (long i = 0; i < count; i++) {
-		reads++;
+	for (long i = 1;; i++) {
 		if (fi_cq_read(n->cq, &e, 1) != -FI_EAGAIN)
 			return -1;
+		if (i % 1024 == 0 && ct_now() > end)
+			return 0;
 	}
-	return 0;
 }
 
-static int fast_checked, slow_checked;
-
-/* judge checks the yields ylog[from..ny) against the rule: the gap after
- * yield i follows from the gap before it and how long i took. */
-static void judge(int from, const char *phase)
+/* judge checks yields ylog[from..ny) against the rule. The idle time the
+ * library waits for before yield i+1 (want) follows from how long yield i
+ * took and what it waited for before; the gap seen here is never shorter,
+ * and is late only when this thread lost the CPU meanwhile. */
+static void judge(int from)
 {
-	for (int i = from + 1; i + 1 < ny; i++) {
-		uint64_t before = ylog[i].read - ylog[i - 1].read;
-		uint64_t after = ylog[i + 1].read - ylog[i].read;
+	double want = 0;	/* 0: not known */
+	int judged = 0, late = 0, fast = 0, slow = 0;
 
-		if (ylog[i].secs < 1.5e-6) {
-			uint64_t want = before < MOST ? 2 * before : before;
+	for (int i = from; i + 1 < ny; i++) {
+		double took = ylog[i].t1 - ylog[i].t0, gap = ylog[i + 1].t0 - ylog[i].t1;
 
-			fast_checked++;
-			CHECK(after == want, "%s: yield %d came straight back after %llu reads; "
-			      "next after %llu (want %llu)", phase, i,
-			      (unsigned long long) before, (unsigned long long) after,
-			      (unsigned long long) want);
-		} else if (ylog[i].secs > 3e-6) {
-			slow_checked++;
-			CHECK(after == LEAST, "%s: yield %d took %.1f us; next after %llu reads (want %d)",
-			      phase, i, ylog[i].secs * 1e6, (unsigned long long) after, LEAST);
+		if (took > 3e-6) {
+			want = LEAST;
+			slow++;
+		} else if (took < 1.5e-6 && want > 0) {
+			want = want * 2 < MOST ? want * 2 : MOST;
+			fast++;
+		} else {
+			want = 0;
+			continue;
 		}
+		judged++;
+		CHECK(gap >= want * 0.999, "yield %d took %.1f us; the next came %.1f us later "
+		      "(want >= %.0f us)", i, took * 1e6, gap * 1e6, want * 1e6);
+		if (gap > want * 1.5 + 20e-6)
+			late++;
 	}
+	printf("yield: %d yields, %d judged (%d straight back, %d taken), %d late\n",
+	       ny - from, judged, fast, slow, late);
+	CHECK(fast >= 1 && slow >= 1, "too few yields to judge: %d straight back, %d taken", fast, slow);
+	CHECK(late * 2 <= judged, "%d of %d yields came late: the wait is not brought back", late, judged);
 }
 
 static int stop;
@@ -103,9 +112,11 @@ static int stop;
 /* spinner keeps the CPU it is pinned to busy until stop is set. */
 static void *spinner(void *arg)
 {
-	cpu_set_t *cpu = arg;
+	cpu_set_t cpu;
 
-	pthread_setaffinity_np(pthread_self(), sizeof(*cpu), cpu);
+	CPU_ZERO(&cpu);
+	CPU_SET((int) (intptr_t) arg, &cpu);
+	pthread_setaffinity_np(pthread_self(), sizeof(cpu), &cpu);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
 		;
 	return NULL;
@@ -115,8 +126,8 @@ int main(int argc, char **argv)
 {
 	struct ct_node n;
 	cpu_set_t cpu;
-	pthread_t t;
-	int ret, status, from;
+	pthread_t t[MAXCPU];
+	int ret, status, ncpu = 0, me;
 	pid_t pid;
 
 	ret = ct_open_node(&n);
@@ -124,52 +135,39 @@ int main(int argc, char **argv)
 	if (ret)
 		return finish("yield");
 
-	if (argc > 1 && strcmp(argv[1], "off") == 0) {
-		ret = polls(&n, 200000);
-		CHECK(ret == 0 && ny == 0, "FI_PSM2_YIELD_POLLS=0: %d yields in 200000 empty reads", ny);
-		ct_close_node(&n);
-		return finish("yield off");
-	}
-
-	/* Alone on one CPU (the other threads of the process are Go's, which
-	 * sleep when idle): about 20 yields in 200000 reads, most of them
-	 * straight back (781 without the back-off). */
+	/* A spinning thread on every CPU, this one pinned to one of them. */
+	me = sched_getcpu();
 	CPU_ZERO(&cpu);
-	CPU_SET(sched_getcpu(), &cpu);
+	CPU_SET(me, &cpu);
 	ret = pthread_setaffinity_np(pthread_self(), sizeof(cpu), &cpu);
 	CHECK(ret == 0, "pin: %d", ret);
-	ret = polls(&n, 200000);
-	CHECK(ret == 0 && ny >= 1, "alone: %d yields in 200000 empty reads", ny);
-	judge(0, "alone");
-
-	/* Another thread busy on this CPU: a yield that lets it run brings
-	 * the wait back to 256 reads (the scheduler passes on some yields,
-	 * when the other thread has had more than its share). */
-	from = ny;
-	ret = pthread_create(&t, NULL, spinner, &cpu);
-	CHECK(ret == 0, "pthread_create: %d", ret);
-	if (ret == 0) {
-		usleep(20000);
-		ret = polls(&n, 50000);
-		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-		pthread_join(t, NULL);
-		CHECK(ret == 0, "busy: a read did not answer -FI_EAGAIN");
-		judge(from, "busy");
-	}
-	CHECK(fast_checked >= 1 && slow_checked >= 1,
-	      "too few yields to judge: %d straight back, %d taken", fast_checked, slow_checked);
-	CHECK(ny < MAXY, "log full");
+	sched_getaffinity(0, sizeof(cpu), &cpu);
+	for (long c = 0; c < MAXCPU && c < sysconf(_SC_NPROCESSORS_ONLN); c++)
+		if (pthread_create(&t[ncpu], NULL, spinner, (void *) (intptr_t) c) == 0)
+			ncpu++;
+	usleep(20000);
+	ret = polls(&n, argc > 1 ? 0.1 : 0.3);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	CHECK(ret == 0, "a read did not answer -FI_EAGAIN");
 	ct_close_node(&n);
 
-	/* The same program with yielding turned off. */
+	if (argc > 1 && strcmp(argv[1], "off") == 0) {
+		CHECK(ny == 0, "FI_PSM2_YIELD_SPIN=0: %d yields", ny);
+		return finish("yield off");
+	}
+	judge(0);
+	CHECK(ny < MAXY, "log full");
+
+	/* The same with yielding turned off. */
 	pid = fork();
 	if (pid == 0) {
-		setenv("FI_PSM2_YIELD_POLLS", "0", 1);
+		setenv("FI_PSM2_YIELD_SPIN", "0", 1);
 		execl("/proc/self/exe", argv[0], "off", (char *) NULL);
 		_exit(127);
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	      WEXITSTATUS(status) == 0, "FI_PSM2_YIELD_POLLS=0 run failed (status %#x)", status);
-	printf("yield: judged %d yields that came straight back, %d taken\n", fast_checked, slow_checked);
+	      WEXITSTATUS(status) == 0, "FI_PSM2_YIELD_SPIN=0 run failed (status %#x)", status);
 	return finish("yield");
 }

@@ -470,9 +470,11 @@ func (cq *CQ) Signal() error {
 // (FI_PSM2_SREAD_SPIN): the C side spins with its fast reads.
 func (cq *CQ) SreadSpin() time.Duration { return cq.dom.sreadSpin() }
 
-// YieldPolls is how many empty reads in a row fi_cq_read answers before
-// it yields the CPU once (FI_PSM2_YIELD_POLLS; 0: never).
-func (cq *CQ) YieldPolls() int { return cq.dom.params.YieldPolls }
+// YieldSpin is how long fi_cq_read answers that it found nothing before
+// it yields the CPU once (FI_PSM2_YIELD_SPIN; 0: never).
+func (cq *CQ) YieldSpin() time.Duration {
+	return time.Duration(cq.dom.params.YieldSpin) * time.Microsecond
+}
 
 // sreadSpin is how long a blocking wait (fi_cq_sread, fi_cntr_wait) polls
 // before it sleeps: FI_PSM2_SREAD_SPIN.

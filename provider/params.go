@@ -35,7 +35,7 @@ type Params struct {
 	MTU          int // FI_PSM2_MTU: IP MTU of the network
 	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
 	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
-	YieldPolls   int // FI_PSM2_YIELD_POLLS: empty fi_cq_read calls in a row before one yields the CPU (0: never)
+	YieldSpin    int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
 }
 
 // TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
@@ -84,7 +84,7 @@ var paramDefs = []paramDef{
 	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
 	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},
 	{"sread_spin", ParamInt, "Microseconds fi_cq_sread and fi_cntr_wait poll before they sleep in the kernel; 0: sleep at once (default: 100)"},
-	{"yield_polls", ParamInt, "Empty fi_cq_read calls in a row before one yields the CPU, doubled after each yield no other thread took (up to 64 times); 0: never (default: 256)"},
+	{"yield_spin", ParamInt, "Microseconds of empty fi_cq_read answers before one yields the CPU, doubled after each yield no other thread took (up to 64 times); 0: never (default: 20)"},
 	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
 }
 
@@ -114,7 +114,7 @@ func loadParams(h Host, log logger) Params {
 		MTU:          1500,
 		HFISpin:      5000,
 		SreadSpin:    100,
-		YieldPolls:   256,
+		YieldSpin:    20,
 	}
 	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
 		if _, ok := h.Getenv(launcher); ok {
@@ -168,7 +168,7 @@ func loadParams(h Host, log logger) Params {
 	r.integer("mtu", &p.MTU, 576, 65535)
 	r.integer("hfi_spin", &p.HFISpin, 0, 10_000_000)
 	r.integer("sread_spin", &p.SreadSpin, 0, 10_000_000)
-	r.integer("yield_polls", &p.YieldPolls, 0, 1<<24)
+	r.integer("yield_spin", &p.YieldSpin, 0, 10_000_000)
 	r.boolean("lazy_conn", &p.LazyConn)
 	r.boolean("disconnect", &p.Disconnect)
 	if s, ok := r.str("tag_layout"); ok {

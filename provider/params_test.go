@@ -26,7 +26,7 @@ func defaultParams() Params {
 		MTU:          1500,
 		HFISpin:      5000,
 		SreadSpin:    100,
-		YieldPolls:   256,
+		YieldSpin:    20,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
 	}
@@ -71,7 +71,7 @@ func TestParamDefinitions(t *testing.T) {
 		{"paths", ParamInt},
 		{"mtu", ParamInt},
 		{"sread_spin", ParamInt},
-		{"yield_polls", ParamInt},
+		{"yield_spin", ParamInt},
 		{"hfi_spin", ParamInt},
 	}
 	var got []def
@@ -166,11 +166,11 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_INJECT_SIZE", "-1", nil, true},
 		{"FI_PSM2_INJECT_SIZE", "08", nil, true},
 		{"FI_PSM2_INJECT_SIZE", "1k", nil, true},
-		// yield_polls [0, 1<<24]
-		{"FI_PSM2_YIELD_POLLS", "0", func(p *Params) { p.YieldPolls = 0 }, false},
-		{"FI_PSM2_YIELD_POLLS", "16777216", func(p *Params) { p.YieldPolls = 1 << 24 }, false},
-		{"FI_PSM2_YIELD_POLLS", "16777217", nil, true},
-		{"FI_PSM2_YIELD_POLLS", "-1", nil, true},
+		// yield_spin [0, 10e6]
+		{"FI_PSM2_YIELD_SPIN", "0", func(p *Params) { p.YieldSpin = 0 }, false},
+		{"FI_PSM2_YIELD_SPIN", "10000000", func(p *Params) { p.YieldSpin = 10_000_000 }, false},
+		{"FI_PSM2_YIELD_SPIN", "10000001", nil, true},
+		{"FI_PSM2_YIELD_SPIN", "-1", nil, true},
 		// lock_level [0, 2]; LockLevelSet records that it was given
 		{"FI_PSM2_LOCK_LEVEL", "0", func(p *Params) { p.LockLevel = 0; p.LockLevelSet = true }, false},
 		{"FI_PSM2_LOCK_LEVEL", "1", func(p *Params) { p.LockLevel = 1; p.LockLevelSet = true }, false},

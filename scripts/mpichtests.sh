@@ -9,7 +9,7 @@
 # MPICH's runtests with FI_PROVIDER=psm2 and LD_LIBRARY_PATH=build/lib.
 # MPICH_TESTS_MAXNP (default: 4, or the number of cores if more) caps the
 # ranks. MPICH busy-polls and never yields by itself; our fi_cq_read
-# yields when idle (FI_PSM2_YIELD_POLLS), so 4 ranks on 2 cores run in
+# yields when idle (FI_PSM2_YIELD_SPIN), so 4 ranks on 2 cores run in
 # reasonable time, but the heaviest tests (comm/ctxsplit's 100000 splits,
 # rma/large_acc_flush_local at 3 ranks) can still exceed their limit
 # (MPITEST_TIMEOUT, default here 60 s, or the testlist's timeLimit).

@@ -1,6 +1,10 @@
 /* cq.c: the completion queue fid. read/readfrom are the completion hot
  * path: one call into Go with the CQ's slot. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "shim.h"
 #include "fast.h"
 #include "_cgo_export.h"
@@ -103,27 +107,80 @@ static inline uint64_t coarse_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* cq_yield gives the CPU away once, after yield_next empty reads in a row:
- * with more busy-polling threads than cores (MPICH ranks, which never
- * yield by themselves, oversubscribed), a peer that has the message this
- * thread waits for may be waiting for this very core. A yield that comes
- * back at once found no such thread: the next comes after twice as many
- * empty reads (up to YIELD_BACKOFF times the least), so where every
- * thread has its own core, yields soon cost nothing. One that took
- * longer (another thread ran) brings the least back. */
+/* cq_yield_check gives the CPU away once idle answers have gone on for
+ * yield_next ns: with more busy-polling threads than cores (MPICH ranks,
+ * which never yield by themselves, oversubscribed), a peer that has the
+ * message this thread waits for may be waiting for this very core. It is
+ * called every YIELD_CLOCK_EVERY idle answers in a row, so it costs a
+ * fraction of a nanosecond per read, and a stretch is timed by the clock,
+ * not by reads, whose cost depends on the caller's loop. A yield that
+ * comes back at once found no such thread: the next waits twice as long
+ * (up to YIELD_BACKOFF times the least), so where every thread has its
+ * own core, yields soon cost nothing. One that took longer (another
+ * thread ran) brings the least back.
+ *
+ * It yields only while the machine has more runnable threads than CPUs
+ * (/proc/loadavg's fourth field, read at most every CROWD_CHECK_NS of
+ * idleness): where every thread has a CPU, a yield buys nothing, and the
+ * scheduler placed two unpinned ping-pong processes worse for it. */
+#define YIELD_CLOCK_EVERY 64
 #define YIELD_RAN_NS 2000
 #define YIELD_BACKOFF 64
+#define CROWD_CHECK_NS 10000000
 
-static void cq_yield(struct psm2_cq *c)
+/* cpus_crowded: 1 if more threads are runnable than there are CPUs
+ * online, or if that cannot be told. */
+static int cpus_crowded(void)
 {
-	uint64_t t0 = mono_ns(), least = c->yield_polls;
+	char buf[128];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), running = 0;
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	char *p;
 
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	/* "0.50 0.40 0.30 3/150 12345": runnable/total after three loads. */
+	p = buf;
+	for (int i = 0; i < 3 && p; i++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	if (!p || sscanf(p, "%ld/", &running) != 1 || cpus <= 0)
+		return 1;
+	return running > cpus;
+}
+
+static void cq_yield_check(struct psm2_cq *c)
+{
+	uint64_t now = mono_ns(), after;
+
+	if (!c->yield_from) {
+		c->yield_from = now;
+		return;
+	}
+	if (now - c->yield_from < c->yield_next)
+		return;
+	if (now >= c->crowd_until) {
+		c->crowded = cpus_crowded();
+		c->crowd_until = now + CROWD_CHECK_NS;
+	}
+	if (!c->crowded) {
+		c->yield_from = now;
+		return;
+	}
+	now = mono_ns();
 	sched_yield();
-	if (mono_ns() - t0 > YIELD_RAN_NS)
-		c->yield_next = least;
-	else if (c->yield_next < least * YIELD_BACKOFF)
+	after = mono_ns();
+	if (after - now > YIELD_RAN_NS)
+		c->yield_next = c->yield_ns;
+	else if (c->yield_next < c->yield_ns * YIELD_BACKOFF)
 		c->yield_next *= 2;
-	c->yield_left = c->yield_next;
+	c->yield_from = after;
 }
 
 static inline int cq_quiet(struct psm2_cq *c)
@@ -132,12 +189,12 @@ static inline int cq_quiet(struct psm2_cq *c)
 
 	if (!cq_idle(c)) {
 		c->idle_polls = 0;
-		c->yield_left = c->yield_next;
+		c->yield_from = 0;
 		return 0;
 	}
-	if (c->yield_left && !--c->yield_left)
-		cq_yield(c);
-	if (++c->idle_polls % IDLE_CLOCK_EVERY)
+	if (++c->idle_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)
+		cq_yield_check(c);
+	if (c->idle_polls % IDLE_CLOCK_EVERY)
 		return 1;
 	now = coarse_ns();
 	if (!c->idle_since) {

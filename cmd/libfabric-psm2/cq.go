@@ -48,8 +48,8 @@ func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C
 	c.slot = C.uint32_t(slot)
 	c.fast = (*C.uint64_t)(cq.FastPath())
 	c.spin_ns = C.uint64_t(cq.SreadSpin().Nanoseconds())
-	c.yield_polls = C.uint32_t(cq.YieldPolls())
-	c.yield_next, c.yield_left = c.yield_polls, c.yield_polls
+	c.yield_ns = C.uint64_t(cq.YieldSpin().Nanoseconds())
+	c.yield_next = c.yield_ns
 	*out = &c.cq_fid
 	return 0
 }

@@ -98,12 +98,16 @@ struct psm2_cq {
 	/* Idle answers given in C in a row, and since when (cq.c). */
 	uint32_t idle_polls;
 	uint64_t idle_since;
-	/* Yielding when idle (cq.c): empty reads before a yield at the
-	 * least (FI_PSM2_YIELD_POLLS; 0: never), before the next one now,
-	 * and how many are left until then. */
-	uint32_t yield_polls;
-	uint32_t yield_next;
-	uint32_t yield_left;
+	/* Yielding when idle (cq.c): ns of idle answers before a yield at
+	 * the least (FI_PSM2_YIELD_SPIN; 0: never) and now, and when the
+	 * stretch being timed began (0: not yet). */
+	uint64_t yield_ns;
+	uint64_t yield_next;
+	uint64_t yield_from;
+	/* Whether more threads were runnable than CPUs, and until when
+	 * that answer holds (cq.c). */
+	uint64_t crowd_until;
+	int32_t crowded;
 };
 
 struct psm2_cntr {
