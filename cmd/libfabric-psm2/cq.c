@@ -159,7 +159,7 @@ static void cq_yield_check(struct psm2_cq *c)
 {
 	uint64_t now = mono_ns(), after;
 
-	if (!c->yield_from) {
+	if (c->idle_polls == YIELD_CLOCK_EVERY) {	/* a new stretch */
 		c->yield_from = now;
 		return;
 	}
@@ -189,7 +189,6 @@ static inline int cq_quiet(struct psm2_cq *c)
 
 	if (!cq_idle(c)) {
 		c->idle_polls = 0;
-		c->yield_from = 0;
 		return 0;
 	}
 	if (++c->idle_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)

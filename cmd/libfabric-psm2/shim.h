@@ -100,7 +100,8 @@ struct psm2_cq {
 	uint64_t idle_since;
 	/* Yielding when idle (cq.c): ns of idle answers before a yield at
 	 * the least (FI_PSM2_YIELD_SPIN; 0: never) and now, and when the
-	 * stretch being timed began (0: not yet). */
+	 * stretch being timed began (set at its first clock reading, the
+	 * YIELD_CLOCK_EVERY-th idle answer in a row). */
 	uint64_t yield_ns;
 	uint64_t yield_next;
 	uint64_t yield_from;
