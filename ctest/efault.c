@@ -16,7 +16,7 @@
  *     the sender's buffer itself;
  *   - the same with FI_SHM_DISABLE_CMA=1: through bounce buffers.
  * In-process, eager messages (through a bounce buffer) and inline ones (in
- * ring cells) are tried too: a send buffer that cannot be read fails the
+ * ring cells; one of several cells, one of a single cell) are tried too: a send buffer that cannot be read fails the
  * send alone, one that cannot be written fails the receive alone (the send
  * was complete). Both sizes are ones the C fast path copies itself.
  * And a streamed eager message (the C sender pushes its cell, then fills
@@ -46,6 +46,7 @@
 #define POOL (2 << 20)		/* an endpoint's bounce buffers */
 #define EAGER 8192		/* through a bounce buffer */
 #define INLINE 100		/* in ring cells (the C fast path's, ucopy.c) */
+#define ONECELL 16		/* in one ring cell: C copies it straight between cell and buffer */
 #define STREAM 32768		/* a bounce buffer the receiver copies out as the sender fills it */
 
 enum bad { NONE, SENDER, RECEIVER };
@@ -335,8 +336,8 @@ static void in_process(int copy)
 		return;
 	ab = insert(&a, b.name);
 	insert(&b, a.name);
-	for (int k = 0; k < 4; k++) {
-		size_t len = k == 0 ? BIG : k == 1 ? MID : k == 2 ? EAGER : INLINE;
+	for (int k = 0; k < 5; k++) {
+		size_t len = k == 0 ? BIG : k == 1 ? MID : k == 2 ? EAGER : k == 3 ? INLINE : ONECELL;
 
 		for (int bad = SENDER; bad <= RECEIVER; bad++) {
 			local_exchange(&a, &b, ab, len, bad, tag++);

@@ -118,6 +118,56 @@ static inline __attribute__((always_inline)) void ucopy_blocks(void *dst, const 
 }
 #endif
 
+/* ucopy_small copies n <= 64 bytes with two (possibly overlapping) moves
+ * of the largest width that fits, without a call: most fast-path copies
+ * are a message of a few bytes, for which glibc's memcpy (through the
+ * PLT) cost more than the copy. */
+static inline __attribute__((always_inline)) void ucopy_small(void *dst, const void *src, size_t n)
+{
+	char *d = dst;
+	const char *s = src;
+
+	if (n >= 16) {
+		uint64_t a[2], b[2], c[2], e[2];
+
+		if (n > 32) {
+			memcpy(a, s, 16);
+			memcpy(b, s + 16, 16);
+			memcpy(c, s + n - 32, 16);
+			memcpy(e, s + n - 16, 16);
+			memcpy(d, a, 16);
+			memcpy(d + 16, b, 16);
+			memcpy(d + n - 32, c, 16);
+			memcpy(d + n - 16, e, 16);
+			return;
+		}
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		char a = s[0], b = s[n / 2], c = s[n - 1];
+
+		d[0] = a;
+		d[n / 2] = b;
+		d[n - 1] = c;
+	}
+}
+
 /* ucopy_mem is memcpy, except where glibc's is pathological: a long copy
  * whose destination lies 1 to 63 bytes past its source modulo 4 KiB. There
  * the string-move memcpy uses for such sizes stalls on every store (each
@@ -127,6 +177,10 @@ static inline __attribute__((always_inline)) void ucopy_blocks(void *dst, const 
  * stores take 1.9 us there. Go's copy is not affected. */
 static inline void ucopy_mem(void *dst, const void *src, size_t n)
 {
+	if (n <= 64) {
+		ucopy_small(dst, src, n);
+		return;
+	}
 #if defined(__x86_64__)
 	size_t rel = ((uintptr_t) dst - (uintptr_t) src) & 4095;
 
@@ -171,6 +225,28 @@ int psm2_ucopy(void *dst, const void *src, size_t n)
 int psm2_ucopy_nt(void *dst, const void *src, size_t n)
 {
 	return ucopy_guarded(dst, src, n, ((uintptr_t) dst & 15) == 0);
+}
+
+int psm2_ucopy_segs(const struct psm2_seg *seg, int nseg, void *buf, int to_buf)
+{
+	sigjmp_buf env;
+	char *b = buf;
+
+	if (sigsetjmp(env, 0))
+		return -1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = &env;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (int i = 0; i < nseg; i++) {
+		if (to_buf)
+			ucopy_mem(b, seg[i].p, seg[i].n);
+		else
+			ucopy_mem(seg[i].p, b, seg[i].n);
+		b += seg[i].n;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ucopy_env = NULL;
+	return 0;
 }
 
 /* The element loops of psm2_uapply for integer type T (U: its unsigned

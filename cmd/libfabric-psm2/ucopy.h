@@ -20,6 +20,18 @@ int psm2_ucopy(void *dst, const void *src, size_t n);
  * caches; the reader then loads from memory). */
 int psm2_ucopy_nt(void *dst, const void *src, size_t n);
 
+/* A piece of memory: psm2_ucopy_segs' list. */
+struct psm2_seg {
+	void *p;
+	size_t n;
+};
+
+/* psm2_ucopy_segs copies between buf and the nseg pieces seg lists, in
+ * order (to_buf: from the pieces into buf, else from buf into them), under
+ * one guard: 0, or -1 if a buffer faulted. For an inline message's ring
+ * cells, whose bytes lie in several pieces, without a staging copy. */
+int psm2_ucopy_segs(const struct psm2_seg *seg, int nseg, void *buf, int to_buf);
+
 /* psm2_uapply applies atomic op (enum fi_op) to the count integer
  * elements of datatype dt (FI_INT8 .. FI_UINT64) at dst, aligned, with
  * operands src and compare values cmp, first copying the old values to

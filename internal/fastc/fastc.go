@@ -111,7 +111,7 @@ func Build(m Inline, p []byte) []byte {
 		buf = unsafe.Pointer(&p[0])
 	}
 	n := C.fastc_build(unsafe.Pointer(&cells[0]), &c, buf)
-	if n == 0 {
+	if n <= 0 {
 		return nil
 	}
 	return cells[:int(n)*CellPayload]
