@@ -1278,8 +1278,8 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 		if ((cells = psm2_rma_head(c + CELL_PAYLOAD_OFF, &m))) {
 			if (!psm2_conts(r, mask, cons, cells, cont))
 				break;
-			(void) psm2_inline_copy(req, &m, c + CELL_PAYLOAD_OFF, cont);	/* ours: no fault */
-			if (!psm2_serve_one(f, dom, &m, req, -1))
+			if (psm2_inline_copy(req, &m, c + CELL_PAYLOAD_OFF, cont) ||
+			    !psm2_serve_one(f, dom, &m, req, -1))
 				break;
 		} else if (psm2_rma_cell_head(c + CELL_PAYLOAD_OFF, CELL_EAGER, &m, &idx)) {
 			/* In the initiator's bounce buffer (the eager case of

@@ -175,7 +175,7 @@ static inline __attribute__((always_inline)) void ucopy_small(void *dst, const v
  * instead of 0.6 (an eager message into a receive buffer at page offset
  * 8, from our page-aligned bounce buffers). Plain 16-byte loads and
  * stores take 1.9 us there. Go's copy is not affected. */
-static inline void ucopy_mem(void *dst, const void *src, size_t n)
+static inline __attribute__((always_inline)) void ucopy_mem(void *dst, const void *src, size_t n)
 {
 	if (n <= 64) {
 		ucopy_small(dst, src, n);
