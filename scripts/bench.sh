@@ -174,7 +174,7 @@ netpipe() {
 		note "  NetPIPE $mode $size B: exit $rc: $(why "$work/np.log")"
 		return 1
 	fi
-	awk -v s="$size" '$1 == s { printf "%.3f %.2f\n", $3 * 1e6, $2; found = 1 } END { exit !found }' "$work/np.out"
+	awk -v s="$size" '$1 == s && $2 > 0 { printf "%.4f %.2f\n", s * 8 / $2, $2; found = 1 } END { exit !found }' "$work/np.out"
 }
 
 # measure KEY CMD...: BENCH_REPEAT runs, keeps the lowest latency and the
@@ -353,7 +353,7 @@ npnet() {
 		note "  NetPIPE across hosts, $mode $size B: exit $rc: $(why "$work/np.log")"
 		return 1
 	fi
-	awk -v s="$size" '$1 == s { printf "%.3f %.2f\n", $3 * 1e6, $2; found = 1 } END { exit !found }' "$work/np.out"
+	awk -v s="$size" '$1 == s && $2 > 0 { printf "%.4f %.2f\n", s * 8 / $2, $2; found = 1 } END { exit !found }' "$work/np.out"
 }
 if [ "$internode" = 1 ]; then
 	note "bench: across two namespace hosts (best of $REPEAT)"

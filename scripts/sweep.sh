@@ -95,12 +95,14 @@ done
 join <(best "$work/pp-psm2") <(best "$work/pp-shm") >"$out/pingpong.dat"   # size lat bw lat bw
 
 # np_range MODE LO HI N: "size usec Mbps" lines of one NetPIPE run, powers
-# of two only.
+# of two only. The time is taken from the Mbps column (bits / Mbps = us):
+# NetPIPE prints its time column in whole 10 ns steps, too coarse for the
+# 0.1 us latencies of small messages (0.12 against 0.10 read as 1.20).
 np_range() {
 	rm -f "$work/np.out"
 	timeout 600 scripts/mpirun.sh "--$1" -np 2 NPopenmpi -l "$2" -u "$3" -p 0 -n "$4" \
 		-o "$work/np.out" >"$work/np.log" 2>&1 || return 1
-	awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s { printf "%d %.3f %.2f\n", s, $3 * 1e6, $2 }' \
+	awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s && $2 > 0 { printf "%d %.4f %.2f\n", s, s * 8 / $2, $2 }' \
 		"$work/np.out"
 }
 
