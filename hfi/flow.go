@@ -104,10 +104,13 @@ func (e *Endpoint) pump(p *peer) {
 		}
 		x := p.queued.pop()
 		last := p.queued.len() == 0 && len(p.rsend) == 0
-		f := pktFlags(x.b)
+		f := pktFlags(x.b) &^ fAckLazy
 		p.sinceReq++
-		if last || p.sinceReq >= e.ackInterval() || p.unacked.len()+1 == e.cfg.Credits {
+		if p.sinceReq >= e.ackInterval() || p.unacked.len()+1 == e.cfg.Credits {
 			f |= fAckReq
+			p.sinceReq = 0
+		} else if last {
+			f |= fAckReq | fAckLazy
 			p.sinceReq = 0
 		}
 		setFlags(x.b, f)
@@ -281,7 +284,7 @@ func (e *Endpoint) onNak(p *peer, ack uint32, sack *[2]uint64) {
 
 // again sends x, a packet of p's unacknowledged ones, again.
 func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
-	setFlags(x.b, pktFlags(x.b)&^(fAckReq|fProbe))
+	setFlags(x.b, pktFlags(x.b)&^(fAckReq|fAckLazy|fProbe))
 	setAck(x.b, p.expect)
 	e.batch(p, x.b[6], x.b)
 	x.at = now
@@ -291,7 +294,7 @@ func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
 
 // askAck ends a resend: its last packet asks for an ACK, the batch goes.
 func (e *Endpoint) askAck(p *peer, last *txPkt) {
-	setFlags(last.b, pktFlags(last.b)|fAckReq)
+	setFlags(last.b, pktFlags(last.b)&^fAckLazy|fAckReq)
 	e.flush(p)
 	p.ackOwed = false
 	p.acked = p.expect

@@ -437,7 +437,7 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 	case tEager:
 		if uint64(len(h.payload)) == h.msgLen {
 			n = e.deliver(p, h, h.payload)
-			urgent = false // the answer to it may carry the ACK
+			urgent = h.flags&fAckLazy == 0 // else the answer to it may carry the ACK
 		} else {
 			// Reassembly grows with what arrives, never with what the
 			// header claims: a bogus length costs nothing.
@@ -457,6 +457,7 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 			p.asmOn = false
 			e.inHdr = p.asmHdr
 			n = e.deliverIn(p, p.asm)
+			urgent = h.flags&fAckLazy == 0
 			if cap(p.asm) > 4*e.cfg.RndvThreshold {
 				p.asm = nil // a peer with a larger threshold: do not keep its buffer
 			}

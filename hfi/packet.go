@@ -44,6 +44,11 @@ const (
 	// the one packet it sent again; the receiver answers at once with an
 	// ACK or NAK that also carries fProbe (flow.go: probe).
 	fProbe
+	// fAckLazy: with fAckReq, the sender asked only because the packet
+	// ends its burst (not for credits): a receiver that completes a
+	// message with it may let the ACK wait up to AckDelay for a packet
+	// going back, as the application's answer usually is.
+	fAckLazy
 )
 
 // Sizes of each type's header (the common header included).
