@@ -53,8 +53,9 @@
 # remaining measurements are skipped).
 #
 # Then scripts/sweep.sh compares every size (fi_pingpong 1 B - 4 MiB and a
-# message rate against shm, NetPIPE 1 B - 8 MiB against vader), with a plot
-# in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
+# message rate against shm, NetPIPE 1 B - 8 MiB against vader; as root,
+# fi_pingpong and NetPIPE 1 B - 8 MiB across two namespace hosts against
+# tcp), with a plot in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,

@@ -10,6 +10,11 @@
 #     against libfabric shm; messages per second
 #   scripts/rmabench.c -F: fi_fetch_atomic of 8 B to 4 KiB of uint64 (sum)
 #     between two processes: our psm2 against libfabric shm; latency
+#   across two namespace hosts (scripts/nshosts.sh; root only, SWEEP_INTERNODE=0
+#     skips it): fi_pingpong 1 B to 8 MiB, our psm2 (UDP) against Debian's
+#     tcp provider; NetPIPE 1 B to 8 MiB, cm/ofi on our psm2 against ob1 +
+#     btl tcp. These are not gated by steady.sh (the network path, not a
+#     cache-line hand-off, dominates them); the best of the runs counts.
 #
 # Each is run SWEEP_REPEAT times (default 2) and the best kept, each run
 # inside a fast phase of the host (scripts/steady.sh). It prints
@@ -156,6 +161,77 @@ note "sweep: fi_fetch_atomic 8 B - 4 KiB, psm2 and shm (best of $REPEAT)"
 rate_sweep rmabench
 join <(best "$work/rmabench-psm2" | awk '{ print $1, $2 }') <(best "$work/rmabench-shm" | awk '{ print $1, $2 }') >"$out/atomics.dat"
 
+# Across two namespace hosts: our UDP wire against TCP at every size.
+internode=0
+if [ "${SWEEP_INTERNODE:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
+	export NSHOSTS_PREFIX=sweep NSHOSTS_NET=${SWEEP_NET:-84} NSHOSTS_GSO=${NSHOSTS_GSO:-1}
+	ns=$repo/scripts/nshosts.sh
+	trap 'rm -rf "$work"; $ns down >/dev/null 2>&1' EXIT
+	if $ns up 2 >/dev/null; then
+		internode=1
+	else
+		note "sweep: nshosts up failed; no inter-node sweep"
+	fi
+fi
+# pp_net PROVIDER LIBPATH SIZE: "size usec MBps" of one fi_pingpong run,
+# server on host 1, client on host 2.
+pp_net() {
+	local prov=$1 lp=$2 size=$3 iters spid env=(env)
+	iters=$(( 200000000 / (size + 10000) ))
+	(( iters > 5000 )) && iters=5000
+	(( iters < 50 )) && iters=50
+	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	env+=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
+	port=$(( port + 1 ))
+	$ns exec 1 "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
+	spid=$!
+	sleep 0.3
+	for try in 1 2 3 4 5; do
+		$ns exec 2 "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" "$($ns ip 1)" >"$work/cli.out" 2>&1 && break
+		grep -q 'Connection refused' "$work/cli.out" || break
+		sleep 0.5
+	done
+	wait "$spid"
+	awk -v s="$size" 'NR == 2 && NF >= 7 { print s, $7, $6; found = 1 } END { exit !found }' "$work/cli.out"
+}
+# np_net MODE LO HI N: np_range with one rank on each host.
+np_net() {
+	local ip1 net
+	ip1=$($ns ip 1) net=${ip1%.*}.0/24
+	rm -f "$work/np.out"
+	printf '%s slots=1\n%s slots=1\n' "$($ns ip 1)" "$($ns ip 2)" >"$work/np.hosts"
+	$ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 scripts/mpirun.sh "--$1" \
+		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none \
+		--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net" \
+		-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET -np 2 --map-by node \
+		NPopenmpi -l "$2" -u "$3" -p 0 -n "$4" -o "$work/np.out" >"$work/np.log" 2>&1 || return 1
+	awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s && $2 > 0 { printf "%d %.4f %.2f\n", s, s * 8 / $2, $2 }' \
+		"$work/np.out"
+}
+if [ "$internode" = 1 ]; then
+	note "sweep: across two namespace hosts, fi_pingpong 1 B - 8 MiB, psm2 and tcp (best of $REPEAT)"
+	: >"$work/ppn-psm2" && : >"$work/ppn-tcp"
+	for ((r = 0; r < REPEAT; r++)); do
+		for ((s = 1; s <= 8388608; s *= 2)); do
+			pp_net psm2 "$libdir" $s >>"$work/ppn-psm2" || note "  psm2 fi_pingpong -S $s across hosts failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+			pp_net tcp "" $s >>"$work/ppn-tcp" || note "  tcp fi_pingpong -S $s across hosts failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+		done
+	done
+	join <(best "$work/ppn-psm2") <(best "$work/ppn-tcp") >"$out/pingpong-net.dat"   # size lat bw lat bw
+	note "sweep: across two namespace hosts, NetPIPE 1 B - 8 MiB, cm/ofi on psm2 and ob1 + tcp (best of $REPEAT)"
+	: >"$work/npn-psm2" && : >"$work/npn-tcp"
+	for ((r = 0; r < REPEAT; r++)); do
+		for mode in psm2 tcp; do
+			for range in "1 4096 5000" "8192 262144 1000" "524288 8388608 50"; do
+				read -r lo hi n <<<"$range"
+				np_net "$mode" "$lo" "$hi" "$n" >>"$work/npn-$mode" ||
+					note "  NetPIPE $mode $lo-$hi B across hosts failed: $(tail -3 "$work/np.log" | tr '\n' ' ')"
+			done
+		done
+	done
+	join <(best "$work/npn-psm2") <(best "$work/npn-tcp") >"$out/netpipe-net.dat"   # size lat Mbps lat Mbps
+fi
+
 echo
 steady_report
 ratio_table "fi_pingpong -e rdm latency (usec, one-way), psm2/shm; best of $REPEAT" "$out/pingpong.dat" 2 4 shm "<="
@@ -163,12 +239,17 @@ ratio_table "fi_pingpong -e rdm bandwidth (MB/s), psm2/shm" "$out/pingpong.dat" 
 ratio_table "NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + vader; best of $REPEAT" "$out/netpipe.dat" 2 4 vader "<="
 ratio_table "Message rate (messages/s, 64 in flight, tagged), psm2/shm; best of $REPEAT" "$out/msgrate.dat" 2 3 shm ">="
 ratio_table "fi_fetch_atomic latency (usec, uint64 sum), psm2/shm; best of $REPEAT" "$out/atomics.dat" 2 3 shm "<="
+if [ "$internode" = 1 ]; then
+	ratio_table "Across two namespace hosts: fi_pingpong -e rdm latency (usec, one-way), psm2/tcp; best of $REPEAT" "$out/pingpong-net.dat" 2 4 tcp "<="
+	ratio_table "Across two namespace hosts: fi_pingpong -e rdm bandwidth (MB/s), psm2/tcp" "$out/pingpong-net.dat" 3 5 tcp ">="
+	ratio_table "Across two namespace hosts: NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + btl tcp; best of $REPEAT" "$out/netpipe-net.dat" 2 4 tcp "<="
+fi
 
 if command -v gnuplot >/dev/null; then
 	gnuplot <<EOF
-set terminal png size 1400,1500
+set terminal png size 1400,$([ "$internode" = 1 ] && echo 2000 || echo 1500)
 set output "$out/sweep.png"
-set multiplot layout 3,2 title "psm2 (ours) against the references, this host"
+set multiplot layout $([ "$internode" = 1 ] && echo 4 || echo 3),2 title "psm2 (ours) against the references, this host"
 set termoption noenhanced
 set logscale xy 2
 set xtics ("1 B" 1, "8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "256 KiB" 262144, "2 MiB" 2097152)
@@ -192,6 +273,15 @@ set ylabel "latency (us)"
 set xlabel "operand bytes"
 set title "fi_fetch_atomic (uint64 sum), between two processes"
 plot "$out/atomics.dat" using 1:2 with linespoints title "psm2", "" using 1:3 with linespoints title "libfabric shm"
+$([ "$internode" = 1 ] && cat <<EOP
+set xlabel "message size"
+set ylabel "one-way latency (us)"
+set title "across two namespace hosts: fi_pingpong -e rdm"
+plot "$out/pingpong-net.dat" using 1:2 with linespoints title "psm2 (UDP)", "" using 1:4 with linespoints title "libfabric tcp"
+set title "across two namespace hosts: NetPIPE (Open MPI)"
+plot "$out/netpipe-net.dat" using 1:2 with linespoints title "cm/ofi on psm2", "" using 1:4 with linespoints title "ob1 + btl tcp"
+EOP
+)
 unset multiplot
 EOF
 	echo
