@@ -175,6 +175,7 @@ type Endpoint struct {
 
 	h      transport.Handler // set during Poll
 	now    int64             // the clock when this Poll began
+	polls  uint64            // Polls so far (coalesce: a Send since the last one)
 	inHdr  transport.Header  // what Deliver borrows (no allocation per message)
 	inMsg  transport.Incoming
 	closed bool
@@ -422,6 +423,7 @@ func (e *Endpoint) Close() error {
 func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	e.h = h
 	e.now = e.clock.Now()
+	e.polls++
 	n := 0
 	if e.closed {
 		for _, f := range e.failed {

@@ -850,3 +850,86 @@ func TestAckWaitsForAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestBurstCoalesces: sends made back to back, without a Poll between
+// them, while earlier packets to the peer are unacknowledged, wait for the
+// next Poll and leave together (one backend batch); a send answering a
+// message (nothing unacknowledged) and the first send after a Poll go at
+// once. Every message arrives once, in order.
+func TestBurstCoalesces(t *testing.T) {
+	net := newMemNet()
+	a, b := openPair(t, net, Config{Job: [16]byte{1}, AckDelay: time.Second})
+	ra, rb := recorders(t, a, b)
+	ca := connect(t, a, b)
+	h := transport.Header{Len: 1}
+	a.Send(ca, &h, [][]byte{{1}}, 1, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatal("no connection")
+	}
+	var sent atomic.Int32
+	net.filter = func(p []byte) bool {
+		if p[3] == tEager && binary.LittleEndian.Uint64(p[24:]) == a.EPID() {
+			sent.Add(1)
+		}
+		return true
+	}
+	a.Poll(ra, 64)
+	const n = 10
+	for i := 0; i < n; i++ {
+		m := pattern(i, 100)
+		hm := transport.Header{Tag: uint64(i), Len: uint64(len(m))}
+		if done, err := a.Send(ca, &hm, [][]byte{m}, uint64(10+i), 0); !done || err != nil {
+			t.Fatalf("send %d: done %v err %v", i, done, err)
+		}
+	}
+	if got := sent.Load(); got != 1 {
+		t.Fatalf("%d packets left before the Poll, want 1 (the first)", got)
+	}
+	if d, ok := a.NextDue(); !ok || d != 0 {
+		t.Fatalf("NextDue %v %v while packets wait", d, ok)
+	}
+	before := a.Stats().Batches
+	a.Poll(ra, 64)
+	if got := sent.Load(); got != n {
+		t.Fatalf("%d packets sent after the Poll, want %d", got, n)
+	}
+	if got := a.Stats().Batches - before; got != 1 {
+		t.Fatalf("the held packets left in %d batches, want 1", got)
+	}
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n }) {
+		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
+	}
+	for i := 0; i < n; i++ {
+		if rb.msgs[1+i].Tag != uint64(i) || !bytes.Equal(rb.data[1+i], pattern(i, 100)) {
+			t.Fatalf("message %d: tag %d, data differs %v", i, rb.msgs[1+i].Tag, !bytes.Equal(rb.data[1+i], pattern(i, 100)))
+		}
+	}
+	// An answer (its reply carries the ACK, so nothing is unacknowledged)
+	// goes at once, even right after another send.
+	var cb transport.Conn
+	for _, p := range b.peers {
+		if p != nil && p.epid == a.EPID() {
+			cb = b.connOf(p)
+		}
+	}
+	hr := transport.Header{Len: 1}
+	b.Send(cb, &hr, [][]byte{{5}}, 99, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(ra.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
+		t.Fatal("the answer did not acknowledge the burst")
+	}
+	sent.Store(0)
+	a.Send(ca, &h, [][]byte{{2}}, 30, 0)
+	a.Send(ca, &h, [][]byte{{3}}, 31, 0) // unacknowledged now: waits
+	if got := sent.Load(); got != 1 {
+		t.Fatalf("%d packets left, want 1", got)
+	}
+	// Wait does not sleep on packets that wait.
+	start := time.Now()
+	a.Wait(time.Second)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("Wait slept %v with a packet waiting", d)
+	}
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == n+3 }) {
+		t.Fatal("the held message was not delivered")
+	}
+}

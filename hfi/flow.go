@@ -92,12 +92,36 @@ func (e *Endpoint) newPkt(p *peer, t uint8) []byte {
 // credits/4 - 1).
 func (e *Endpoint) ackInterval() int { return max(e.cfg.Credits/4-1, 1) }
 
+// holdMax bounds the packets a burst of sends leaves for the next Poll.
+const holdMax = 32
+
+// hold reports whether the eager message just queued to p waits for the
+// next Poll instead of going at once, so that a burst of sends made
+// without a poll between them leaves in one sendmsg (a run of equal-sized
+// packets is one UDP_SEGMENT send, and one GRO receive on the other
+// side) instead of a system call and a trip through the peer's network
+// stack each. A send goes at once when it is the first to p since the
+// last Poll, or when nothing sent to p is unacknowledged (a request that
+// answers a message: a ping-pong pays nothing), or when holdMax packets
+// wait. Poll sends what waits (timers), and so does Wait before it
+// sleeps (NextDue is 0 while packets wait).
+func (e *Endpoint) hold(p *peer) bool {
+	if p.sentGen != e.polls || p.unacked.len() == 0 || p.queued.len() >= holdMax {
+		p.sentGen = e.polls
+		return false
+	}
+	p.held = true
+	e.markBusy(p)
+	return true
+}
+
 // pump sends what the window allows: queued packets first, then the
 // next packets of granted rendezvous data.
 func (e *Endpoint) pump(p *peer) {
 	if p.state != stUp {
 		return
 	}
+	p.held = false
 	for p.unacked.len() < e.cfg.Credits {
 		if p.queued.len() == 0 && !e.buildData(p) {
 			break
@@ -523,6 +547,9 @@ func (p *peer) due(e *Endpoint) int64 {
 	case stDead:
 		return -1
 	}
+	if p.held {
+		at(0) // now
+	}
 	if p.ackOwed {
 		at(p.ackAt)
 	}
@@ -574,6 +601,9 @@ func (e *Endpoint) timers(p *peer, now int64) {
 		return
 	case stDead:
 		return
+	}
+	if p.held {
+		e.pump(p)
 	}
 	if p.unacked.len() > 0 {
 		if now-p.progress >= int64(e.cfg.ConnTimeout) {

@@ -192,7 +192,9 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 		first = false
 	}
 	if p.state == stUp {
-		e.pump(p)
+		if !e.hold(p) {
+			e.pump(p)
+		}
 		return true, nil
 	}
 	i := e.newSend()

@@ -44,6 +44,8 @@ type peer struct {
 	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
 	rttAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
+	held     bool     // queued packets wait for the next Poll (coalesce)
+	sentGen  uint64   // e.polls when a Send last sent to this peer at once
 	probing  bool     // the timer fired; its probe's answer is awaited
 	probeEnd uint32   // the last PSN sent before the probe
 	probeAt  int64    // when the probe went
@@ -149,7 +151,7 @@ func (e *Endpoint) resetFlows(p *peer) {
 	p.nextPSN, p.expect, p.acked = 0, 0, 0
 	p.sinceReq, p.rtxAt, p.rtxWait, p.nakSent, p.ackOwed = 0, 0, 0, false, false
 	p.rsend = p.rsend[:0]
-	p.rttAt = 0
+	p.rttAt, p.held = 0, false
 	p.asmOn, p.fetching = false, 0
 	for i := range p.kept {
 		p.kept[i] = p.kept[i][:0]
