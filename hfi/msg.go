@@ -148,10 +148,31 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	if p.queued.len() >= e.maxQueued() {
 		return false, transport.ErrAgain
 	}
+	var done bool
+	var err error
 	if n > uint64(e.cfg.RndvThreshold) {
-		return e.sendRndv(p, h, iov, cookie, flags)
+		done, err = e.sendRndv(p, h, iov, cookie, flags)
+	} else {
+		done, err = e.sendEager(p, h, iov, n, cookie)
 	}
-	return e.sendEager(p, h, iov, n, cookie)
+	if err == nil && done && (p.held || p.queued.len() > 0) && e.cfg.Stalled != nil {
+		e.cfg.Stalled()
+	}
+	return done, err
+}
+
+// Unsent reports whether packets of sends already reported complete wait
+// for a later Poll to send them: held by a burst, or queued past the flow
+// window (an eager send completes once copied). A send not yet complete
+// (a rendezvous, or one to a peer being connected) is not counted: its
+// application polls for its completion, and that moves it.
+func (e *Endpoint) Unsent() bool {
+	for _, p := range e.busy {
+		if p.held || p.queued.len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sendEager copies the message into packets and queues them. It is done

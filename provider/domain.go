@@ -50,8 +50,11 @@ type Domain struct {
 	prog *progressThread
 	// sendQMover moves queued sends nobody else moves (sendq.go).
 	sendQMover *sendQMover
-	fast       []byte // the idle fast path's domain block (fastpath.go)
-	blind      bool   // an enabled endpoint has a receive queue C cannot probe (fastpath.go)
+	// passes counts progress passes; the mover polls a wire with unsent
+	// packets only when the application made none for a tick.
+	passes atomic.Uint64
+	fast   []byte // the idle fast path's domain block (fastpath.go)
+	blind  bool   // an enabled endpoint has a receive queue C cannot probe (fastpath.go)
 }
 
 // OpenDomain opens a domain of the fabric for info (from fi_getinfo).
@@ -191,6 +194,7 @@ func (d *Domain) unlock() {
 // progressLocked services every enabled endpoint once and returns how many
 // events that produced. The caller holds the lock.
 func (d *Domain) progressLocked() int {
+	d.passes.Add(1)
 	n := 0
 	for _, ep := range d.eps {
 		n += ep.poll()

@@ -128,6 +128,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		disableCMA:  d.prov.disableCMA(),
 		linger:      time.Duration(d.params.Timeout) * time.Second,
 		net:         nc,
+		stalled:     d.armUnsentLocked,
 	})
 	if err != nil {
 		d.prov.freeContext(ctxNum)

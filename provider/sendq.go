@@ -2,6 +2,7 @@ package provider
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -27,6 +28,15 @@ import (
 // for psm2. While an endpoint has sends queued, C posts none for it (they
 // could overtake the queue) and its domain is busy, so fi_cq_read comes to
 // Go.
+//
+// The same goroutine polls an endpoint whose wire keeps packets of sends
+// it already reported complete, packets that only a poll sends (the hfi
+// wire: a burst held for the next poll, an eager message past the flow
+// window, whose rest waits for an ACK the poll reads; unsenter), once a
+// tick passes without the application's own progress. An application
+// that sends and then waits outside libfabric (an out-of-band barrier, as
+// fabtests do between phases) for a peer that waits for those packets
+// would otherwise hang both.
 
 // sendQMax bounds the queued sends of an endpoint; past it a send is
 // answered -FI_EAGAIN, which libfabric allows for a full transmit queue.
@@ -178,43 +188,95 @@ func (ep *Endpoint) dropSendQ() {
 	e.sendQ = sendQueue{}
 }
 
+// unsenter is a wire that may keep packets only a later poll sends
+// (route.Endpoint, over hfi).
+type unsenter interface{ Unsent() bool }
+
 // sendQMover is the domain goroutine that moves queued sends.
 type sendQMover struct {
 	stop chan struct{}
 	done chan struct{}
+	// queued: sends wait in a queue (tick sendQTick); else only a wire's
+	// unsent packets (tick unsentTick).
+	queued atomic.Bool
 }
+
+// unsentTick is the mover's period while only a wire's unsent packets
+// keep it: a safety net for an application that stopped polling, whose
+// wake-ups every millisecond cost a stream of small messages across hosts
+// 2-5% of its rate on a 2-core machine.
+const unsentTick = 10 * time.Millisecond
 
 // armSendQLocked starts the domain's send-queue goroutine unless it runs,
 // or the progress goroutine (which polls anyway) does, or the domain is
 // unlocked (FI_PSM2_LOCK_LEVEL=0: no second thread may touch it; the
 // application's own calls move the queue). The caller holds the lock.
-func (d *Domain) armSendQLocked() {
-	if d.sendQMover != nil || d.prog != nil || !d.locking || d.closed {
+func (d *Domain) armSendQLocked() { d.armMoverLocked(true) }
+
+// armUnsentLocked is armSendQLocked for a wire's unsent packets
+// (hfi.Config.Stalled).
+func (d *Domain) armUnsentLocked() { d.armMoverLocked(false) }
+
+func (d *Domain) armMoverLocked(queued bool) {
+	if d.prog != nil || !d.locking || d.closed {
+		return
+	}
+	if m := d.sendQMover; m != nil {
+		if queued && !m.queued.Load() {
+			m.queued.Store(true)
+		}
 		return
 	}
 	m := &sendQMover{stop: make(chan struct{}), done: make(chan struct{})}
+	m.queued.Store(queued)
 	d.sendQMover = m
 	go d.runSendQ(m)
 }
 
 func (d *Domain) runSendQ(m *sendQMover) {
 	defer close(m.done)
-	t := time.NewTicker(sendQTick)
+	t := time.NewTimer(sendQTick)
 	defer t.Stop()
+	seen := d.passes.Load()
 	for {
 		select {
 		case <-m.stop:
 			return
 		case <-t.C:
 		}
+		if m.queued.Load() {
+			t.Reset(sendQTick)
+		} else {
+			t.Reset(unsentTick)
+		}
+		// An application that makes progress passes moves its wires
+		// itself: poll one only after a tick without a pass, and while
+		// only wires keep the goroutine, do not even take the lock
+		// before then (it stays, ticking slowly, until such a tick).
+		passes := d.passes.Load()
+		idle := passes == seen
+		seen = passes
+		if !idle && !m.queued.Load() {
+			continue
+		}
 		d.lock()
-		left := 0
+		left, queued := 0, 0
 		for _, ep := range d.eps {
 			if ep.sendQ.n > 0 {
 				ep.flushSendQ()
-				left += ep.sendQ.n
+				queued += ep.sendQ.n
+			}
+			if u, ok := ep.tp.(unsenter); ok && u.Unsent() {
+				if idle {
+					ep.poll()
+				}
+				if u.Unsent() {
+					left++
+				}
 			}
 		}
+		m.queued.Store(queued > 0)
+		left += queued
 		if left == 0 {
 			d.sendQMover = nil
 		}

@@ -26,6 +26,9 @@ type wireConfig struct {
 	disableCMA  bool
 	linger      time.Duration // FI_PSM2_TIMEOUT: how long a close waits for sent data to arrive
 	net         netConfig
+	// stalled: the wire keeps packets only a later poll sends
+	// (hfi.Config.Stalled); called under the domain's lock.
+	stalled func()
 }
 
 // netConfig is the inter-node part: which devices, and the hfi wire's
@@ -43,6 +46,7 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 	hc.Job = c.job
 	hc.ConnTimeout = c.connTimeout
 	hc.Linger = c.linger
+	hc.Stalled = c.stalled
 	return route.Open(route.Config{
 		Devices: c.net.devices,
 		Ctx:     uint8(c.ctx),

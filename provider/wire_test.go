@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/shm"
@@ -27,6 +30,140 @@ func TestWireErrno(t *testing.T) {
 	} {
 		if got := wireErrno(tc.err); got != tc.want {
 			t.Errorf("wireErrno(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// hfiNode is one endpoint with its own provider, domain and CQ on the hfi
+// wire alone (UDP on loopback), so that one side can stop polling while
+// the other polls: endpoints of one domain share its progress.
+type hfiNode struct {
+	ep *Endpoint
+	cq *CQ
+	av *AV
+}
+
+func openHfiNode(t *testing.T, env map[string]string) *hfiNode {
+	t.Helper()
+	p := New(newFakeHost(env))
+	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	d, err := f.OpenDomain(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := d.OpenEndpoint(info, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{ep.Bind(av, 0), ep.Bind(cq, fi.TRANSMIT|fi.RECV), ep.Enable()} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range []interface{ Close() error }{ep, cq, av, d, f} {
+			if err := c.Close(); err != nil {
+				t.Errorf("close %T: %v", c, err)
+			}
+		}
+	})
+	return &hfiNode{ep: ep, cq: cq, av: av}
+}
+
+// insert puts peer's name in n's AV.
+func (n *hfiNode) insert(t *testing.T, peer *hfiNode) uint64 {
+	t.Helper()
+	var name [EPNameLen]byte
+	peer.ep.name().put(name[:])
+	var out uint64
+	if k, err := n.av.Insert(unsafe.Pointer(&name[0]), 1, unsafe.Pointer(&out), 0, 0); k != 1 || err != nil {
+		t.Fatalf("Insert = %d, %v", k, err)
+	}
+	return out
+}
+
+// TestHfiSenderStopsPolling: an application that sends over the hfi wire,
+// sees its sends complete, and then waits outside libfabric (fabtests'
+// out-of-band barrier) for a peer that waits for those messages. Packets
+// that only a poll sends (a burst held for the next poll, the rest of an
+// eager message longer than the flow window, which waits for an ACK)
+// went nowhere: both hung (fi_pingpong with PSM2_MQ_RNDV_HFI_THRESH=300000
+// and 184000-byte messages). The domain's goroutine now polls such a wire
+// (sendq.go).
+func TestHfiSenderStopsPolling(t *testing.T) {
+	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "PSM2_MQ_RNDV_HFI_THRESH": "300000"}
+	a, b := openHfiNode(t, env), openHfiNode(t, env)
+	bAddr := a.insert(t, b)
+	a.insert(t, a)
+	b.insert(t, a)
+	// Connected first: a send to a peer being connected is not complete
+	// until the connection is, and its application polls for that.
+	one := []byte{9}
+	v := iovec{base: unsafe.Pointer(&one[0]), len: 1}
+	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 99, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	rv := iovec{base: unsafe.Pointer(&one[0]), len: 1}
+	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, fi.AddrUnspec, 99, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	for sent, got, end := false, false, time.Now().Add(10*time.Second); !sent || !got; {
+		if time.Now().After(end) {
+			t.Fatalf("no connection: sent %v, received %v", sent, got)
+		}
+		var e cqTagged
+		if k, _ := a.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+			sent = true
+		}
+		if k, _ := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+			got = true
+		}
+	}
+	sizes := []int{1, 100, 100, 100, 100, 200000, 100, 250000}
+	var keep [][]byte
+	for i, n := range sizes {
+		data := bytes.Repeat([]byte{byte(i + 1)}, n)
+		keep = append(keep, data)
+		v := iovec{base: unsafe.Pointer(&data[0]), len: uint64(n)}
+		if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, uint64(i), 0, nil, fi.TAGGED); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	// a polls no more; b receives.
+	bufs := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		bufs[i] = make([]byte, n)
+		v := iovec{base: unsafe.Pointer(&bufs[i][0]), len: uint64(n)}
+		if err := b.ep.Recv(unsafe.Pointer(&v), 1, fi.AddrUnspec, uint64(i), 0, nil, fi.TAGGED); err != nil {
+			t.Fatalf("recv %d: %v", i, err)
+		}
+	}
+	got := 0
+	end := time.Now().Add(10 * time.Second)
+	for got < len(sizes) && time.Now().Before(end) {
+		var e cqTagged
+		if k, _ := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+			got++
+		}
+	}
+	if got < len(sizes) {
+		t.Fatalf("%d of %d messages arrived while the sender did not poll", got, len(sizes))
+	}
+	for i := range sizes {
+		if !bytes.Equal(bufs[i], keep[i]) {
+			t.Fatalf("message %d differs", i)
 		}
 	}
 }

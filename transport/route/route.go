@@ -228,6 +228,12 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	return n
 }
 
+// Unsent: the hfi wire keeps packets that only a later Poll sends
+// (hfi.Endpoint.Unsent); shm sends at once or refuses.
+func (e *Endpoint) Unsent() bool {
+	return e.hfi != nil && e.hfi.Unsent()
+}
+
 // Idle: every wire is.
 func (e *Endpoint) Idle() bool {
 	return (e.shm == nil || e.shm.Idle()) && (e.hfi == nil || e.hfi.Idle())
