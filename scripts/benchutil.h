@@ -1,6 +1,7 @@
 /* benchutil.h: what the libfabric benchmark clients (msgrate.c,
- * rmabench.c) share: failing loudly, the clock, and reading completions
- * by busy polling. Each client defines BENCH_NAME before including it. */
+ * rmabench.c) share: failing loudly, the clock, reading completions by
+ * busy polling, and the TCP connection two hosts' halves talk over. Each
+ * client defines BENCH_NAME before including it. */
 #ifndef BENCHUTIL_H
 #define BENCHUTIL_H
 
@@ -8,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
@@ -80,5 +84,37 @@ static void wait_comps(struct fid_cq *cq, int want)
 		if (rc_)                                                      \
 			die(#call, (int) rc_);                                \
 	} while (0)
+
+/* tcp_fd is a connected socket: accepted on port (host NULL) or to
+ * host:port. */
+static int tcp_fd(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE };
+	struct addrinfo *ai;
+	int fd, cfd, one = 1;
+
+	if (getaddrinfo(host, port, &hints, &ai))
+		die("getaddrinfo", -FI_EINVAL);
+	fd = socket(ai->ai_family, ai->ai_socktype, 0);
+	if (fd < 0)
+		die("socket", -FI_EIO);
+	if (host) {
+		for (int i = 0; connect(fd, ai->ai_addr, ai->ai_addrlen); i++) {
+			if (i == 100)
+				die("connect", -FI_ECONNREFUSED);
+			usleep(100000);
+		}
+		freeaddrinfo(ai);
+		return fd;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+		die("bind", -FI_EADDRINUSE);
+	freeaddrinfo(ai);
+	if ((cfd = accept(fd, NULL, NULL)) < 0)
+		die("accept", -FI_EIO);
+	close(fd);
+	return cfd;
+}
 
 #endif

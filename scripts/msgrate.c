@@ -1,9 +1,14 @@
 /* msgrate: a windowed message-rate benchmark over libfabric, for make bench.
  *
  *   msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s|-c] [SIZE...]
+ *   msgrate -p PROVIDER -S PORT [options] [SIZE...]          (receiver)
+ *   msgrate -p PROVIDER -S PORT -C HOST [options] [SIZE...]  (sender)
  *
  * One process forks (before any libfabric call) into a sender and a
- * receiver on this host; they swap endpoint names through a pipe. For each
+ * receiver on this host; they swap endpoint names through a pipe. With -S
+ * the receiver waits for one sender on TCP port PORT instead, and -C HOST
+ * is that sender, on another host: the same exchange over the connection
+ * (both must be given the same sizes). For each
  * size (default 8 B to 64 KiB, powers of two) the receiver posts WINDOW
  * (default 64) tagged receives, the sender posts WINDOW tagged sends, and
  * when the receiver has them all it posts the next WINDOW and answers with
@@ -169,15 +174,18 @@ static void round_recv(struct node *n, char *buf, size_t size, int win, char *ac
 int main(int argc, char **argv)
 {
 	const char *prov = NULL;
-	int win = 64, opt, p2c[2], c2p[2], nsizes = 0, child;
+	int win = 64, opt, p2c[2], c2p[2], nsizes = 0, child = -1, rfd, wfd, receiver;
+	const char *port = NULL, *host = NULL;
 	double secs = 0.5;
 	int extra = 0;
 	size_t sizes[64];
 	struct node n;
 	char ack[4] = { 0 };
 
-	while ((opt = getopt(argc, argv, "p:w:t:e:sc")) != -1) {
+	while ((opt = getopt(argc, argv, "p:w:t:e:scS:C:")) != -1) {
 		switch (opt) {
+		case 'S': port = optarg; break;
+		case 'C': host = optarg; break;
 		case 's': bench_sread = 1; break;
 		case 'c': cntr_mode = 1; break;
 		case 'p': prov = optarg; break;
@@ -187,25 +195,30 @@ int main(int argc, char **argv)
 		default: goto usage;
 		}
 	}
-	if (!prov || win < 1 || win > MAXW || extra < 0 || extra > 64)
+	if (!prov || win < 1 || win > MAXW || extra < 0 || extra > 64 || (host && !port))
 		goto usage;
 	for (int i = optind; i < argc && nsizes < 64; i++)
 		sizes[nsizes++] = strtoull(argv[i], NULL, 0);
 	if (!nsizes)
 		for (size_t s = 8; s <= 65536; s *= 2)
 			sizes[nsizes++] = s;
-	if (pipe(p2c) || pipe(c2p))
-		die("pipe", -FI_EIO);
-	child = fork();
-	if (child < 0)
-		die("fork", -FI_EIO);
+	if (port) {
+		rfd = wfd = tcp_fd(host, port);
+		receiver = !host;
+	} else {
+		if (pipe(p2c) || pipe(c2p))
+			die("pipe", -FI_EIO);
+		child = fork();
+		if (child < 0)
+			die("fork", -FI_EIO);
+		receiver = child == 0;
+		rfd = receiver ? p2c[0] : c2p[0];
+		wfd = receiver ? c2p[1] : p2c[1];
+	}
 	memset(&n, 0, sizeof(n));
 	open_node(&n, prov);
 	open_extra(&n, extra);
-	if (child == 0)
-		swap(&n, p2c[0], c2p[1]);
-	else
-		swap(&n, c2p[0], p2c[1]);
+	swap(&n, rfd, wfd);
 
 	for (int k = 0; k < nsizes; k++) {
 		size_t size = sizes[k];
@@ -222,13 +235,13 @@ int main(int argc, char **argv)
 			long rounds;
 			int done = 0;
 
-			if (child == 0) {
-				if (read(p2c[0], &rounds, sizeof(rounds)) != sizeof(rounds))
+			if (receiver) {
+				if (read(rfd, &rounds, sizeof(rounds)) != sizeof(rounds))
 					die("read rounds", -FI_EIO);
 				post_recvs(&n, buf, size, win, &done);
 				/* Ready: every message of the phase finds its
 				 * receive posted (none is unexpected). */
-				if (write(c2p[1], &rounds, sizeof(rounds)) != sizeof(rounds))
+				if (write(wfd, &rounds, sizeof(rounds)) != sizeof(rounds))
 					die("write ready", -FI_EIO);
 				for (long r = 0; r < rounds; r++)
 					round_recv(&n, buf, size, win, ack, r == rounds - 1);
@@ -241,8 +254,8 @@ int main(int argc, char **argv)
 				rounds = 10;
 			if (rounds > 1000000)
 				rounds = 1000000;
-			if (write(p2c[1], &rounds, sizeof(rounds)) != sizeof(rounds) ||
-			    read(c2p[0], &rounds, sizeof(rounds)) != sizeof(rounds))
+			if (write(wfd, &rounds, sizeof(rounds)) != sizeof(rounds) ||
+			    read(rfd, &rounds, sizeof(rounds)) != sizeof(rounds))
 				die("rounds", -FI_EIO);
 			t0 = now();
 			for (long r = 0; r < rounds; r++)
@@ -257,10 +270,10 @@ int main(int argc, char **argv)
 		}
 		free(buf);
 	}
-	if (child)
+	if (child > 0)
 		waitpid(child, NULL, 0);
 	return 0;
 usage:
-	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s|-c] [SIZE...]\n");
+	fprintf(stderr, "usage: msgrate -p PROVIDER [-w WINDOW] [-t SECONDS] [-e EXTRA] [-s|-c] [-S PORT [-C HOST]] [SIZE...]\n");
 	return 2;
 }

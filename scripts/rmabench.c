@@ -190,38 +190,6 @@ static double bw(struct node *n, int kind, const struct target_info *ti, char *b
 	return bytes / (now() - t0) / 1e6;
 }
 
-/* tcp_fd is a connected socket: accepted on port (host NULL) or to
- * host:port. */
-static int tcp_fd(const char *host, const char *port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE };
-	struct addrinfo *ai;
-	int fd, cfd, one = 1;
-
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo", -FI_EINVAL);
-	fd = socket(ai->ai_family, ai->ai_socktype, 0);
-	if (fd < 0)
-		die("socket", -FI_EIO);
-	if (host) {
-		for (int i = 0; connect(fd, ai->ai_addr, ai->ai_addrlen); i++) {
-			if (i == 100)
-				die("connect", -FI_ECONNREFUSED);
-			usleep(100000);
-		}
-		freeaddrinfo(ai);
-		return fd;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
-		die("bind", -FI_EADDRINUSE);
-	freeaddrinfo(ai);
-	if ((cfd = accept(fd, NULL, NULL)) < 0)
-		die("accept", -FI_EIO);
-	close(fd);
-	return cfd;
-}
-
 int main(int argc, char **argv)
 {
 	const char *prov = "psm2", *port = NULL, *host = NULL;

@@ -13,8 +13,10 @@
 #   across two namespace hosts (scripts/nshosts.sh; root only, SWEEP_INTERNODE=0
 #     skips it): fi_pingpong 1 B to 8 MiB, our psm2 (UDP) against Debian's
 #     tcp provider; NetPIPE 1 B to 8 MiB, cm/ofi on our psm2 against ob1 +
-#     btl tcp. These are not gated by steady.sh (the network path, not a
-#     cache-line hand-off, dominates them); the best of the runs counts.
+#     btl tcp; scripts/msgrate.c 8 B to 64 KiB (64 in flight, receiver on
+#     one host, sender on the other), psm2 against tcp. These are not gated
+#     by steady.sh (the network path, not a cache-line hand-off, dominates
+#     them); the best of the runs counts.
 #
 # Each is run SWEEP_REPEAT times (default 2) and the best kept, each run
 # inside a fast phase of the host (scripts/steady.sh). It prints
@@ -208,6 +210,21 @@ np_net() {
 	awk '{ s = $1 + 0; p = 1; while (p < s) p *= 2 } s > 0 && p == s && $2 > 0 { printf "%d %.4f %.2f\n", s, s * 8 / $2, $2 }' \
 		"$work/np.out"
 }
+# mr_net PROVIDER LIBPATH: one msgrate run across the hosts, as lines for
+# best (size, -rate, rate).
+mr_net() {
+	local prov=$1 lp=$2 spid rc env=(env)
+	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	env+=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
+	port=$(( port + 1 ))
+	$ns exec 1 "${env[@]}" timeout "$TMO" "$work/msgrate" -p "$prov" -S "$port" -t 0.3 >"$work/mr-srv.out" 2>&1 &
+	spid=$!
+	$ns exec 2 "${env[@]}" timeout "$TMO" "$work/msgrate" -p "$prov" -S "$port" -C "$($ns ip 1)" -t 0.3 >"$work/mr-cli.out" 2>&1
+	rc=$?
+	wait "$spid"
+	[ $rc = 0 ] || return 1
+	awk '{ print $1, -$2, $2 }' "$work/mr-cli.out"
+}
 if [ "$internode" = 1 ]; then
 	note "sweep: across two namespace hosts, fi_pingpong 1 B - 8 MiB, psm2 and tcp (best of $REPEAT)"
 	: >"$work/ppn-psm2" && : >"$work/ppn-tcp"
@@ -230,6 +247,13 @@ if [ "$internode" = 1 ]; then
 		done
 	done
 	join <(best "$work/npn-psm2") <(best "$work/npn-tcp") >"$out/netpipe-net.dat"   # size lat Mbps lat Mbps
+	note "sweep: across two namespace hosts, message rate 8 B - 64 KiB, psm2 and tcp (best of $REPEAT)"
+	: >"$work/mrn-psm2" && : >"$work/mrn-tcp"
+	for ((r = 0; r < REPEAT; r++)); do
+		mr_net psm2 "$libdir" >>"$work/mrn-psm2" || note "  psm2 msgrate across hosts failed: $(tail -2 "$work/mr-cli.out" | tr '\n' ' ')"
+		mr_net tcp "" >>"$work/mrn-tcp" || note "  tcp msgrate across hosts failed: $(tail -2 "$work/mr-cli.out" | tr '\n' ' ')"
+	done
+	join <(best "$work/mrn-psm2" | awk '{ print $1, $3 }') <(best "$work/mrn-tcp" | awk '{ print $1, $3 }') >"$out/msgrate-net.dat"
 fi
 
 echo
@@ -243,6 +267,7 @@ if [ "$internode" = 1 ]; then
 	ratio_table "Across two namespace hosts: fi_pingpong -e rdm latency (usec, one-way), psm2/tcp; best of $REPEAT" "$out/pingpong-net.dat" 2 4 tcp "<="
 	ratio_table "Across two namespace hosts: fi_pingpong -e rdm bandwidth (MB/s), psm2/tcp" "$out/pingpong-net.dat" 3 5 tcp ">="
 	ratio_table "Across two namespace hosts: NetPIPE latency (usec, one-way), cm/ofi on psm2 / ob1 + btl tcp; best of $REPEAT" "$out/netpipe-net.dat" 2 4 tcp "<="
+	ratio_table "Across two namespace hosts: message rate (messages/s, 64 in flight, tagged), psm2/tcp; best of $REPEAT" "$out/msgrate-net.dat" 2 3 tcp ">="
 fi
 
 if command -v gnuplot >/dev/null; then
@@ -280,6 +305,9 @@ set title "across two namespace hosts: fi_pingpong -e rdm"
 plot "$out/pingpong-net.dat" using 1:2 with linespoints title "psm2 (UDP)", "" using 1:4 with linespoints title "libfabric tcp"
 set title "across two namespace hosts: NetPIPE (Open MPI)"
 plot "$out/netpipe-net.dat" using 1:2 with linespoints title "cm/ofi on psm2", "" using 1:4 with linespoints title "ob1 + btl tcp"
+set ylabel "messages/s"
+set title "across two namespace hosts: message rate, 64 in flight"
+plot "$out/msgrate-net.dat" using 1:2 with linespoints title "psm2 (UDP)", "" using 1:3 with linespoints title "libfabric tcp"
 EOP
 )
 unset multiplot
