@@ -251,7 +251,9 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, cookie u
 	put64(b, 56, h.Len)
 	put64(b, 64, opID(i, op.gen))
 	p.queued.push(txPkt{b: b[:typeHdrLen[tRTS]]})
-	e.pump(p)
+	if p.state != stUp || !e.hold(p) {
+		e.pump(p)
+	}
 	return false, nil
 }
 
