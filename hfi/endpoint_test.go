@@ -664,13 +664,13 @@ func TestIdleUntilFailuresReported(t *testing.T) {
 	}
 }
 
-// connectedPair opens a pair on an in-memory network with a fixed errchk
-// timeout and has a send one message to b, so that the connection is up
-// and nothing is left unacknowledged.
-func connectedPair(t *testing.T, errchk time.Duration) (a, b *Endpoint, ra, rb *recorder, c transport.Conn, net *memNet) {
+// connectedPair opens a pair with cfg on an in-memory network and has a
+// send one message to b (cookie 1), so that the connection is up and
+// nothing is left unacknowledged.
+func connectedPair(t *testing.T, cfg Config) (a, b *Endpoint, ra, rb *recorder, c transport.Conn, net *memNet) {
 	t.Helper()
 	net = newMemNet()
-	a, b = openPair(t, net, Config{Job: [16]byte{1}, ErrchkMin: errchk})
+	a, b = openPair(t, net, cfg)
 	ra, rb = recorders(t, a, b)
 	c = connect(t, a, b)
 	h := transport.Header{Len: 1}
@@ -685,7 +685,7 @@ func connectedPair(t *testing.T, errchk time.Duration) (a, b *Endpoint, ra, rb *
 // the timeout (descheduled) gets one packet again, the probe, not the
 // whole message; its answer shows that nothing was lost.
 func TestTimeoutProbeSpurious(t *testing.T) {
-	a, b, ra, rb, c, _ := connectedPair(t, 50*time.Millisecond)
+	a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: 50 * time.Millisecond})
 	before, bBefore := a.Stats(), b.Stats()
 	data := pattern(2, 30000) // about 20 packets
 	hb := transport.Header{Len: uint64(len(data))}
@@ -720,7 +720,7 @@ func TestTimeoutProbeSpurious(t *testing.T) {
 // waiting for a second expiry.
 func TestTimeoutProbeTailLoss(t *testing.T) {
 	errchk := 50 * time.Millisecond
-	a, b, ra, rb, c, net := connectedPair(t, errchk)
+	a, b, ra, rb, c, net := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: errchk})
 	seen, dropped := 0, 0
 	net.filter = func(p []byte) bool {
 		if p[3] != tCont {
@@ -857,15 +857,8 @@ func TestAckWaitsForAnswer(t *testing.T) {
 // message (nothing unacknowledged) and the first send after a Poll go at
 // once. Every message arrives once, in order.
 func TestBurstCoalesces(t *testing.T) {
-	net := newMemNet()
-	a, b := openPair(t, net, Config{Job: [16]byte{1}, AckDelay: time.Second})
-	ra, rb := recorders(t, a, b)
-	ca := connect(t, a, b)
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second})
 	h := transport.Header{Len: 1}
-	a.Send(ca, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
-		t.Fatal("no connection")
-	}
 	var sent atomic.Int32
 	net.filter = func(p []byte) bool {
 		if p[3] == tEager && binary.LittleEndian.Uint64(p[24:]) == a.EPID() {
@@ -938,15 +931,7 @@ func TestBurstCoalesces(t *testing.T) {
 // made back to back wait for the next Poll as eager ones do (64 KiB
 // messages, 64 in flight across hosts: 32 k -> 40 k messages a second).
 func TestRendezvousBurstCoalesces(t *testing.T) {
-	net := newMemNet()
-	a, b := openPair(t, net, Config{Job: [16]byte{1}, RndvThreshold: 1000})
-	ra, rb := recorders(t, a, b)
-	ca := connect(t, a, b)
-	h := transport.Header{Len: 1}
-	a.Send(ca, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
-		t.Fatal("no connection")
-	}
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000})
 	var rts atomic.Int32
 	net.filter = func(p []byte) bool {
 		if p[3] == tRTS {

@@ -47,21 +47,31 @@ best() {
 	     END { for (s in lo) print s, lo[s], hi[s] }' "$1" | sort -n
 }
 
-# pp PROVIDER LIBPATH SIZE: "size usec MBps" of one fi_pingpong run.
+# pp PROVIDER LIBPATH SIZE [net]: "size usec MBps" of one fi_pingpong
+# run, on this host, or with net from host 2 to host 1 of the namespace
+# hosts (pp_net).
 pp() {
-	local prov=$1 lp=$2 size=$3 iters spid env=(env)
-	iters=$(( 1000000000 / (size + 1000) ))
-	(( iters > 20000 )) && iters=20000
-	(( iters < 100 )) && iters=100
+	local prov=$1 lp=$2 size=$3 iters spid env=(env) srv=() cli=() dest=127.0.0.1
+	if [ "${4:-}" = net ]; then
+		iters=$(( 200000000 / (size + 10000) ))
+		(( iters > 5000 )) && iters=5000
+		(( iters < 50 )) && iters=50
+		srv=("$ns" exec 1) cli=("$ns" exec 2) dest=$($ns ip 1)
+	else
+		iters=$(( 1000000000 / (size + 1000) ))
+		(( iters > 20000 )) && iters=20000
+		(( iters < 100 )) && iters=100
+	fi
 	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
+	[ "${4:-}" = net ] && env+=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
 	port=$(( port + 1 ))
-	"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
+	"${srv[@]}" "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
 	spid=$!
 	sleep 0.3
 	# A loaded machine may start the server late: try again while the
 	# connection is refused (the server still waits for its one client).
 	for try in 1 2 3 4 5; do
-		"${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" 127.0.0.1 >"$work/cli.out" 2>&1 && break
+		"${cli[@]}" "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" "$dest" >"$work/cli.out" 2>&1 && break
 		grep -q 'Connection refused' "$work/cli.out" || break
 		sleep 0.5
 	done
@@ -175,27 +185,8 @@ if [ "${SWEEP_INTERNODE:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
 		note "sweep: nshosts up failed; no inter-node sweep"
 	fi
 fi
-# pp_net PROVIDER LIBPATH SIZE: "size usec MBps" of one fi_pingpong run,
-# server on host 1, client on host 2.
-pp_net() {
-	local prov=$1 lp=$2 size=$3 iters spid env=(env)
-	iters=$(( 200000000 / (size + 10000) ))
-	(( iters > 5000 )) && iters=5000
-	(( iters < 50 )) && iters=50
-	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
-	env+=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
-	port=$(( port + 1 ))
-	$ns exec 1 "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -B "$port" >"$work/srv.out" 2>&1 &
-	spid=$!
-	sleep 0.3
-	for try in 1 2 3 4 5; do
-		$ns exec 2 "${env[@]}" timeout "$TMO" fi_pingpong -e rdm -p "$prov" -S "$size" -I "$iters" -P "$port" "$($ns ip 1)" >"$work/cli.out" 2>&1 && break
-		grep -q 'Connection refused' "$work/cli.out" || break
-		sleep 0.5
-	done
-	wait "$spid"
-	awk -v s="$size" 'NR == 2 && NF >= 7 { print s, $7, $6; found = 1 } END { exit !found }' "$work/cli.out"
-}
+# pp_net PROVIDER LIBPATH SIZE: pp across the namespace hosts.
+pp_net() { pp "$1" "$2" "$3" net; }
 # np_net MODE LO HI N: np_range with one rank on each host.
 np_net() {
 	local ip1 net
