@@ -183,6 +183,7 @@ type Endpoint struct {
 	h      transport.Handler // set during Poll
 	now    int64             // the clock when this Poll began
 	polls  uint64            // Polls so far (coalesce: a Send since the last one)
+	pollAt int64             // when the last Poll began (coalesce: holdRecent)
 	inHdr  transport.Header  // what Deliver borrows (no allocation per message)
 	inMsg  transport.Incoming
 	closed bool
@@ -410,6 +411,11 @@ func (e *Endpoint) Close() error {
 	if e.closed {
 		return nil
 	}
+	for _, p := range e.peers {
+		if p.held {
+			e.pump(p) // sends reported complete: their packets go at least once
+		}
+	}
 	e.linger()
 	for _, p := range e.peers {
 		if p.state == stUp {
@@ -431,6 +437,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	e.h = h
 	e.now = e.clock.Now()
 	e.polls++
+	e.pollAt = e.now
 	n := 0
 	if e.closed {
 		for _, f := range e.failed {

@@ -675,7 +675,13 @@ func connectedPair(t *testing.T, cfg Config) (a, b *Endpoint, ra, rb *recorder, 
 	c = connect(t, a, b)
 	h := transport.Header{Len: 1}
 	a.Send(c, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0 }) {
+	fc, _ := cfg.Clock.(*fakeClock)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool {
+		if fc != nil {
+			fc.add(10 * time.Millisecond) // a delayed ACK comes in time
+		}
+		return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0
+	}) {
 		t.Fatal("no connection")
 	}
 	return a, b, ra, rb, c, net
@@ -857,7 +863,9 @@ func TestAckWaitsForAnswer(t *testing.T) {
 // message (nothing unacknowledged) and the first send after a Poll go at
 // once. Every message arrives once, in order.
 func TestBurstCoalesces(t *testing.T) {
-	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second})
+	// A clock that stands still: every send is within holdRecent of the
+	// last Poll. Stalled set: holding needs someone who polls.
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
 	h := transport.Header{Len: 1}
 	var sent atomic.Int32
 	net.filter = func(p []byte) bool {
@@ -916,7 +924,12 @@ func TestBurstCoalesces(t *testing.T) {
 	if got := sent.Load(); got != 1 {
 		t.Fatalf("%d packets left, want 1", got)
 	}
-	// Wait does not sleep on packets that wait.
+	// Wait does not sleep on packets that wait (no wake-up left over).
+	a.woken.Store(false)
+	select {
+	case <-a.wake:
+	default:
+	}
 	start := time.Now()
 	a.Wait(time.Second)
 	if d := time.Since(start); d > 100*time.Millisecond {
@@ -931,7 +944,7 @@ func TestBurstCoalesces(t *testing.T) {
 // made back to back wait for the next Poll as eager ones do (64 KiB
 // messages, 64 in flight across hosts: 32 k -> 40 k messages a second).
 func TestRendezvousBurstCoalesces(t *testing.T) {
-	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000})
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000, Clock: &fakeClock{}, Stalled: func() {}})
 	var rts atomic.Int32
 	net.filter = func(p []byte) bool {
 		if p[3] == tRTS {
@@ -962,5 +975,41 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 		if rb.msgs[1+i].Tag != uint64(i) || !bytes.Equal(rb.data[1+i], pattern(i, 5000)) || ra.sends[uint64(10+i)] != nil {
 			t.Fatalf("message %d: tag %d, send %v", i, rb.msgs[1+i].Tag, ra.sends[uint64(10+i)])
 		}
+	}
+}
+
+// TestBurstNotHeld: without a Stalled callback (no one would poll for an
+// application that stops: FI_PSM2_LOCK_LEVEL=0), or longer than
+// holdRecent after the last Poll (a thread that only injects), every send
+// of a burst goes at once.
+func TestBurstNotHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stalled func()
+		idle    time.Duration
+	}{
+		{"no Stalled", nil, 0},
+		{"long after the last Poll", func() {}, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &fakeClock{}
+			a, _, ra, _, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: clk, Stalled: tc.stalled})
+			var sent atomic.Int32
+			net.filter = func(p []byte) bool {
+				if p[3] == tEager && binary.LittleEndian.Uint64(p[24:]) == a.EPID() {
+					sent.Add(1)
+				}
+				return true
+			}
+			a.Poll(ra, 64)
+			clk.add(tc.idle)
+			h := transport.Header{Len: 1}
+			for i := 0; i < 5; i++ {
+				a.Send(ca, &h, [][]byte{{byte(i)}}, uint64(10+i), 0)
+			}
+			if got := sent.Load(); got != 5 {
+				t.Fatalf("%d of 5 sends left at once", got)
+			}
+		})
 	}
 }

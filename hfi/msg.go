@@ -161,11 +161,11 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	return done, err
 }
 
-// Unsent reports whether packets of sends already reported complete wait
-// for a later Poll to send them: held by a burst, or queued past the flow
-// window (an eager send completes once copied). A send not yet complete
-// (a rendezvous, or one to a peer being connected) is not counted: its
-// application polls for its completion, and that moves it.
+// Unsent reports whether packets wait for a later Poll to send them: held
+// by a burst, or queued (past the flow window, where an eager send that
+// completed once copied leaves the rest of its packets, or to a peer being
+// connected). Stalled is called only for sends reported complete: the
+// application of one not yet complete polls for it, and that moves it.
 func (e *Endpoint) Unsent() bool {
 	for _, p := range e.busy {
 		if p.held || p.queued.len() > 0 {

@@ -120,6 +120,13 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		d.log.Warnf(fi.LOG_EP_CTRL, "choosing the network address: %v", err)
 		return nil, fi.EADDRNOTAVAIL
 	}
+	// A wire may hold packets for a later poll only if someone polls
+	// when the application stops: not in an unlocked domain
+	// (FI_PSM2_LOCK_LEVEL=0), where no second thread may enter.
+	var stalled func()
+	if d.locking {
+		stalled = d.armUnsentLocked
+	}
 	tp, err := d.prov.wire(wireConfig{
 		job:         uuid,
 		ctx:         ctxNum,
@@ -128,7 +135,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		disableCMA:  d.prov.disableCMA(),
 		linger:      time.Duration(d.params.Timeout) * time.Second,
 		net:         nc,
-		stalled:     d.armUnsentLocked,
+		stalled:     stalled,
 	})
 	if err != nil {
 		d.prov.freeContext(ctxNum)

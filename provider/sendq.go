@@ -196,6 +196,7 @@ type unsenter interface{ Unsent() bool }
 type sendQMover struct {
 	stop chan struct{}
 	done chan struct{}
+	kick chan struct{} // queued sends came while it ticked slowly
 	// queued: sends wait in a queue (tick sendQTick); else only a wire's
 	// unsent packets (tick unsentTick).
 	queued atomic.Bool
@@ -224,10 +225,14 @@ func (d *Domain) armMoverLocked(queued bool) {
 	if m := d.sendQMover; m != nil {
 		if queued && !m.queued.Load() {
 			m.queued.Store(true)
+			select {
+			case m.kick <- struct{}{}:
+			default:
+			}
 		}
 		return
 	}
-	m := &sendQMover{stop: make(chan struct{}), done: make(chan struct{})}
+	m := &sendQMover{stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	m.queued.Store(queued)
 	d.sendQMover = m
 	go d.runSendQ(m)
@@ -242,6 +247,9 @@ func (d *Domain) runSendQ(m *sendQMover) {
 		select {
 		case <-m.stop:
 			return
+		case <-m.kick:
+			t.Reset(sendQTick) // (Go 1.23+: no stale tick to drain)
+			continue
 		case <-t.C:
 		}
 		if m.queued.Load() {
@@ -260,20 +268,29 @@ func (d *Domain) runSendQ(m *sendQMover) {
 			continue
 		}
 		d.lock()
-		left, queued := 0, 0
+		if idle && d.passes.Load() != seen {
+			idle = false // a pass came meanwhile: the application polls
+		}
+		left, queued, polled := 0, 0, false
 		for _, ep := range d.eps {
 			if ep.sendQ.n > 0 {
 				ep.flushSendQ()
 				queued += ep.sendQ.n
 			}
 			if u, ok := ep.tp.(unsenter); ok && u.Unsent() {
-				if idle {
+				// A thread asleep on the wire (it reads the wire's
+				// timers without the lock) makes passes of its own.
+				if idle && ep.waiters.Load() == 0 {
 					ep.poll()
+					polled = true
 				}
 				if u.Unsent() {
 					left++
 				}
 			}
+		}
+		if polled && d.trigPending > 0 {
+			d.runTriggersLocked()
 		}
 		m.queued.Store(queued > 0)
 		left += queued
