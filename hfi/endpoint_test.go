@@ -796,13 +796,7 @@ func TestAckWaitsForAnswer(t *testing.T) {
 			}
 			clk.add(10 * time.Millisecond) // past every delayed ACK
 			drive(t, a, b, ra, rb, 5*time.Millisecond, func() bool { return false })
-			var acks atomic.Int32
-			net.filter = func(p []byte) bool {
-				if p[3] == tAck && binary.LittleEndian.Uint64(p[24:]) == b.EPID() {
-					acks.Add(1)
-				}
-				return true
-			}
+			acks := countPackets(net, tAck, b.EPID())
 			data := pattern(2, tc.size)
 			hb := transport.Header{Len: uint64(len(data))}
 			a.Send(ca, &hb, [][]byte{data}, 2, 0)
@@ -857,6 +851,19 @@ func TestAckWaitsForAnswer(t *testing.T) {
 	}
 }
 
+// countPackets counts the packets of type typ (from the endpoint with id
+// from; 0: any) that net carries from now on.
+func countPackets(net *memNet, typ uint8, from uint64) *atomic.Int32 {
+	var n atomic.Int32
+	net.filter = func(p []byte) bool {
+		if p[3] == typ && (from == 0 || binary.LittleEndian.Uint64(p[24:]) == from) {
+			n.Add(1)
+		}
+		return true
+	}
+	return &n
+}
+
 // TestBurstCoalesces: sends made back to back, without a Poll between
 // them, while earlier packets to the peer are unacknowledged, wait for the
 // next Poll and leave together (one backend batch); a send answering a
@@ -867,13 +874,7 @@ func TestBurstCoalesces(t *testing.T) {
 	// last Poll. Stalled set: holding needs someone who polls.
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
 	h := transport.Header{Len: 1}
-	var sent atomic.Int32
-	net.filter = func(p []byte) bool {
-		if p[3] == tEager && binary.LittleEndian.Uint64(p[24:]) == a.EPID() {
-			sent.Add(1)
-		}
-		return true
-	}
+	sent := countPackets(net, tEager, a.EPID())
 	a.Poll(ra, 64)
 	const n = 10
 	for i := 0; i < n; i++ {
@@ -945,13 +946,7 @@ func TestBurstCoalesces(t *testing.T) {
 // messages, 64 in flight across hosts: 32 k -> 40 k messages a second).
 func TestRendezvousBurstCoalesces(t *testing.T) {
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000, Clock: &fakeClock{}, Stalled: func() {}})
-	var rts atomic.Int32
-	net.filter = func(p []byte) bool {
-		if p[3] == tRTS {
-			rts.Add(1)
-		}
-		return true
-	}
+	rts := countPackets(net, tRTS, 0)
 	a.Poll(ra, 64)
 	const n = 5
 	for i := 0; i < n; i++ {
@@ -994,13 +989,7 @@ func TestBurstNotHeld(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &fakeClock{}
 			a, _, ra, _, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: clk, Stalled: tc.stalled})
-			var sent atomic.Int32
-			net.filter = func(p []byte) bool {
-				if p[3] == tEager && binary.LittleEndian.Uint64(p[24:]) == a.EPID() {
-					sent.Add(1)
-				}
-				return true
-			}
+			sent := countPackets(net, tEager, a.EPID())
 			a.Poll(ra, 64)
 			clk.add(tc.idle)
 			h := transport.Header{Len: 1}

@@ -44,19 +44,8 @@ func newCollNet(t *testing.T, n int) *collNet {
 	net := newLoopNet(1000)
 	net.copyRndv = true // parts over 1000 bytes come by rendezvous
 	p.wire = net.open
-	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	info := &fi.Info{Caps: fi.MSG | fi.COLLECTIVE, Domain: &fi.DomainAttr{}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
-	d, err := f.OpenDomain(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, d, av := openDomainAV(t, p, info)
 	c := &collNet{t: t, av: av}
 	names := make([]byte, n*EPNameLen)
 	for i := 0; i < n; i++ {

@@ -73,12 +73,14 @@ func buildPair(t testing.TB, p *Provider, caps uint64, net *loopNet) *pair {
 	return buildPairProgress(t, p, caps, net, fi.PROGRESS_UNSPEC)
 }
 
-func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, prog fi.Progress) *pair {
+// openDomainAV opens a fabric of p, a domain for info and an AV table in
+// it.
+func openDomainAV(t testing.TB, p *Provider, info *fi.Info) (*Fabric, *Domain, *AV) {
+	t.Helper()
 	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4, DataProgress: prog}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
 	d, err := f.OpenDomain(info)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,12 @@ func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, pro
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, d, av
+}
+
+func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, prog fi.Progress) *pair {
+	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4, DataProgress: prog}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	f, d, av := openDomainAV(t, p, info)
 	pr := &pair{t: t, dom: d, av: av, net: net}
 	mk := func() (*Endpoint, *CQ) {
 		ep, err := d.OpenEndpoint(info, 0)

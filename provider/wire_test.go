@@ -45,20 +45,8 @@ type hfiNode struct {
 
 func openHfiNode(t *testing.T, env map[string]string) *hfiNode {
 	t.Helper()
-	p := New(newFakeHost(env))
-	f, err := p.OpenFabric(&fi.FabricAttr{Name: "psm2"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
-	d, err := f.OpenDomain(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, d, av := openDomainAV(t, New(newFakeHost(env)), info)
 	ep, err := d.OpenEndpoint(info, 0)
 	if err != nil {
 		t.Fatal(err)
