@@ -70,11 +70,12 @@ type Config struct {
 	// (to wake a waiter of another wire); Wait and Wake work without it.
 	Notify func()
 	// Stalled is called from Send when a send it reports complete leaves
-	// packets that only a later Poll sends (Unsent): held by a burst, or
-	// queued past the flow window. A provider whose application may stop
+	// work that only a later Poll does: packets it sends (Unsent: held by
+	// a burst, or queued past the flow window), or unacknowledged packets
+	// it may have to send again. A provider whose application may stop
 	// polling once its sends are complete (an out-of-band barrier after
 	// them) has someone poll meanwhile, as psm2's receive thread does.
-	// Called with the caller's lock held.
+	// Called with the caller's lock held; it should cost nanoseconds.
 	Stalled func()
 	// Linger (FI_PSM2_TIMEOUT) bounds how long Close waits for sent
 	// packets to be acknowledged (0: not at all).

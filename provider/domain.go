@@ -48,8 +48,11 @@ type Domain struct {
 
 	mrs  mrTable
 	prog *progressThread
-	// sendQMover moves queued sends nobody else moves (sendq.go).
+	// sendQMover moves queued sends nobody else moves and polls network
+	// wires the application leaves alone (sendq.go); moverRef is the same
+	// pointer for the receive thread, which takes no lock.
 	sendQMover *sendQMover
+	moverRef   atomic.Pointer[sendQMover]
 	// passes counts progress passes; the mover polls a wire with unsent
 	// packets only when the application made none for a tick.
 	passes atomic.Uint64

@@ -123,9 +123,9 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	// A wire may hold packets for a later poll only if someone polls
 	// when the application stops: not in an unlocked domain
 	// (FI_PSM2_LOCK_LEVEL=0), where no second thread may enter.
-	var stalled func()
+	var stalled, arrived func()
 	if d.locking {
-		stalled = d.armUnsentLocked
+		stalled, arrived = d.armUnsentLocked, d.netArrived
 	}
 	tp, err := d.prov.wire(wireConfig{
 		job:         uuid,
@@ -136,6 +136,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		linger:      time.Duration(d.params.Timeout) * time.Second,
 		net:         nc,
 		stalled:     stalled,
+		arrived:     arrived,
 	})
 	if err != nil {
 		d.prov.freeContext(ctxNum)
@@ -283,6 +284,9 @@ func (ep *Endpoint) Enable() error {
 	}
 	ep.enabled = true
 	d.eps = append(d.eps, ep)
+	if w, ok := ep.tp.(netWire); ok && w.Networked() {
+		d.armUnsentLocked() // someone polls the network when the application does not
+	}
 	d.publishRings()
 	ep.syncFastLocked()
 	d.unlock()

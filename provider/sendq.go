@@ -29,14 +29,17 @@ import (
 // could overtake the queue) and its domain is busy, so fi_cq_read comes to
 // Go.
 //
-// The same goroutine polls an endpoint whose wire keeps packets of sends
-// it already reported complete, packets that only a poll sends (the hfi
-// wire: a burst held for the next poll, an eager message past the flow
-// window, whose rest waits for an ACK the poll reads; unsenter), once a
-// tick passes without the application's own progress. An application
-// that sends and then waits outside libfabric (an out-of-band barrier, as
-// fabtests do between phases) for a peer that waits for those packets
-// would otherwise hang both.
+// The same goroutine polls an endpoint whose network wire has work
+// (netWire), once a tick passes without the application's own progress:
+// packets of sends it already reported complete that only a poll sends
+// (the hfi wire: a burst held for the next poll, an eager message past
+// the flow window, whose rest waits for an ACK the poll reads), ACKs it
+// owes, probes to answer, timers to run. An application that sends and
+// then waits outside libfabric (an out-of-band barrier, as fabtests do
+// between phases) for a peer that waits for those packets would otherwise
+// hang both; one that computes for longer than FI_PSM2_CONN_TIMEOUT
+// without a call would be declared dead by a peer that sent to it. While
+// a network wire is open the goroutine stays, ticking slowly (idleTick).
 
 // sendQMax bounds the queued sends of an endpoint; past it a send is
 // answered -FI_EAGAIN, which libfabric allows for a full transmit queue.
@@ -188,34 +191,59 @@ func (ep *Endpoint) dropSendQ() {
 	e.sendQ = sendQueue{}
 }
 
-// unsenter is a wire that may keep packets only a later poll sends
-// (route.Endpoint, over hfi).
-type unsenter interface{ Unsent() bool }
+// netWire is a wire with a network under it (route.Endpoint over hfi):
+// its network may have work only a poll does (NetIdle false) even when
+// the application makes no calls, and it may keep packets of sends it
+// reported complete (Unsent). Only that work makes the mover poll: with
+// manual progress, a same-host message waits for the application's call.
+type netWire interface {
+	Networked() bool
+	NetIdle() bool
+	Unsent() bool
+}
 
-// sendQMover is the domain goroutine that moves queued sends.
+// sendQMover is the domain goroutine that moves queued sends and polls
+// network wires the application leaves alone.
 type sendQMover struct {
 	stop chan struct{}
 	done chan struct{}
-	kick chan struct{} // queued sends came while it ticked slowly
-	// queued: sends wait in a queue (tick sendQTick); else only a wire's
-	// unsent packets (tick unsentTick).
+	kick chan struct{} // work came while it ticked slowly or was parked
+	// queued: sends wait in a queue (tick sendQTick); else the tick is
+	// between unsentTick and idleTick.
 	queued atomic.Bool
+	// slow: the tick is longer than unsentTick (a send that leaves
+	// network work kicks it back).
+	slow atomic.Bool
+	// parked: no timer runs; the goroutine waits for a kick: from a send
+	// that leaves network work (Stalled), from arrived packets (the
+	// receive thread, without the lock), or from a queued send.
+	parked atomic.Bool
 }
 
-// unsentTick is the mover's period while only a wire's unsent packets
-// keep it: a safety net for an application that stopped polling, whose
-// wake-ups every millisecond cost a stream of small messages across hosts
-// 2-5% of its rate on a 2-core machine.
-const unsentTick = 10 * time.Millisecond
+// The mover's period while no send is queued: unsentTick after a tick
+// that found a wire's work to do (or after a kick), doubling up to
+// idleTick while the application polls by itself. A tick without the
+// application's calls and without work parks it: nothing wakes an idle
+// process. It stays while a network wire is open: a peer sends to an
+// application that computes for seconds without a call, and that peer
+// must hear the ACKs and probe answers only a poll makes (or it would
+// declare this one dead after FI_PSM2_CONN_TIMEOUT), as psm2's receive
+// thread answers them. Wake-ups every millisecond cost a stream of small
+// messages across hosts 2-5% of its rate on a 2-core machine; these cost
+// nothing measurable.
+const (
+	unsentTick = 10 * time.Millisecond
+	idleTick   = 160 * time.Millisecond
+)
 
-// armSendQLocked starts the domain's send-queue goroutine unless it runs,
-// or the progress goroutine (which polls anyway) does, or the domain is
+// armSendQLocked starts the domain's mover unless it runs, or the
+// progress goroutine (which polls anyway) does, or the domain is
 // unlocked (FI_PSM2_LOCK_LEVEL=0: no second thread may touch it; the
 // application's own calls move the queue). The caller holds the lock.
 func (d *Domain) armSendQLocked() { d.armMoverLocked(true) }
 
-// armUnsentLocked is armSendQLocked for a wire's unsent packets
-// (hfi.Config.Stalled).
+// armUnsentLocked is armSendQLocked for a wire's work after a completed
+// send (hfi.Config.Stalled), and for a network wire being enabled.
 func (d *Domain) armUnsentLocked() { d.armMoverLocked(false) }
 
 func (d *Domain) armMoverLocked(queued bool) {
@@ -223,24 +251,47 @@ func (d *Domain) armMoverLocked(queued bool) {
 		return
 	}
 	if m := d.sendQMover; m != nil {
-		if queued && !m.queued.Load() {
+		switch {
+		case queued && !m.queued.Load():
 			m.queued.Store(true)
-			select {
-			case m.kick <- struct{}{}:
-			default:
-			}
+			m.parked.Store(false)
+			m.poke()
+		case m.slow.Load():
+			m.slow.Store(false)
+			m.parked.Store(false)
+			m.poke()
 		}
 		return
 	}
 	m := &sendQMover{stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	m.queued.Store(queued)
 	d.sendQMover = m
+	d.moverRef.Store(m)
 	go d.runSendQ(m)
+}
+
+// netArrived runs on a network wire's receive thread after packets came:
+// it wakes a parked mover (and costs an atomic load otherwise).
+func (d *Domain) netArrived() {
+	if m := d.moverRef.Load(); m != nil && m.parked.Load() && m.parked.CompareAndSwap(true, false) {
+		m.poke()
+	}
+}
+
+func (m *sendQMover) poke() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (d *Domain) runSendQ(m *sendQMover) {
 	defer close(m.done)
-	t := time.NewTimer(sendQTick)
+	tick := unsentTick
+	if m.queued.Load() {
+		tick = sendQTick
+	}
+	t := time.NewTimer(tick)
 	defer t.Stop()
 	seen := d.passes.Load()
 	for {
@@ -248,60 +299,101 @@ func (d *Domain) runSendQ(m *sendQMover) {
 		case <-m.stop:
 			return
 		case <-m.kick:
-			t.Reset(sendQTick) // (Go 1.23+: no stale tick to drain)
+			tick = unsentTick
+			if m.queued.Load() {
+				tick = sendQTick
+			}
+			t.Reset(tick) // (Go 1.23+: no stale tick to drain)
+			seen = d.passes.Load()
 			continue
 		case <-t.C:
 		}
-		if m.queued.Load() {
-			t.Reset(sendQTick)
-		} else {
-			t.Reset(unsentTick)
-		}
 		// An application that makes progress passes moves its wires
 		// itself: poll one only after a tick without a pass, and while
-		// only wires keep the goroutine, do not even take the lock
-		// before then (it stays, ticking slowly, until such a tick).
+		// no send is queued, do not even take the lock before then.
 		passes := d.passes.Load()
 		idle := passes == seen
 		seen = passes
 		if !idle && !m.queued.Load() {
+			tick = min(2*tick, idleTick)
+			m.slow.Store(tick > unsentTick)
+			t.Reset(tick)
 			continue
 		}
 		d.lock()
 		if idle && d.passes.Load() != seen {
 			idle = false // a pass came meanwhile: the application polls
 		}
-		left, queued, polled := 0, 0, false
+		// Parked before looking: a packet that arrives after the look
+		// finds it parked and kicks it (netArrived).
+		m.parked.Store(idle)
+		nets, queued, work := 0, 0, false
 		for _, ep := range d.eps {
 			if ep.sendQ.n > 0 {
 				ep.flushSendQ()
 				queued += ep.sendQ.n
 			}
-			if u, ok := ep.tp.(unsenter); ok && u.Unsent() {
+			w, ok := ep.tp.(netWire)
+			if !ok || !w.Networked() {
+				continue
+			}
+			nets++
+			if ep.waiters.Load() > 0 {
 				// A thread asleep on the wire (it reads the wire's
 				// timers without the lock) makes passes of its own.
-				if idle && ep.waiters.Load() == 0 {
+				work = true
+				continue
+			}
+			if !w.NetIdle() {
+				if idle {
 					ep.poll()
-					polled = true
 				}
-				if u.Unsent() {
-					left++
-				}
+				work = true
+			}
+			if w.Unsent() {
+				work = true
 			}
 		}
-		if polled && d.trigPending > 0 {
+		if work && d.trigPending > 0 {
 			d.runTriggersLocked()
 		}
 		m.queued.Store(queued > 0)
-		left += queued
-		if left == 0 {
+		stop := nets == 0 && queued == 0
+		if stop {
 			d.sendQMover = nil
+			d.moverRef.Store(nil)
 		}
+		park := idle && !work && queued == 0
+		if !park {
+			m.parked.Store(false)
+		}
+		switch {
+		case queued > 0:
+			tick = sendQTick
+		case work:
+			tick = unsentTick
+		default:
+			tick = min(2*tick, idleTick)
+		}
+		m.slow.Store(park || tick > unsentTick)
 		d.refreshFast()
 		d.unlock()
-		if left == 0 {
+		if stop {
 			return
 		}
+		if park {
+			select {
+			case <-m.stop:
+				return
+			case <-m.kick:
+			}
+			tick = unsentTick
+			if m.queued.Load() {
+				tick = sendQTick
+			}
+			seen = d.passes.Load()
+		}
+		t.Reset(tick)
 	}
 }
 

@@ -26,9 +26,12 @@ type wireConfig struct {
 	disableCMA  bool
 	linger      time.Duration // FI_PSM2_TIMEOUT: how long a close waits for sent data to arrive
 	net         netConfig
-	// stalled: the wire keeps packets only a later poll sends
+	// stalled: a completed send left work only a later poll does
 	// (hfi.Config.Stalled); called under the domain's lock.
 	stalled func()
+	// arrived: packets came on the network (route.Config.Arrived);
+	// called on the receive thread without a lock.
+	arrived func()
 }
 
 // netConfig is the inter-node part: which devices, and the hfi wire's
@@ -51,6 +54,7 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 		Devices: c.net.devices,
 		Ctx:     uint8(c.ctx),
 		PID:     pid(),
+		Arrived: c.arrived,
 		Hfi:     hc,
 		Shm: shm.Config{
 			Job:           c.job,

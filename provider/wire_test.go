@@ -82,30 +82,15 @@ func (n *hfiNode) insert(t *testing.T, peer *hfiNode) uint64 {
 	return out
 }
 
-// TestHfiSenderStopsPolling: an application that sends over the hfi wire,
-// sees its sends complete, and then waits outside libfabric (fabtests'
-// out-of-band barrier) for a peer that waits for those messages. Packets
-// that only a poll sends (a burst held for the next poll, the rest of an
-// eager message longer than the flow window, which waits for an ACK)
-// went nowhere: both hung (fi_pingpong with PSM2_MQ_RNDV_HFI_THRESH=300000
-// and 184000-byte messages). The domain's goroutine now polls such a wire
-// (sendq.go).
-func TestHfiSenderStopsPolling(t *testing.T) {
-	// Past the flow window (the 200000 and 250000-byte eager messages,
-	// with the 100-byte ones around them): deterministic, unlike a burst
-	// held for the next poll, which depends on how soon after a poll the
-	// sends come (hfi's TestBurstCoalesces and TestBurstNotHeld cover it).
-	senderStopsPolling(t, []int{1, 100, 100, 100, 100, 200000, 100, 250000})
-}
-
-func senderStopsPolling(t *testing.T, sizes []int) {
-	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "PSM2_MQ_RNDV_HFI_THRESH": "300000"}
-	a, b := openHfiNode(t, env), openHfiNode(t, env)
-	bAddr := a.insert(t, b)
+// connectNodes connects a and b with one message from a to b (a send to a
+// peer being connected is not complete until the connection is, and its
+// application polls for that) and returns b's address in a's AV and a's
+// in b's.
+func connectNodes(t *testing.T, a, b *hfiNode) (bAddr, aAddr uint64) {
+	t.Helper()
+	bAddr = a.insert(t, b)
 	a.insert(t, a)
-	b.insert(t, a)
-	// Connected first: a send to a peer being connected is not complete
-	// until the connection is, and its application polls for that.
+	aAddr = b.insert(t, a)
 	one := []byte{9}
 	v := iovec{base: unsafe.Pointer(&one[0]), len: 1}
 	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 99, 0, nil, fi.TAGGED); err != nil {
@@ -127,6 +112,100 @@ func senderStopsPolling(t *testing.T, sizes []int) {
 			got = true
 		}
 	}
+	return bAddr, aAddr
+}
+
+// TestHfiReceiverStopsPolling: a rank that computes without calling
+// libfabric for longer than the connection timeout, after a message came
+// to it, is not a dead peer to the sender that keeps polling (psm2's
+// receive thread answers for it): the message arrives and the sender sees
+// no error.
+func TestHfiReceiverStopsPolling(t *testing.T) {
+	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "FI_PSM2_CONN_TIMEOUT": "1"}
+	a, b := openHfiNode(t, env), openHfiNode(t, env)
+	bAddr, aAddr := connectNodes(t, a, b)
+	msg, answer := []byte("question"), make([]byte, 6)
+	v := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
+	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 1, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	av := iovec{base: unsafe.Pointer(&answer[0]), len: uint64(len(answer))}
+	if err := a.ep.Recv(unsafe.Pointer(&av), 1, bAddr, 2, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	// b "computes" for twice the timeout; a waits for its answer.
+	aRead := func() int {
+		var e cqTagged
+		k, err := a.cq.Read(unsafe.Pointer(&e), 1, nil)
+		if errors.Is(err, fi.EAVAIL) {
+			var ee cqErrEntry
+			a.cq.ReadErr(unsafe.Pointer(&ee), 0)
+			t.Fatalf("sender's error completion while the receiver computed: %+v", ee)
+		}
+		if k == 1 && e.tag == 2 {
+			return 1
+		}
+		return 0
+	}
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		if aRead() == 1 {
+			t.Fatal("answer before the question was received")
+		}
+	}
+	got := make([]byte, len(msg))
+	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
+	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 1, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); ; {
+		var e cqTagged
+		if k, err := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+			break
+		} else if errors.Is(err, fi.EAVAIL) {
+			t.Fatal("receiver's error completion")
+		}
+		if time.Now().After(end) {
+			t.Fatal("the message never arrived")
+		}
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("received %q", got)
+	}
+	ans := []byte("answer")
+	sv := iovec{base: unsafe.Pointer(&ans[0]), len: uint64(len(ans))}
+	if err := b.ep.Send(unsafe.Pointer(&sv), 1, aAddr, 2, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); aRead() == 0; {
+		if time.Now().After(end) {
+			t.Fatal("the answer never arrived")
+		}
+	}
+	if !bytes.Equal(answer, ans) {
+		t.Fatalf("answer %q", answer)
+	}
+}
+
+// TestHfiSenderStopsPolling: an application that sends over the hfi wire,
+// sees its sends complete, and then waits outside libfabric (fabtests'
+// out-of-band barrier) for a peer that waits for those messages. Packets
+// that only a poll sends (a burst held for the next poll, the rest of an
+// eager message longer than the flow window, which waits for an ACK)
+// went nowhere: both hung (fi_pingpong with PSM2_MQ_RNDV_HFI_THRESH=300000
+// and 184000-byte messages). The domain's goroutine now polls such a wire
+// (sendq.go).
+func TestHfiSenderStopsPolling(t *testing.T) {
+	// Past the flow window (the 200000 and 250000-byte eager messages,
+	// with the 100-byte ones around them): deterministic, unlike a burst
+	// held for the next poll, which depends on how soon after a poll the
+	// sends come (hfi's TestBurstCoalesces and TestBurstNotHeld cover it).
+	senderStopsPolling(t, []int{1, 100, 100, 100, 100, 200000, 100, 250000})
+}
+
+func senderStopsPolling(t *testing.T, sizes []int) {
+	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "PSM2_MQ_RNDV_HFI_THRESH": "300000"}
+	a, b := openHfiNode(t, env), openHfiNode(t, env)
+	bAddr, _ := connectNodes(t, a, b)
 	var keep [][]byte
 	for i, n := range sizes {
 		data := bytes.Repeat([]byte{byte(i + 1)}, n)

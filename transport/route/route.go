@@ -72,6 +72,9 @@ type Config struct {
 	Shm shm.Config
 	// Hfi is the hfi wire's, without Ctx, ConnBase and Notify.
 	Hfi hfi.Config
+	// Arrived, if set, runs on hfi's receive thread after it published
+	// packets (hfi.Config.Notify), without any lock.
+	Arrived func()
 	// PID makes the id of an endpoint without a network wire:
 	// pid<<32 | ctx<<8 | shm-only | version, as PSM2's shm-only ids.
 	PID int
@@ -79,16 +82,17 @@ type Config struct {
 
 // Endpoint routes each peer to self/shm or hfi.
 type Endpoint struct {
-	shm  *shm.Endpoint
-	hfi  *hfi.Endpoint
-	epid uint64
-	devs Devices
+	shm     *shm.Endpoint
+	hfi     *hfi.Endpoint
+	epid    uint64
+	devs    Devices
+	arrived func()
 }
 
 // Open opens the wires of cfg.Devices. The hfi wire is opened first: its
 // address and port make the endpoint id, which names the shm segment.
 func Open(cfg Config) (*Endpoint, error) {
-	e := &Endpoint{devs: cfg.Devices}
+	e := &Endpoint{devs: cfg.Devices, arrived: cfg.Arrived}
 	if cfg.Devices&Hfi != 0 {
 		hc := cfg.Hfi
 		hc.Ctx, hc.ConnBase = cfg.Ctx, hfiBase
@@ -123,10 +127,13 @@ func Open(cfg Config) (*Endpoint, error) {
 }
 
 // notify runs on hfi's receive thread: wake a waiter sleeping in shm's
-// Wait.
+// Wait, and tell the owner (Config.Arrived).
 func (e *Endpoint) notify() {
 	if s := e.shm; s != nil {
 		s.Wake()
+	}
+	if e.arrived != nil {
+		e.arrived()
 	}
 }
 
@@ -227,6 +234,13 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	}
 	return n
 }
+
+// Networked: the endpoint has the hfi wire, whose peers need polls even
+// from an application that makes no calls (its ACKs and probe answers).
+func (e *Endpoint) Networked() bool { return e.hfi != nil }
+
+// NetIdle: the hfi wire, if any, has nothing for a Poll to do.
+func (e *Endpoint) NetIdle() bool { return e.hfi == nil || e.hfi.Idle() }
 
 // Unsent: the hfi wire keeps packets that only a later Poll sends
 // (hfi.Endpoint.Unsent); shm sends at once or refuses.
