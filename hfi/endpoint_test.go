@@ -1002,3 +1002,48 @@ func TestBurstNotHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadPeerTellsSender: a declared b dead while the network between
+// them was cut (b had nothing pending, so b saw nothing wrong); when b
+// then sends, a answers with a disconnect notice and b fails its side at
+// once, instead of sending into nothing until its own timeout.
+func TestDeadPeerTellsSender(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{1}, ConnTimeout: 300 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
+	a, b := openPair(t, net, cfg)
+	ra, rb := recorders(t, a, b)
+	c, _ := a.Connect(b.EPID())
+	h := transport.Header{Len: 1}
+	a.Send(c, &h, [][]byte{{1}}, 1, 0)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
+		t.Fatal("no message")
+	}
+	net.filter = func(p []byte) bool { return false }
+	hr := transport.Header{Len: 100000}
+	a.Send(c, &hr, [][]byte{make([]byte, 100000)}, 2, 0)
+	for end := time.Now().Add(2 * time.Second); a.Stats().PeersDead == 0; {
+		if time.Now().After(end) {
+			t.Fatal("a never declared b dead")
+		}
+		a.Poll(ra, 64)
+	}
+	net.filter = nil
+	cb, _ := b.Connect(a.EPID())
+	if _, err := b.Send(cb, &h, [][]byte{{3}}, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	b.Send(cb, &hr, [][]byte{make([]byte, 100000)}, 4, 0)
+	start := time.Now()
+	if !drive(t, a, b, ra, rb, time.Second, func() bool { _, ok := rb.sends[4]; return ok }) {
+		t.Fatalf("b's rendezvous never failed: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	if !errors.Is(rb.sends[4], transport.ErrPeerDead) {
+		t.Errorf("b's send: %v", rb.sends[4])
+	}
+	if el := time.Since(start); el >= cfg.ConnTimeout {
+		t.Errorf("b failed after %v, by its own timeout (%v)", el, cfg.ConnTimeout)
+	}
+	if len(ra.msgs) != 0 {
+		t.Errorf("a delivered %d messages of a dead connection", len(ra.msgs))
+	}
+}

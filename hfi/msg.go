@@ -420,6 +420,14 @@ func (e *Endpoint) input(b []byte) int {
 	p := e.peers[idx]
 	if p.state != stUp || p.connID() != h.dstConn || p.epid != h.srcEPID || p.remote != h.srcConn {
 		e.stats.Stale++
+		if p.state == stDead && h.typ != tDisc && p.connID() == h.dstConn && p.epid == h.srcEPID &&
+			p.remote == h.srcConn && e.now-p.discAt >= int64(discEvery) {
+			// A peer this end declared dead (silent for ConnTimeout) is
+			// alive and still sending on the connection: tell it, so that
+			// it fails its side at once instead of sending into nothing.
+			p.discAt = e.now
+			e.sendDisc(p)
+		}
 		return 0
 	}
 	p.heard = e.now

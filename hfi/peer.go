@@ -2,6 +2,7 @@ package hfi
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -61,6 +62,7 @@ type peer struct {
 	kept     [][]byte // packets past a gap, by PSN % len (a power of two >= Credits); nil before the first gap
 	nKept    int
 	heard    int64 // when a packet last came
+	discAt   int64 // when a disconnect notice last answered its packets after it was declared dead
 	fetching int   // fetches waiting for this peer's data
 	watch    int   // the provider's waits on this peer (Watch)
 	pingAt   int64
@@ -174,6 +176,10 @@ func (e *Endpoint) sendConn(p *peer, t uint8, now int64) {
 		p.connLast = now
 	}
 }
+
+// discEvery spaces the disconnect notices that answer the packets of a
+// peer declared dead.
+const discEvery = 10 * time.Millisecond
 
 func (e *Endpoint) sendDisc(p *peer) {
 	b := e.ctl[:typeHdrLen[tDisc]]
