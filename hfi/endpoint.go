@@ -185,11 +185,13 @@ type Endpoint struct {
 	now    int64             // the clock when this Poll began
 	polls  uint64            // Polls so far (coalesce: a Send since the last one)
 	pollAt int64             // when the last Poll began (coalesce: holdRecent)
-	inHdr  transport.Header  // what Deliver borrows (no allocation per message)
-	inMsg  transport.Incoming
-	closed bool
-	failed []failure // operations to fail at the next Poll (after Close)
-	stats  Stats
+	// inInput: Poll is taking arrived packets (pumpSoon waits for its end)
+	inInput bool
+	inHdr   transport.Header // what Deliver borrows (no allocation per message)
+	inMsg   transport.Incoming
+	closed  bool
+	failed  []failure // operations to fail at the next Poll (after Close)
+	stats   Stats
 
 	wake    chan struct{}
 	woken   atomic.Bool
@@ -459,6 +461,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 		budget = 1 << 30
 	}
 	got := 0
+	e.inInput = true
 	for ; got < budget; got++ {
 		i, b, seg, ok := e.rx.pop()
 		if !ok {
@@ -472,6 +475,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 		n += k
 		got += pkts
 	}
+	e.inInput = false
 	if len(e.busy) > 0 {
 		n += e.service(got > 0)
 	}

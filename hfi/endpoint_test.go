@@ -943,7 +943,8 @@ func TestBurstCoalesces(t *testing.T) {
 
 // TestRendezvousBurstCoalesces: the requests to send of rendezvous sends
 // made back to back wait for the next Poll as eager ones do (64 KiB
-// messages, 64 in flight across hosts: 32 k -> 40 k messages a second).
+// messages, 64 in flight across hosts: 32 k -> 40 k messages a second),
+// and the receiver's grants for them leave together (pumpSoon).
 func TestRendezvousBurstCoalesces(t *testing.T) {
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000, Clock: &fakeClock{}, Stalled: func() {}})
 	rts := countPackets(net, tRTS, 0)
@@ -963,6 +964,37 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 	if got := rts.Load(); got != n {
 		t.Fatalf("%d requests to send after the Poll, want %d", got, n)
 	}
+	// b takes them in one Poll and fetches each as it is delivered: the
+	// grants leave together at the Poll's end, one batch, and carry the
+	// ACK (none of its own).
+	var cts, acks atomic.Int32
+	net.filter = func(p []byte) bool {
+		if binary.LittleEndian.Uint64(p[24:]) == b.EPID() {
+			switch p[3] {
+			case tCTS:
+				cts.Add(1)
+			case tAck:
+				acks.Add(1)
+			}
+		}
+		return true
+	}
+	be := b.be.(*memBackend)
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		be.mu.Lock()
+		left := len(be.q)
+		be.mu.Unlock()
+		if left == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the receive thread publishes them
+	before := b.Stats().Batches
+	b.Poll(rb, 64)
+	if got, batches := cts.Load(), b.Stats().Batches-before; got != n || batches != 1 || acks.Load() != 0 {
+		t.Fatalf("b's Poll sent %d grants in %d batches and %d ACKs, want %d in 1 and none", got, batches, acks.Load(), n)
+	}
+	net.filter = nil
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n && len(ra.sends) == 1+n }) {
 		t.Fatalf("delivered %d of %d, %d sends done", len(rb.msgs)-1, n, len(ra.sends)-1)
 	}

@@ -352,6 +352,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	want := min(uint64(len(dst)), r.W[2])
 	if want == 0 {
 		e.grant(p, r.W[3], 0, 0, 0, 0)
+		e.pumpSoon(p)
 		return true, 0, nil
 	}
 	i := e.newFetch()
@@ -361,6 +362,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	p.fetching++
 	p.heard = e.clock.Now()
 	e.grant(p, op.sendID, opID(i, op.gen), 0, op.granted, want)
+	e.pumpSoon(p)
 	return false, 0, nil
 }
 
@@ -375,11 +377,12 @@ func (e *Endpoint) Discard(r *transport.Rndv) error {
 	}
 	if p.state == stUp {
 		e.grant(p, r.W[3], 0, 0, 0, 0)
+		e.pumpSoon(p)
 	}
 	return nil
 }
 
-// grant queues a CTS.
+// grant queues a CTS; the caller pumps.
 func (e *Endpoint) grant(p *peer, sendID, fetchID, off, n, total uint64) {
 	b := e.newPkt(p, tCTS)
 	put64(b, 32, sendID)
@@ -388,7 +391,23 @@ func (e *Endpoint) grant(p *peer, sendID, fetchID, off, n, total uint64) {
 	put64(b, 56, n)
 	put64(b, 64, total)
 	p.queued.push(txPkt{b: b[:typeHdrLen[tCTS]]})
-	e.pump(p)
+}
+
+// pumpSoon pumps p now, or, while Poll takes arrived packets, at its end
+// (service, as a held burst): the first grants of the rendezvous messages
+// a batch of packets brings leave together, in one sendmsg carrying the
+// ACK the poll owes, instead of a sendmsg (and a trip through the peer's
+// network stack) each. A stream of 64 KiB messages across two namespace
+// hosts, 64 in flight, went from 40.6 k to 50.2 k a second. Not for a
+// grant that refills a message's window, nor for the data a grant asks
+// for: deferred to the Poll's end they cost 1 MiB ping-pongs 3-8%.
+func (e *Endpoint) pumpSoon(p *peer) {
+	if !e.inInput {
+		e.pump(p)
+		return
+	}
+	p.held = true
+	e.markBusy(p)
 }
 
 // input processes one arrived packet; it returns the events delivered.
@@ -596,6 +615,7 @@ func (e *Endpoint) onData(p *peer, h *hdr) int {
 	if op.granted < op.want && op.got+uint64(e.cfg.RndvWindow) >= op.granted {
 		k := min(uint64(e.cfg.RndvWindow), op.want-op.granted)
 		e.grant(p, op.sendID, opID(i, op.gen), op.granted, k, op.want)
+		e.pump(p) // at once, not at the Poll's end: the sender's pipeline waits for this window
 		op.granted += k
 	}
 	return 0
