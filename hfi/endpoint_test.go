@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1077,5 +1078,72 @@ func TestDeadPeerTellsSender(t *testing.T) {
 	}
 	if len(ra.msgs) != 0 {
 		t.Errorf("a delivered %d messages of a dead connection", len(ra.msgs))
+	}
+}
+
+// TestEagerSize: the packets of an eager message are as few as the
+// datagram size allows and alike in size; the last one carries at least
+// one byte and is padded by fewer bytes than there are packets.
+func TestEagerSize(t *testing.T) {
+	hdr0, hdr := uint64(typeHdrLen[tEager]), uint64(typeHdrLen[tCont])
+	for _, max := range []uint64{548, 1472, 8972} {
+		for n := uint64(0); n < 300000; n += 1 + n/512 {
+			size := eagerSize(n, max)
+			fewest := uint64(1) // as many as filling each packet gives
+			if n > max-hdr0 {
+				fewest += (n - (max - hdr0) + max - hdr - 1) / (max - hdr)
+			}
+			k, total := uint64(1), n+hdr0
+			if n > size-hdr0 {
+				k += (n - (size - hdr0) + size - hdr - 1) / (size - hdr)
+				total += (k - 1) * hdr
+			}
+			if size > max || k != fewest || total > k*size || k*size-total >= k || (k > 1 && total-(k-1)*size <= hdr) {
+				t.Fatalf("n %d max %d: size %d, %d packets (fewest %d), %d bytes", n, max, size, k, fewest, total)
+			}
+		}
+	}
+}
+
+// TestEagerBurstAlike: a burst of equal multi-packet messages leaves as
+// one run of equal-sized packets (one UDP_SEGMENT send), and each message
+// arrives intact, its last packet's padding dropped.
+func TestEagerBurstAlike(t *testing.T) {
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
+	sizes := map[int]int{}
+	var mu sync.Mutex
+	net.filter = func(p []byte) bool {
+		if p[3] == tEager || p[3] == tCont {
+			mu.Lock()
+			sizes[len(p)]++
+			mu.Unlock()
+		}
+		return true
+	}
+	a.Poll(ra, 64)
+	const n, size = 8, 3000 // 3 packets each
+	for i := 0; i < n; i++ {
+		m := pattern(i, size)
+		hm := transport.Header{Tag: uint64(i), Len: size}
+		if done, err := a.Send(ca, &hm, [][]byte{m}, uint64(10+i), 0); !done || err != nil {
+			t.Fatalf("send %d: done %v err %v", i, done, err)
+		}
+	}
+	a.Poll(ra, 64)
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n }) {
+		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
+	}
+	mu.Lock()
+	if len(sizes) != 1 {
+		t.Errorf("packet sizes %v, want one size", sizes)
+	}
+	mu.Unlock()
+	for i := 0; i < n; i++ {
+		if rb.msgs[1+i].Tag != uint64(i) || !bytes.Equal(rb.data[1+i], pattern(i, size)) {
+			t.Fatalf("message %d: tag %d, %d bytes, data differs", i, rb.msgs[1+i].Tag, len(rb.data[1+i]))
+		}
+	}
+	if s := b.Stats(); s.Malformed != 0 {
+		t.Errorf("b counted %d malformed packets", s.Malformed)
 	}
 }

@@ -183,6 +183,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 	psn := p.nextPSN
 	off := uint64(0)
 	first := true
+	size := eagerSize(n, uint64(e.bufSize))
 	for first || off < n {
 		var b []byte
 		var at int
@@ -199,7 +200,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 			put64(b, 32, off)
 			at = 40
 		}
-		k := min(uint64(len(b)-at), n-off)
+		k := min(size-uint64(at), n-off)
 		if err := gather(b[at:at+int(k)], iov, off); err != nil {
 			e.putBuf(b)
 			for p.queued.len() > mark {
@@ -208,7 +209,12 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 			p.nextPSN = psn
 			return false, err
 		}
-		p.queued.push(txPkt{b: b[:at+int(k)]})
+		end := at + int(k)
+		if !first && off+k == n {
+			end = int(size) // the last packet, padded (eagerSize)
+			clear(b[at+int(k) : end])
+		}
+		p.queued.push(txPkt{b: b[:end]})
 		off += k
 		first = false
 	}
@@ -223,6 +229,25 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 	op.live, op.p, op.cookie = true, p, cookie
 	p.queued.at(p.queued.len() - 1).op = i + 1
 	return false, nil
+}
+
+// eagerSize is the datagram size of every packet of an eager message of n
+// bytes, at most max: the fewest packets, sized alike. A burst of sends
+// leaves as runs of equal-sized packets, one UDP_SEGMENT sendmsg (and one
+// skb through the kernel on each side) per run, so packets of the most
+// the datagram holds followed by a short last one made every message of a
+// stream of 2 KiB messages its own run. Alike, a stream of equal
+// messages is one run, up to 64 packets: the last packet of a message is
+// padded (by fewer bytes than the message has packets) to the size of the
+// others, and the receiver takes only the bytes the message lacks.
+func eagerSize(n, max uint64) uint64 {
+	hdr0, hdr := uint64(typeHdrLen[tEager]), uint64(typeHdrLen[tCont])
+	if n+hdr0 <= max {
+		return n + hdr0
+	}
+	k := (n + hdr0 - hdr + max - hdr - 1) / (max - hdr) // packets
+	total := n + hdr0 + (k-1)*hdr
+	return (total + k - 1) / k
 }
 
 // sendRndv queues the request to send; the data follows the grants.
@@ -499,12 +524,16 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 		}
 	case tCont:
 		got := uint64(len(p.asm))
-		if !p.asmOn || h.off != got || uint64(len(h.payload)) > p.asmHdr.Len-got {
+		if !p.asmOn || h.off != got {
 			e.stats.Malformed++
 			p.asmOn = false
 			break
 		}
-		p.asm = append(p.asm, h.payload...)
+		pl := h.payload
+		if rest := p.asmHdr.Len - got; uint64(len(pl)) > rest {
+			pl = pl[:rest] // the last packet, padded (eagerSize)
+		}
+		p.asm = append(p.asm, pl...)
 		if uint64(len(p.asm)) == p.asmHdr.Len {
 			p.asmOn = false
 			e.inHdr = p.asmHdr

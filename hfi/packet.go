@@ -16,7 +16,7 @@ import "encoding/binary"
 // (isSequenced) travel in the connection's reliable flow.
 const (
 	pktMagic   = 0x32f5
-	pktVersion = 1
+	pktVersion = 2 // 2: an eager message's last packet may be padded
 	hdrLen     = 32
 )
 
