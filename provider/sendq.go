@@ -402,6 +402,7 @@ func (d *Domain) stopSendQ() {
 	d.lock()
 	m := d.sendQMover
 	d.sendQMover = nil
+	d.moverRef.Store(nil)
 	d.unlock()
 	if m != nil {
 		close(m.stop)
