@@ -69,13 +69,16 @@ type Config struct {
 	// Notify is called by the receive thread after it published packets
 	// (to wake a waiter of another wire); Wait and Wake work without it.
 	Notify func()
-	// Stalled is called from Send when a send it reports complete leaves
-	// work that only a later Poll does: packets it sends (Unsent: held by
-	// a burst, or queued past the flow window), or unacknowledged packets
-	// it may have to send again. A provider whose application may stop
-	// polling once its sends are complete (an out-of-band barrier after
-	// them) has someone poll meanwhile, as psm2's receive thread does.
-	// Called with the caller's lock held; it should cost nanoseconds.
+	// Stalled is called when the wire gets work that only a later Poll
+	// does: from Send when a send it reports complete leaves packets that
+	// only a Poll sends (Unsent: held by a burst, or queued past the flow
+	// window), and whenever a peer joins an empty busy list (timers:
+	// unacknowledged packets, an owed ACK, a connection being set up, a
+	// grant or a fetch waiting). A provider whose application may stop
+	// polling (an out-of-band barrier after its sends, or a long
+	// computation) has someone poll meanwhile, as psm2's receive thread
+	// does. Called with the caller's lock held; it should cost
+	// nanoseconds.
 	Stalled func()
 	// Linger (FI_PSM2_TIMEOUT) bounds how long Close waits for sent
 	// packets to be acknowledged (0: not at all).
@@ -462,6 +465,7 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	}
 	got := 0
 	e.inInput = true
+	defer func() { e.inInput = false }() // also if a handler panics
 	for ; got < budget; got++ {
 		i, b, seg, ok := e.rx.pop()
 		if !ok {

@@ -1129,7 +1129,11 @@ func TestEagerBurstAlike(t *testing.T) {
 			t.Fatalf("send %d: done %v err %v", i, done, err)
 		}
 	}
+	before := a.Stats().Batches
 	a.Poll(ra, 64)
+	if got := a.Stats().Batches - before; got != 1 {
+		t.Errorf("the burst left in %d batches, want 1", got)
+	}
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n }) {
 		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
 	}
@@ -1145,5 +1149,25 @@ func TestEagerBurstAlike(t *testing.T) {
 	}
 	if s := b.Stats(); s.Malformed != 0 {
 		t.Errorf("b counted %d malformed packets", s.Malformed)
+	}
+}
+
+// TestStalledOnNewWork: work that only a Poll does, made outside Poll on
+// an idle wire (a rendezvous send waits for its grant; its request may be
+// lost and only a Poll sends it again), calls Stalled, so a provider
+// whose application stops calling has someone poll.
+func TestStalledOnNewWork(t *testing.T) {
+	var calls atomic.Int32
+	a, b, ra, rb, ca, _ := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000, Stalled: func() { calls.Add(1) }})
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(a.busy) == 0 && len(b.busy) == 0 }) {
+		t.Fatal("the pair never went idle")
+	}
+	calls.Store(0)
+	h := transport.Header{Len: 5000}
+	if done, err := a.Send(ca, &h, [][]byte{make([]byte, 5000)}, 7, 0); done || err != nil {
+		t.Fatalf("send: done %v err %v", done, err)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("a rendezvous send on an idle wire did not call Stalled")
 	}
 }

@@ -534,10 +534,16 @@ func (e *Endpoint) sendCtl(p *peer, t uint8, flags uint16) {
 	}
 }
 
+// markBusy puts p on the busy list (timers or queued work for Poll). The
+// first peer on an empty list is work for a Poll that an application
+// that stops calling would never make: Stalled tells the provider.
 func (e *Endpoint) markBusy(p *peer) {
 	if !p.inBusy {
 		p.inBusy = true
 		e.busy = append(e.busy, p)
+		if len(e.busy) == 1 && e.cfg.Stalled != nil {
+			e.cfg.Stalled()
+		}
 	}
 }
 

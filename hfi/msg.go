@@ -155,7 +155,7 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	} else {
 		done, err = e.sendEager(p, h, iov, n, cookie)
 	}
-	if err == nil && done && e.cfg.Stalled != nil && (p.held || p.queued.len() > 0 || p.unacked.len() > 0) {
+	if err == nil && done && (p.held || p.queued.len() > 0) && e.cfg.Stalled != nil {
 		e.cfg.Stalled()
 	}
 	return done, err

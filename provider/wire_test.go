@@ -124,6 +124,9 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "FI_PSM2_CONN_TIMEOUT": "1"}
 	a, b := openHfiNode(t, env), openHfiNode(t, env)
 	bAddr, aAddr := connectNodes(t, a, b)
+	// Long enough for b's domain goroutine to find nothing to do and
+	// park: the question's arrival must wake it (netArrived).
+	time.Sleep(500 * time.Millisecond)
 	msg, answer := []byte("question"), make([]byte, 6)
 	v := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
 	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 1, 0, nil, fi.TAGGED); err != nil {
