@@ -1082,8 +1082,9 @@ func TestDeadPeerTellsSender(t *testing.T) {
 }
 
 // TestEagerSize: the packets of an eager message are as few as the
-// datagram size allows and alike in size; the last one carries at least
-// one byte and is padded by fewer bytes than there are packets.
+// datagram size allows and alike in size, a multiple of 8 (payloads start
+// at multiples of 8 in the message); the last one carries at least one
+// byte and is padded by fewer than 8 bytes a packet.
 func TestEagerSize(t *testing.T) {
 	hdr0, hdr := uint64(typeHdrLen[tEager]), uint64(typeHdrLen[tCont])
 	for _, max := range []uint64{548, 1472, 8972} {
@@ -1098,8 +1099,26 @@ func TestEagerSize(t *testing.T) {
 				k += (n - (size - hdr0) + size - hdr - 1) / (size - hdr)
 				total += (k - 1) * hdr
 			}
-			if size > max || k != fewest || total > k*size || k*size-total >= k || (k > 1 && total-(k-1)*size <= hdr) {
+			if size > max || k != fewest || total > k*size || k*size-total >= 8*k || (k > 1 && size%8 != 0 && size != max) ||
+				(k > 1 && total-(k-1)*size <= hdr) {
 				t.Fatalf("n %d max %d: size %d, %d packets (fewest %d), %d bytes", n, max, size, k, fewest, total)
+			}
+		}
+	}
+}
+
+// TestDataSize: rendezvous data packets are as few as the datagram size
+// allows, alike, a multiple of 16 bytes of payload (or the most a packet
+// holds), and the last carries at least one byte.
+func TestDataSize(t *testing.T) {
+	for _, max := range []uint64{548, 1472, 8972} {
+		room := max - uint64(typeHdrLen[tData])
+		for n := uint64(1); n < 3000000; n += 1 + n/256 {
+			ps := dataSize(n, max)
+			k := (n + ps - 1) / ps
+			fewest := (n + room - 1) / room
+			if ps > room || k != fewest || (k > 1 && ps%16 != 0 && ps != room) || n-(k-1)*ps == 0 {
+				t.Fatalf("n %d max %d: payload %d, %d packets (fewest %d)", n, max, ps, k, fewest)
 			}
 		}
 	}
@@ -1169,5 +1188,42 @@ func TestStalledOnNewWork(t *testing.T) {
 	}
 	if calls.Load() == 0 {
 		t.Fatal("a rendezvous send on an idle wire did not call Stalled")
+	}
+}
+
+// TestRendezvousDataAlike: the data packets of rendezvous messages of one
+// size are all of one size (the last of each padded), so a stream of them
+// forms runs of equal packets; every message arrives intact.
+func TestRendezvousDataAlike(t *testing.T) {
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000})
+	sizes := map[int]int{}
+	var mu sync.Mutex
+	net.filter = func(p []byte) bool {
+		if p[3] == tData {
+			mu.Lock()
+			sizes[len(p)]++
+			mu.Unlock()
+		}
+		return true
+	}
+	const n, size = 3, 5000 // 4 packets each
+	for i := 0; i < n; i++ {
+		hm := transport.Header{Tag: uint64(i), Len: size}
+		if _, err := a.Send(ca, &hm, [][]byte{pattern(i, size)}, uint64(10+i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n && len(ra.sends) == 1+n }) {
+		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
+	}
+	mu.Lock()
+	if len(sizes) != 1 {
+		t.Errorf("data packet sizes %v, want one size", sizes)
+	}
+	mu.Unlock()
+	for i := 0; i < n; i++ {
+		if !bytes.Equal(rb.data[1+i], pattern(i, size)) || ra.sends[uint64(10+i)] != nil {
+			t.Fatalf("message %d differs (send %v)", i, ra.sends[uint64(10+i)])
+		}
 	}
 }
