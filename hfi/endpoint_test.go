@@ -961,6 +961,17 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 	if got := rts.Load(); got != 1 {
 		t.Fatalf("%d requests to send left before the Poll, want 1", got)
 	}
+	// The held ones are taken off the network here and handed to b all at
+	// once below, so that b's receive thread publishes them in one batch.
+	var held [][]byte
+	net.filter = func(p []byte) bool {
+		if p[3] == tRTS {
+			rts.Add(1)
+			held = append(held, append([]byte(nil), p...))
+			return false
+		}
+		return true
+	}
 	a.Poll(ra, 64)
 	if got := rts.Load(); got != n {
 		t.Fatalf("%d requests to send after the Poll, want %d", got, n)
@@ -980,16 +991,25 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 		}
 		return true
 	}
-	be := b.be.(*memBackend)
-	for end := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
-		be.mu.Lock()
-		left := len(be.q)
-		be.mu.Unlock()
-		if left == 0 || time.Now().After(end) {
-			break
+	for end := time.Now().Add(2 * time.Second); !b.Arrived(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the first request to send never arrived")
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // the receive thread publishes them
+	select {
+	case <-b.wake:
+	default:
+	}
+	be := b.be.(*memBackend)
+	be.mu.Lock()
+	be.q = append(be.q, held...)
+	be.cond.Broadcast()
+	be.mu.Unlock()
+	select {
+	case <-b.wake: // the receive thread published them (one Recv takes all)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the held requests were never published")
+	}
 	before := b.Stats().Batches
 	b.Poll(rb, 64)
 	if got, batches := cts.Load(), b.Stats().Batches-before; got != n || batches != 1 || acks.Load() != 0 {
