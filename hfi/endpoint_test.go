@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -1144,21 +1145,32 @@ func TestDataSize(t *testing.T) {
 	}
 }
 
-// TestEagerBurstAlike: a burst of equal multi-packet messages leaves as
-// one run of equal-sized packets (one UDP_SEGMENT send), and each message
-// arrives intact, its last packet's padding dropped.
-func TestEagerBurstAlike(t *testing.T) {
-	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
+// packetSizes records the lengths of the packets of type typ on net; the
+// function it returns gives them, length -> count.
+func packetSizes(net *memNet, typ uint8) func() map[int]int {
 	sizes := map[int]int{}
 	var mu sync.Mutex
 	net.filter = func(p []byte) bool {
-		if p[3] == tEager || p[3] == tCont {
+		if p[3] == typ || (typ == tEager && p[3] == tCont) {
 			mu.Lock()
 			sizes[len(p)]++
 			mu.Unlock()
 		}
 		return true
 	}
+	return func() map[int]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(sizes)
+	}
+}
+
+// TestEagerBurstAlike: a burst of equal multi-packet messages leaves as
+// one run of equal-sized packets (one UDP_SEGMENT send), and each message
+// arrives intact, its last packet's padding dropped.
+func TestEagerBurstAlike(t *testing.T) {
+	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
+	sizes := packetSizes(net, tEager) // and its continuations
 	a.Poll(ra, 64)
 	const n, size = 8, 3000 // 3 packets each
 	for i := 0; i < n; i++ {
@@ -1176,11 +1188,9 @@ func TestEagerBurstAlike(t *testing.T) {
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n }) {
 		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
 	}
-	mu.Lock()
-	if len(sizes) != 1 {
-		t.Errorf("packet sizes %v, want one size", sizes)
+	if got := sizes(); len(got) != 1 {
+		t.Errorf("packet sizes %v, want one size", got)
 	}
-	mu.Unlock()
 	for i := 0; i < n; i++ {
 		if rb.msgs[1+i].Tag != uint64(i) || !bytes.Equal(rb.data[1+i], pattern(i, size)) {
 			t.Fatalf("message %d: tag %d, %d bytes, data differs", i, rb.msgs[1+i].Tag, len(rb.data[1+i]))
@@ -1216,16 +1226,7 @@ func TestStalledOnNewWork(t *testing.T) {
 // forms runs of equal packets; every message arrives intact.
 func TestRendezvousDataAlike(t *testing.T) {
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000})
-	sizes := map[int]int{}
-	var mu sync.Mutex
-	net.filter = func(p []byte) bool {
-		if p[3] == tData {
-			mu.Lock()
-			sizes[len(p)]++
-			mu.Unlock()
-		}
-		return true
-	}
+	sizes := packetSizes(net, tData)
 	const n, size = 3, 5000 // 4 packets each
 	for i := 0; i < n; i++ {
 		hm := transport.Header{Tag: uint64(i), Len: size}
@@ -1236,11 +1237,9 @@ func TestRendezvousDataAlike(t *testing.T) {
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1+n && len(ra.sends) == 1+n }) {
 		t.Fatalf("delivered %d of %d", len(rb.msgs)-1, n)
 	}
-	mu.Lock()
-	if len(sizes) != 1 {
-		t.Errorf("data packet sizes %v, want one size", sizes)
+	if got := sizes(); len(got) != 1 {
+		t.Errorf("data packet sizes %v, want one size", got)
 	}
-	mu.Unlock()
 	for i := 0; i < n; i++ {
 		if !bytes.Equal(rb.data[1+i], pattern(i, size)) || ra.sends[uint64(10+i)] != nil {
 			t.Fatalf("message %d differs (send %v)", i, ra.sends[uint64(10+i)])

@@ -330,16 +330,8 @@ func (d *Domain) runSendQ(m *sendQMover) {
 			return
 		}
 		if park {
-			select {
-			case <-m.stop:
-				return
-			case <-m.kick:
-			}
-			tick = unsentTick
-			if m.queued.Load() {
-				tick = sendQTick
-			}
-			seen = d.passes.Load()
+			t.Stop() // no timer: only a kick (or stop) wakes it
+			continue
 		}
 		t.Reset(tick)
 	}
