@@ -92,32 +92,32 @@ func openDomainAV(t testing.TB, p *Provider, info *fi.Info) (*Fabric, *Domain, *
 	return f, d, av
 }
 
+// openBoundEP opens an endpoint of d with a tagged CQ for both directions,
+// bound to av, and enables it.
+func openBoundEP(t testing.TB, d *Domain, av *AV, info *fi.Info) (*Endpoint, *CQ) {
+	t.Helper()
+	ep, err := d.OpenEndpoint(info, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{ep.Bind(av, 0), ep.Bind(cq, fi.TRANSMIT|fi.RECV), ep.Enable()} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ep, cq
+}
+
 func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, prog fi.Progress) *pair {
 	info := &fi.Info{Caps: caps, Domain: &fi.DomainAttr{CQDataSize: 4, DataProgress: prog}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
 	f, d, av := openDomainAV(t, p, info)
 	pr := &pair{t: t, dom: d, av: av, net: net}
-	mk := func() (*Endpoint, *CQ) {
-		ep, err := d.OpenEndpoint(info, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ep.Bind(av, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := ep.Bind(cq, fi.TRANSMIT|fi.RECV); err != nil {
-			t.Fatal(err)
-		}
-		if err := ep.Enable(); err != nil {
-			t.Fatal(err)
-		}
-		return ep, cq
-	}
-	pr.a, pr.cqa = mk()
-	pr.b, pr.cqb = mk()
+	pr.a, pr.cqa = openBoundEP(t, d, av, info)
+	pr.b, pr.cqb = openBoundEP(t, d, av, info)
 	var names [2 * EPNameLen]byte
 	pr.a.name().put(names[:])
 	pr.b.name().put(names[EPNameLen:])

@@ -47,19 +47,7 @@ func openHfiNode(t *testing.T, env map[string]string) *hfiNode {
 	t.Helper()
 	info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
 	f, d, av := openDomainAV(t, New(newFakeHost(env)), info)
-	ep, err := d.OpenEndpoint(info, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range []error{ep.Bind(av, 0), ep.Bind(cq, fi.TRANSMIT|fi.RECV), ep.Enable()} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	ep, cq := openBoundEP(t, d, av, info)
 	t.Cleanup(func() {
 		for _, c := range []interface{ Close() error }{ep, cq, av, d, f} {
 			if err := c.Close(); err != nil {

@@ -216,13 +216,25 @@ mr_net() {
 	[ $rc = 0 ] || return 1
 	awk '{ print $1, -$2, $2 }' "$work/mr-cli.out"
 }
+# pair_net NAME FN LOG [ARGS...]: one run of FN on psm2 (our library) and
+# one on tcp, appended to $work/NAME-psm2 and $work/NAME-tcp; a failure is
+# noted with the tail of LOG.
+pair_net() {
+	local name=$1 fn=$2 log=$3 prov lp
+	shift 3
+	for prov in psm2 tcp; do
+		lp=""
+		[ "$prov" = psm2 ] && lp=$libdir
+		"$fn" "$prov" "$lp" "$@" >>"$work/$name-$prov" ||
+			note "  $prov $fn $* across hosts failed: $(tail -2 "$log" | tr '\n' ' ')"
+	done
+}
 if [ "$internode" = 1 ]; then
 	note "sweep: across two namespace hosts, fi_pingpong 1 B - 8 MiB, psm2 and tcp (best of $REPEAT)"
 	: >"$work/ppn-psm2" && : >"$work/ppn-tcp"
 	for ((r = 0; r < REPEAT; r++)); do
 		for ((s = 1; s <= 8388608; s *= 2)); do
-			pp_net psm2 "$libdir" $s >>"$work/ppn-psm2" || note "  psm2 fi_pingpong -S $s across hosts failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
-			pp_net tcp "" $s >>"$work/ppn-tcp" || note "  tcp fi_pingpong -S $s across hosts failed: $(tail -2 "$work/cli.out" | tr '\n' ' ')"
+			pair_net ppn pp_net "$work/cli.out" $s
 		done
 	done
 	join <(best "$work/ppn-psm2") <(best "$work/ppn-tcp") >"$out/pingpong-net.dat"   # size lat bw lat bw
@@ -241,8 +253,7 @@ if [ "$internode" = 1 ]; then
 	note "sweep: across two namespace hosts, message rate 8 B - 64 KiB, psm2 and tcp (best of $REPEAT)"
 	: >"$work/mrn-psm2" && : >"$work/mrn-tcp"
 	for ((r = 0; r < REPEAT; r++)); do
-		mr_net psm2 "$libdir" >>"$work/mrn-psm2" || note "  psm2 msgrate across hosts failed: $(tail -2 "$work/mr-cli.out" | tr '\n' ' ')"
-		mr_net tcp "" >>"$work/mrn-tcp" || note "  tcp msgrate across hosts failed: $(tail -2 "$work/mr-cli.out" | tr '\n' ' ')"
+		pair_net mrn mr_net "$work/mr-cli.out"
 	done
 	join <(best "$work/mrn-psm2" | awk '{ print $1, $3 }') <(best "$work/mrn-tcp" | awk '{ print $1, $3 }') >"$out/msgrate-net.dat"
 fi
