@@ -6,7 +6,7 @@
 #   - endpoints of different jobs (FI_PSM2_UUID) across hosts: nothing is
 #     delivered, the client fails;
 #   - our MPI conformance program under Open MPI (cm/ofi/psm2) across 2
-#     hosts x 1 and 2 ranks, 3 hosts x 1, and 2 hosts x 1 with 5% of the
+#     and 3 hosts x 1 and 2 ranks, and 2 hosts x 1 with 5% of the
 #     UDP packets dropped, 5% reordered and 1% duplicated each way
 #     (nftables and nsdelay in the hosts' switch, per datagram);
 #   - ctest/mpi/onesided.c (one-sided MPI over osc rdma + btl ofi, i.e.
@@ -138,7 +138,7 @@ else
 			-np $((hosts * per)) --map-by node "$@" 2>&1
 	}
 	mpi() { mpirun_hosts "$1" "$2" "$out/conformance"; } # mpi HOSTS PER_HOST
-	for hp in "2 1" "2 2" "3 1"; do
+	for hp in "2 1" "2 2" "3 1" "3 2"; do
 		set -- $hp
 		if o=$(mpi "$1" "$2") && grep -q ', 0 failed' <<<"$o"; then
 			ok "MPI conformance over cm/ofi/psm2, $1 hosts x $2 ranks: $(tail -1 <<<"$o")"
