@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/shm"
+	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
 // TestWireErrno: the reason a wire failed to open keeps its meaning at
@@ -45,8 +48,27 @@ type hfiNode struct {
 
 func openHfiNode(t *testing.T, env map[string]string) *hfiNode {
 	t.Helper()
+	return openHfiNodeOn(t, env, nil)
+}
+
+// openHfiNodeOn is openHfiNode whose hfi wire runs on the backend wrap
+// makes of the UDP one (nil: UDP itself).
+func openHfiNodeOn(t *testing.T, env map[string]string, wrap func(hfi.Backend) hfi.Backend) *hfiNode {
+	t.Helper()
 	info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
-	f, d, av := openDomainAV(t, New(newFakeHost(env)), info)
+	p := New(newFakeHost(env))
+	if wrap != nil {
+		p.wire = func(c wireConfig) (transport.Endpoint, error) {
+			h := c.net.hfi
+			be, err := hfi.OpenUDP(h.Addr, h.PortFirst, h.PortLast, max(h.Paths, 1), "")
+			if err != nil {
+				return nil, err
+			}
+			c.net.hfi.Backend = wrap(be)
+			return newWire(c)
+		}
+	}
+	f, d, av := openDomainAV(t, p, info)
 	ep, cq := openBoundEP(t, d, av, info)
 	t.Cleanup(func() {
 		for _, c := range []interface{ Close() error }{ep, cq, av, d, f} {
@@ -231,4 +253,102 @@ func senderStopsPolling(t *testing.T, sizes []int) {
 			t.Fatalf("message %d differs", i)
 		}
 	}
+}
+
+// lossyBackend drops the packets sent while drop is above zero, one per
+// packet, as a lossy network would, and counts them.
+type lossyBackend struct {
+	hfi.Backend
+	drop, dropped atomic.Int64
+}
+
+func (l *lossyBackend) lose() bool {
+	if l.drop.Load() <= 0 {
+		return false
+	}
+	l.drop.Add(-1)
+	l.dropped.Add(1)
+	return true
+}
+
+func (l *lossyBackend) Send(path int, d *hfi.Dest, b []byte) error {
+	if l.lose() {
+		return nil
+	}
+	return l.Backend.Send(path, d, b)
+}
+
+func (l *lossyBackend) SendBatch(path int, d *hfi.Dest, pkts [][]byte) error {
+	for len(pkts) > 0 && l.lose() {
+		pkts = pkts[1:]
+	}
+	if len(pkts) == 0 {
+		return nil
+	}
+	return l.Backend.SendBatch(path, d, pkts)
+}
+
+// TestLostTailSentWhileSenderComputes: a sender whose eager message
+// completed (it is copied into packets) and was lost on the way, and
+// which then computes without any libfabric call, still gets it to the
+// receiver: its domain goroutine runs the wire's timers and sends the
+// packets again, as psm2's receive thread does. Without that the message
+// would wait for the sender's next call, however late.
+func TestLostTailSentWhileSenderComputes(t *testing.T) {
+	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1"}
+	var lossy *lossyBackend
+	a := openHfiNodeOn(t, env, func(be hfi.Backend) hfi.Backend {
+		lossy = &lossyBackend{Backend: be}
+		return lossy
+	})
+	b := openHfiNode(t, env)
+	bAddr, aAddr := connectNodes(t, a, b)
+
+	msg := make([]byte, 4000) // three packets at MTU 1500
+	for i := range msg {
+		msg[i] = byte(i*7 + 3)
+	}
+	lossy.drop.Store(1 << 30) // everything a sends from now on is lost...
+	v := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
+	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 5, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); ; {
+		var e cqTagged
+		if k, _ := a.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the eager send did not complete")
+		}
+	}
+	lost := lossy.dropped.Load()
+	lossy.drop.Store(0) // ...until now; a makes no more calls.
+	if lost == 0 {
+		t.Fatal("no packet of the message was dropped: the test proves nothing")
+	}
+
+	got := make([]byte, len(msg))
+	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
+	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 5, 0, nil, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for end := start.Add(3 * time.Second); ; {
+		var e cqTagged
+		k, err := b.cq.Read(unsafe.Pointer(&e), 1, nil)
+		if k == 1 {
+			break
+		}
+		if errors.Is(err, fi.EAVAIL) {
+			t.Fatal("receiver's error completion")
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d lost packets never came again while the sender computed", lost)
+		}
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatal("the message arrived damaged")
+	}
+	t.Logf("%d packets lost; the message arrived %v after the receive was posted", lost, time.Since(start))
 }
