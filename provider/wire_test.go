@@ -92,6 +92,23 @@ func (n *hfiNode) insert(t *testing.T, peer *hfiNode) uint64 {
 	return out
 }
 
+// await reads n's CQ until one entry comes (true) or within passes
+// (false); an error completion fails the test, named by who.
+func (n *hfiNode) await(t *testing.T, within time.Duration, who string) bool {
+	t.Helper()
+	for end := time.Now().Add(within); time.Now().Before(end); {
+		var e cqTagged
+		k, err := n.cq.Read(unsafe.Pointer(&e), 1, nil)
+		if k == 1 {
+			return true
+		}
+		if errors.Is(err, fi.EAVAIL) {
+			t.Fatalf("%s's error completion", who)
+		}
+	}
+	return false
+}
+
 // connectNodes connects a and b with one message from a to b (a send to a
 // peer being connected is not complete until the connection is, and its
 // application polls for that) and returns b's address in a's AV and a's
@@ -170,16 +187,8 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 1, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(5 * time.Second); ; {
-		var e cqTagged
-		if k, err := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
-			break
-		} else if errors.Is(err, fi.EAVAIL) {
-			t.Fatal("receiver's error completion")
-		}
-		if time.Now().After(end) {
-			t.Fatal("the message never arrived")
-		}
+	if !b.await(t, 5*time.Second, "receiver") {
+		t.Fatal("the message never arrived")
 	}
 	if !bytes.Equal(got, msg) {
 		t.Fatalf("received %q", got)
@@ -313,14 +322,8 @@ func TestLostTailSentWhileSenderComputes(t *testing.T) {
 	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 5, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(5 * time.Second); ; {
-		var e cqTagged
-		if k, _ := a.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("the eager send did not complete")
-		}
+	if !a.await(t, 5*time.Second, "sender") {
+		t.Fatal("the eager send did not complete")
 	}
 	lost := lossy.dropped.Load()
 	lossy.drop.Store(0) // ...until now; a makes no more calls.
@@ -334,18 +337,8 @@ func TestLostTailSentWhileSenderComputes(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	for end := start.Add(3 * time.Second); ; {
-		var e cqTagged
-		k, err := b.cq.Read(unsafe.Pointer(&e), 1, nil)
-		if k == 1 {
-			break
-		}
-		if errors.Is(err, fi.EAVAIL) {
-			t.Fatal("receiver's error completion")
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%d lost packets never came again while the sender computed", lost)
-		}
+	if !b.await(t, 3*time.Second, "receiver") {
+		t.Fatalf("%d lost packets never came again while the sender computed", lost)
 	}
 	if !bytes.Equal(got, msg) {
 		t.Fatal("the message arrived damaged")
