@@ -16,13 +16,13 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
-static void die(const char *what, int rc)
+static inline void die(const char *what, int rc)
 {
 	fprintf(stderr, "%s: %s: %s (%d)\n", BENCH_NAME, what, fi_strerror(-rc), rc);
 	exit(1);
 }
 
-static double now(void)
+static inline double now(void)
 {
 	struct timespec t;
 
@@ -39,7 +39,7 @@ static int bench_sread; /* wait_comps blocks in fi_cq_sread (a CQ with a wait ob
 static struct fid_cntr *bench_cntr;
 static uint64_t bench_cntr_want;
 
-static void wait_comps(struct fid_cq *cq, int want)
+static inline void wait_comps(struct fid_cq *cq, int want)
 {
 	struct fi_cq_tagged_entry e[64];
 	struct fi_cq_err_entry err;
@@ -87,7 +87,7 @@ static void wait_comps(struct fid_cq *cq, int want)
 
 /* tcp_fd is a connected socket: accepted on port (host NULL) or to
  * host:port. */
-static int tcp_fd(const char *host, const char *port)
+static inline int tcp_fd(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE };
 	struct addrinfo *ai;
