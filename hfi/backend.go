@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -18,27 +19,38 @@ type Backend interface {
 	// Paths is how many distinct paths Send can use (distinct source
 	// ports for UDP, so that ECMP spreads them).
 	Paths() int
+	// SrcPorts is the source port of each path's packets (path 0's is
+	// Addr's port): a peer takes packets of the connection from these
+	// only.
+	SrcPorts() []uint16
 	// Send sends packet b on path (0 <= path < Paths()) to d. It does
 	// not block; a packet the backend cannot take now is dropped and
 	// reported with unix.EAGAIN (the flow retransmits it).
 	Send(path int, d *Dest, b []byte) error
 	// SendBatch sends pkts, in order, on path to d, as Send does each;
 	// a backend that can hand several to the network at once (UDP
-	// segmentation offload) does.
+	// segmentation offload) does. ErrPacketTooBig says the packets are
+	// larger than the path takes whole: they were sent one by one (the
+	// IP layer fragments them), and later ones should be smaller
+	// (PathMTU).
 	SendBatch(path int, d *Dest, pkts [][]byte) error
-	// Recv fills bufs with arrived packets, setting lens[i] to the
+	// PathMTU is the IP MTU of the route to d as the host knows it now
+	// (the interface's, or less if the path said so), 0 if unknown.
+	PathMTU(d *Dest) int
+	// Recv fills bufs with arrived packets, setting meta[i].Len to the
 	// length of the packet in bufs[i] (-1 for one longer than its buffer,
-	// which is to be dropped), and returns how many buffers it used.
+	// which is to be dropped) and meta[i].From to its source address, and
+	// returns how many buffers it used.
 	// With wait it blocks until at least one packet arrived or Interrupt
 	// is called; without, it returns 0 at once if none is there. One
 	// thread at a time calls it (the receive thread, or the polling
 	// application thread while the receive thread is parked).
 	//
-	// segs[i] is 0 for one packet, or, when the backend received several
-	// packets of one sender as one buffer (UDP generic receive offload),
-	// the size of each: bufs[i][:lens[i]] is then packets of segs[i]
-	// bytes back to back, the last possibly shorter.
-	Recv(bufs [][]byte, lens, segs []int, wait bool) (int, error)
+	// meta[i].Seg is 0 for one packet, or, when the backend received
+	// several packets of one sender as one buffer (UDP generic receive
+	// offload), the size of each: bufs[i][:meta[i].Len] is then packets of
+	// Seg bytes back to back, the last possibly shorter.
+	Recv(bufs [][]byte, meta []RxMeta, wait bool) (int, error)
 	// BufSize is the size receive buffers need.
 	BufSize() int
 	// Park blocks until Interrupt is called (or was, since the last
@@ -50,6 +62,21 @@ type Backend interface {
 	// Close releases the backend; Recv then fails.
 	Close() error
 }
+
+// Addr is a network address: IPv4 address and UDP port.
+type Addr struct {
+	IP   [4]byte
+	Port uint16
+}
+
+// RxMeta describes a received buffer (Backend.Recv).
+type RxMeta struct {
+	Len, Seg int
+	From     Addr
+}
+
+// ErrPacketTooBig: SendBatch's packets are larger than the path's MTU.
+var ErrPacketTooBig = errors.New("hfi: packets larger than the path MTU")
 
 // Dest is where a peer's packets go: its address, and what the backend
 // derived from it once (so Send does no conversion per packet).

@@ -1,9 +1,7 @@
 package hfi
 
 import (
-	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,9 +20,13 @@ const (
 
 // Config is what an endpoint of the wire needs.
 type Config struct {
-	// Job is the job key (psm2 UUID or auth_key): connect packets carry
-	// it and a connection is made only between endpoints with equal keys.
+	// Job is the job key (psm2 UUID or auth_key): a connection is made
+	// only between endpoints that prove, in the handshake, that they
+	// hold the same key (it is never sent).
 	Job [16]byte
+	// Auth (FI_PSM2_AUTH): authenticate every packet of a connection
+	// (auth.go). A connection is authenticated if either side asks.
+	Auth bool
 	// Ctx is the endpoint's context number, part of its id.
 	Ctx uint8
 	// Backend is the network; nil opens UDP on Addr, Ports and Paths.
@@ -85,6 +87,15 @@ type Config struct {
 	Linger time.Duration
 	// Clock for every timer; nil is SystemClock.
 	Clock Clock
+	// Limits (admit.go): peers in all and per remote address
+	// (FI_PSM2_MAX_PEERS, FI_PSM2_PEERS_PER_HOST), bytes of eager
+	// messages being reassembled (FI_PSM2_REASM_BYTES) and of packets
+	// kept past a gap (FI_PSM2_OOO_BYTES).
+	MaxPeers, PeersPerHost int
+	ReasmBytes, OOOBytes   int
+	// Warn, if set, is told (once per kind) when a limit refuses a peer
+	// or holds a sender back.
+	Warn func(msg string)
 }
 
 func (c *Config) defaults() {
@@ -123,6 +134,19 @@ func (c *Config) defaults() {
 	if c.Clock == nil {
 		c.Clock = SystemClock
 	}
+	if c.MaxPeers <= 0 || c.MaxPeers > MaxPeers {
+		c.MaxPeers = MaxPeers
+	}
+	if c.PeersPerHost <= 0 {
+		c.PeersPerHost = DefaultPeersPerHost
+	}
+	if c.ReasmBytes <= 0 {
+		c.ReasmBytes = DefaultReasmBytes
+	}
+	c.ReasmBytes = max(c.ReasmBytes, 2*minEagerMax)
+	if c.OOOBytes <= 0 {
+		c.OOOBytes = DefaultOOOBytes
+	}
 }
 
 // DefaultCredits is PSM2_FLOW_CREDITS when unset: 128 packets in flight
@@ -144,8 +168,17 @@ type Stats struct {
 	Malformed          uint64 // undecodable packets
 	WrongJob           uint64 // connect packets with another job key or not for us
 	Stale              uint64 // packets of no live connection
+	Forged             uint64 // packets naming a live connection with a wrong session tag or source address, or a handshake packet from elsewhere than its id's address
+	BadAck             uint64 // packets acknowledging what was never sent
+	BadMAC             uint64 // authenticated packets whose MAC is wrong
+	Challenges         uint64 // connect requests answered with a cookie challenge
 	SendErrors         uint64 // backend send failures (packet dropped)
 	PeersDead          uint64
+	PeerLimit          uint64 // connections refused by FI_PSM2_MAX_PEERS or FI_PSM2_PEERS_PER_HOST
+	Reclaimed          uint64 // slots of dead peers taken back
+	Refused            uint64 // packets refused at a limit (admit.go): the sender waits and sends them again
+	Busy               uint64 // times a peer said it refused ours (fBusy)
+	MTUDown            uint64 // times a peer's packet size was lowered to the path's MTU
 	RxDropped, Wakeups uint64
 }
 
@@ -161,9 +194,25 @@ type Endpoint struct {
 	instance uint64
 	token    uint64 // marks Rndv values of this endpoint (W[5])
 
-	peers  []*peer
-	byEPID map[uint64]*peer
-	busy   []*peer // peers with timers or queued work (peer.inBusy)
+	peers    []*peer  // by slot; nil: free
+	slotGens []uint16 // each slot's last generation (Conn handles carry it)
+	slotFree []uint32
+	byEPID   map[uint64]*peer
+	perHost  map[[4]byte]int // peers per remote address (PeersPerHost)
+	live     int             // slots in use
+	busy     []*peer         // peers with timers or queued work (peer.inBusy)
+
+	keys     keys     // the handshake's MACs (auth.go)
+	eagerMax uint64   // the largest eager message we take (handshake)
+	adm      admitter // the handler's admission check, if it has one (admit.go)
+	admH     transport.Handler
+	admHdr   transport.Header
+	asmUsed  uint64   // bytes reserved by eager messages being reassembled
+	asmPool  [][]byte // reassembly buffers for the next ones
+	keptFree [][]byte // buffers for packets kept past a gap
+	keptN    int      // such buffers in use or free
+	keptSize int
+	warned   uint8 // kinds of refusal logged (warnOnce)
 
 	sends     []sendOp
 	sendFree  []uint32
@@ -178,8 +227,7 @@ type Endpoint struct {
 
 	// Direct reading (hot mode: recv.go): buffers of the polling thread.
 	dbufs  [][]byte
-	dlens  []int
-	dsegs  []int
+	dmeta  []RxMeta
 	lastRx int64 // when the polling thread last got a packet
 	rxLast bool  // its last poll got packets (pollDirect)
 	wasHot bool
@@ -221,17 +269,20 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	ip, port := be.Addr()
 	e := &Endpoint{cfg: cfg, be: be, clock: cfg.Clock, byEPID: make(map[uint64]*peer),
-		wake: make(chan struct{}, 1)}
+		perHost: make(map[[4]byte]int), wake: make(chan struct{}, 1)}
 	e.epid = MakeEPID(ip, port, cfg.Ctx, false)
-	var r [16]byte
-	if _, err := rand.Read(r[:]); err != nil {
+	if err := e.initKeys(); err != nil {
 		be.Close()
 		return nil, err
 	}
+	var r [16]byte
+	e.random(r[:])
 	e.instance = binary.LittleEndian.Uint64(r[:]) | 1
 	e.token = binary.LittleEndian.Uint64(r[8:]) | 1<<63
 	e.bufSize = cfg.MTU - 28 // IPv4 and UDP headers
-	e.ctl = make([]byte, 128)
+	e.eagerMax = eagerLimit(cfg.RndvThreshold, cfg.ReasmBytes)
+	e.keptSize = e.bufSize
+	e.ctl = make([]byte, hsLen+authTrailer)
 	e.out = make([][]byte, 0, 64)
 	rxSize := max(e.bufSize, 2048, be.BufSize())
 	rx, err := newRxQueue(be, rxSize, cfg.Spin > 0, cfg.Clock, e.arrived)
@@ -241,8 +292,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	e.rx = rx
 	e.dbufs = make([][]byte, rxBatch)
-	e.dlens = make([]int, rxBatch)
-	e.dsegs = make([]int, rxBatch)
+	e.dmeta = make([]RxMeta, rxBatch)
 	for i := range e.dbufs {
 		e.dbufs[i] = make([]byte, rxSize)
 	}
@@ -322,14 +372,14 @@ func (e *Endpoint) pollDirect(budget int, fresh bool) (n, pkts int) {
 		if quiet && pkts == 0 {
 			want = 1
 		}
-		k, err := e.be.Recv(e.dbufs[:want], e.dlens, e.dsegs, false)
+		k, err := e.be.Recv(e.dbufs[:want], e.dmeta, false)
 		if err != nil || k == 0 {
 			break
 		}
 		e.lastRx = now
 		for i := 0; i < k; i++ {
-			if e.dlens[i] >= 0 {
-				n += e.inputAll(e.dbufs[i][:e.dlens[i]], e.dsegs[i])
+			if m := &e.dmeta[i]; m.Len >= 0 {
+				n += e.inputAll(e.dbufs[i][:m.Len], m.Seg, m.From)
 			}
 		}
 		budget -= k
@@ -418,12 +468,15 @@ func (e *Endpoint) Close() error {
 		return nil
 	}
 	for _, p := range e.peers {
-		if p.held {
+		if p != nil && p.held {
 			e.pump(p) // sends reported complete: their packets go at least once
 		}
 	}
 	e.linger()
 	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
 		if p.state == stUp {
 			e.sendDisc(p)
 		}
@@ -441,6 +494,10 @@ func (e *Endpoint) Close() error {
 // sends owed ACKs.
 func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	e.h = h
+	if h != e.admH {
+		e.admH = h
+		e.adm, _ = h.(admitter)
+	}
 	e.now = e.clock.Now()
 	e.polls++
 	e.pollAt = e.now
@@ -467,11 +524,11 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	e.inInput = true
 	defer func() { e.inInput = false }() // also if a handler panics
 	for ; got < budget; got++ {
-		i, b, seg, ok := e.rx.pop()
+		i, b, seg, from, ok := e.rx.pop()
 		if !ok {
 			break
 		}
-		n += e.inputAll(b, seg)
+		n += e.inputAll(b, seg, from)
 		e.rx.release(i)
 	}
 	if e.rx.hot.Load() {
@@ -504,16 +561,23 @@ func (e *Endpoint) flushFailed() int {
 	return n
 }
 
-// ErrBadConn: a Conn that is not one of this endpoint's.
-var ErrBadConn = errors.New("hfi: not a connection of this endpoint")
+// ErrBadConn: a Conn that is not, or no longer, one of this endpoint's
+// (its peer's slot was reclaimed): Connect again.
+var ErrBadConn = fmt.Errorf("hfi: not a connection of this endpoint: %w", transport.ErrStaleConn)
 
-// conn maps a Conn to its peer.
+// conn maps a Conn (slot + 1 in bits 0..31, the slot's generation in
+// 32..47) to its peer.
 func (e *Endpoint) conn(c transport.Conn) *peer {
-	i := uint64(c&^e.cfg.ConnBase) - 1
+	v := uint64(c &^ e.cfg.ConnBase)
+	i := v&0xffffffff - 1
 	if i >= uint64(len(e.peers)) {
 		return nil
 	}
-	return e.peers[i]
+	p := e.peers[i]
+	if p == nil || uint64(p.slotGen) != v>>32&0xffff {
+		return nil
+	}
+	return p
 }
 
 // Watch implements transport.Watcher: a watched peer that stays silent
@@ -543,7 +607,7 @@ func (e *Endpoint) PeerErr(c transport.Conn) error {
 }
 
 func (e *Endpoint) connOf(p *peer) transport.Conn {
-	return transport.Conn(p.idx+1) | e.cfg.ConnBase
+	return transport.Conn(uint64(p.slotGen)<<32|uint64(p.idx+1)) | e.cfg.ConnBase
 }
 
 // linger polls, dropping what arrives, until no peer that is up has
@@ -555,7 +619,7 @@ func (e *Endpoint) linger() {
 	for time.Now().Before(end) {
 		left := false
 		for _, p := range e.peers {
-			if p.state == stUp && (p.queued.len() > 0 || p.unacked.len() > 0 || len(p.rsend) > 0) {
+			if p != nil && p.state == stUp && (p.queued.len() > 0 || p.unacked.len() > 0 || len(p.rsend) > 0) {
 				left = true
 			}
 		}
@@ -584,16 +648,16 @@ func (h *nopHandler) FetchDone(uint64, int, error) {}
 // Arrived reports that a packet waits in the arrival ring.
 func (e *Endpoint) Arrived() bool { return !e.closed && !e.rx.ring.Empty() }
 
-// inputAll processes a received buffer: one packet, or several of seg
-// bytes each (generic receive offload).
-func (e *Endpoint) inputAll(b []byte, seg int) int {
+// inputAll processes a received buffer from from: one packet, or several
+// of seg bytes each (generic receive offload).
+func (e *Endpoint) inputAll(b []byte, seg int, from Addr) int {
 	if seg <= 0 || seg >= len(b) {
-		return e.input(b)
+		return e.input(b, from)
 	}
 	n := 0
 	for len(b) > 0 {
 		k := min(seg, len(b))
-		n += e.input(b[:k])
+		n += e.input(b[:k], from)
 		b = b[k:]
 	}
 	return n

@@ -388,8 +388,10 @@ func TestTimersUseTheClock(t *testing.T) {
 	}
 }
 
-// TestCraftedPackets: packets of another job, of no connection, with bad
-// lengths or PSNs are dropped and counted, never delivered.
+// TestCraftedPackets: packets of another job, of no connection, from
+// elsewhere, with bad lengths or PSNs are dropped and counted, never
+// delivered. (The forgeries here know the connection's secrets, as only
+// the peer does: attack_test.go has the blind ones.)
 func TestCraftedPackets(t *testing.T) {
 	net := newMemNet()
 	a, b := openPair(t, net, Config{Job: [16]byte{1}})
@@ -401,53 +403,56 @@ func TestCraftedPackets(t *testing.T) {
 	pa := a.peers[0]
 	good := func(t uint8, psn uint32) []byte {
 		p := make([]byte, typeHdrLen[t]+4)
-		putHdr(p, t, 0, 0, psn, 0, pa.remote, pa.connID(), a.epid)
+		putHdr(p, t, 0, 0, psn, pa.expect, pa.remote, pa.connID(), pa.rsess)
 		if t == tEager {
 			put64(p, 56, 4)
 		}
 		return p
 	}
-	inject := func(p []byte) {
-		bb := b.be.(*memBackend)
-		bb.mu.Lock()
-		bb.q = append(bb.q, p)
-		bb.cond.Broadcast()
-		bb.mu.Unlock()
-	}
-	before := b.Stats()
+	fromA := Addr{net.memAddr, a.be.(*memBackend).port}
+	bport := b.be.(*memBackend).port
+	inject := func(p []byte) { net.inject(bport, p, fromA) }
 	cases := []struct {
 		name string
 		pkt  []byte
+		from Addr
 		stat func(Stats) uint64
 	}{
-		{"truncated header", good(tEager, pa.nextPSN)[:20], func(s Stats) uint64 { return s.Malformed }},
-		{"bad magic", func() []byte { p := good(tEager, pa.nextPSN); p[0] ^= 1; return p }(), func(s Stats) uint64 { return s.Malformed }},
-		{"payload longer than message", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1); return p }(), func(s Stats) uint64 { return s.Malformed }},
-		{"unknown type", func() []byte { p := good(tEager, pa.nextPSN); p[3] = 99; return p }(), func(s Stats) uint64 { return s.Malformed }},
-		{"stale connection", func() []byte { p := good(tEager, pa.nextPSN); put32(p, 16, pa.remote+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
-		{"forged source", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 24, a.epid+1<<16); return p }(), func(s Stats) uint64 { return s.Stale }},
-		{"far-future PSN", good(tEager, (pa.nextPSN+1000)&psnMask), func(s Stats) uint64 { return s.OutOfOrder }},
-		// An eager head claiming 2^62 bytes, then a continuation past what
-		// came: nothing is allocated for what never arrives, the message is
-		// dropped.
-		{"huge eager length", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1<<62); return p }(), func(s Stats) uint64 { return s.Received }},
-		{"continuation past the head", func() []byte { p := good(tCont, pa.nextPSN+1); put64(p, 32, 1<<40); return p }(), func(s Stats) uint64 { return s.Malformed }},
-		{"old PSN", good(tEager, (pa.nextPSN-1)&psnMask), func(s Stats) uint64 { return s.Dups }},
+		{"truncated header", good(tEager, pa.nextPSN)[:20], fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"bad magic", func() []byte { p := good(tEager, pa.nextPSN); p[0] ^= 1; return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"payload longer than message", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"unknown type", func() []byte { p := good(tEager, pa.nextPSN); p[3] = 99; return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"stale connection", func() []byte { p := good(tEager, pa.nextPSN); put32(p, 16, pa.remote+1<<16); return p }(), fromA, func(s Stats) uint64 { return s.Stale }},
+		{"wrong session tag", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 24, pa.rsess+1); return p }(), fromA, func(s Stats) uint64 { return s.Forged }},
+		{"from another address", good(tEager, pa.nextPSN), Addr{[4]byte{10, 0, 0, 2}, fromA.Port}, func(s Stats) uint64 { return s.Forged }},
+		{"from another port", good(tEager, pa.nextPSN), Addr{fromA.IP, fromA.Port + 1}, func(s Stats) uint64 { return s.Forged }},
+		{"acknowledging the unsent", func() []byte { p := good(tAck, 0); setAck(p, (b.peers[0].sentEnd+7)&psnMask); return p[:hdrLen] }(), fromA, func(s Stats) uint64 { return s.BadAck }},
+		{"far-future PSN", good(tEager, (pa.nextPSN+1000)&psnMask), fromA, func(s Stats) uint64 { return s.OutOfOrder }},
+		// An eager head claiming 2^62 bytes (more than b takes: malformed),
+		// then a continuation past what came: nothing is allocated, the
+		// message is dropped.
+		{"huge eager length", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1<<62); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"continuation past the head", func() []byte { p := good(tCont, pa.nextPSN+1); put64(p, 32, 1<<40); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"old PSN", good(tEager, (pa.nextPSN-1)&psnMask), fromA, func(s Stats) uint64 { return s.Dups }},
 		{"another job's connect", func() []byte {
-			p := make([]byte, typeHdrLen[tConnReq])
+			// A request with a valid cookie whose proof is not of b's
+			// job key.
+			p := make([]byte, hsLen)
 			putHdr(p, tConnReq, 0, 0, 0, 0, 0, 5, a.epid)
-			p[32] = 2
-			put64(p, 48, b.epid)
+			put64(p, hsDstEPID, b.epid)
+			ck := b.cookie(p, fromA, b.epoch())
+			copy(p[hsCookie:], ck[:])
 			return p
-		}(), func(s Stats) uint64 { return s.WrongJob }},
+		}(), fromA, func(s Stats) uint64 { return s.WrongJob }},
 	}
 	for _, tc := range cases {
 		prev := tc.stat(b.Stats())
-		inject(tc.pkt)
+		net.inject(bport, tc.pkt, tc.from)
 		if !drive(t, a, b, ra, rb, time.Second, func() bool { return tc.stat(b.Stats()) > prev }) {
 			t.Errorf("%s: not counted (%+v)", tc.name, b.Stats())
 		}
 	}
+	_ = inject
 	if len(rb.msgs) != 1 {
 		t.Errorf("crafted packets delivered: %d messages", len(rb.msgs))
 	}
@@ -458,7 +463,6 @@ func TestCraftedPackets(t *testing.T) {
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 }) {
 		t.Fatal("connection broken by crafted packets")
 	}
-	_ = before
 }
 
 func FuzzDecode(f *testing.F) {
@@ -509,17 +513,19 @@ func FuzzEndpointPacket(f *testing.F) {
 	for t := uint8(1); t < tMax; t++ {
 		for _, extra := range []int{0, 8, 64} {
 			p := make([]byte, typeHdrLen[t]+extra)
-			putHdr(p, t, 0, 0, pa.nextPSN, 0, pa.remote, pa.connID(), a.epid)
+			word := pa.rsess
+			if isHandshake(t) {
+				word = a.epid
+			}
+			putHdr(p, t, 0, 0, pa.nextPSN, pa.expect, pa.remote, pa.connID(), word)
 			f.Add(p)
 		}
 	}
-	bb := b.be.(*memBackend)
+	fromA := Addr{net.memAddr, a.be.(*memBackend).port}
+	bport := b.be.(*memBackend).port
 	f.Fuzz(func(t *testing.T, p []byte) {
 		ra.t, rb.t = t, t
-		bb.mu.Lock()
-		bb.q = append(bb.q, append([]byte(nil), p...))
-		bb.cond.Broadcast()
-		bb.mu.Unlock()
+		net.inject(bport, p, fromA)
 		for i := 0; i < 4; i++ {
 			b.Poll(rb, 64)
 			a.Poll(ra, 64)
@@ -798,7 +804,7 @@ func TestAckWaitsForAnswer(t *testing.T) {
 			}
 			clk.add(10 * time.Millisecond) // past every delayed ACK
 			drive(t, a, b, ra, rb, 5*time.Millisecond, func() bool { return false })
-			acks := countPackets(net, tAck, b.EPID())
+			acks := countPackets(net, tAck, b)
 			data := pattern(2, tc.size)
 			hb := transport.Header{Len: uint64(len(data))}
 			a.Send(ca, &hb, [][]byte{data}, 2, 0)
@@ -853,17 +859,29 @@ func TestAckWaitsForAnswer(t *testing.T) {
 	}
 }
 
-// countPackets counts the packets of type typ (from the endpoint with id
-// from; 0: any) that net carries from now on.
-func countPackets(net *memNet, typ uint8, from uint64) *atomic.Int32 {
+// countPackets counts the packets of type typ (sent by from; nil: any)
+// that net carries from now on.
+func countPackets(net *memNet, typ uint8, from *Endpoint) *atomic.Int32 {
 	var n atomic.Int32
 	net.filter = func(p []byte) bool {
-		if p[3] == typ && (from == 0 || binary.LittleEndian.Uint64(p[24:]) == from) {
+		if p[3] == typ && (from == nil || sentBy(p, from)) {
 			n.Add(1)
 		}
 		return true
 	}
 	return &n
+}
+
+// sentBy reports whether packet p of a connection was sent by e: its
+// source connection id is one of e's.
+func sentBy(p []byte, e *Endpoint) bool {
+	c := binary.LittleEndian.Uint32(p[20:])
+	for _, q := range e.peers {
+		if q != nil && q.connID() == c {
+			return true
+		}
+	}
+	return false
 }
 
 // TestBurstCoalesces: sends made back to back, without a Poll between
@@ -876,7 +894,7 @@ func TestBurstCoalesces(t *testing.T) {
 	// last Poll. Stalled set: holding needs someone who polls.
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: &fakeClock{}, Stalled: func() {}})
 	h := transport.Header{Len: 1}
-	sent := countPackets(net, tEager, a.EPID())
+	sent := countPackets(net, tEager, a)
 	a.Poll(ra, 64)
 	const n = 10
 	for i := 0; i < n; i++ {
@@ -949,7 +967,7 @@ func TestBurstCoalesces(t *testing.T) {
 // and the receiver's grants for them leave together (pumpSoon).
 func TestRendezvousBurstCoalesces(t *testing.T) {
 	a, b, ra, rb, ca, net := connectedPair(t, Config{Job: [16]byte{1}, RndvThreshold: 1000, Clock: &fakeClock{}, Stalled: func() {}})
-	rts := countPackets(net, tRTS, 0)
+	rts := countPackets(net, tRTS, nil)
 	a.Poll(ra, 64)
 	const n = 5
 	for i := 0; i < n; i++ {
@@ -964,11 +982,11 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 	}
 	// The held ones are taken off the network here and handed to b all at
 	// once below, so that b's receive thread publishes them in one batch.
-	var held [][]byte
+	var held []memPkt
 	net.filter = func(p []byte) bool {
 		if p[3] == tRTS {
 			rts.Add(1)
-			held = append(held, append([]byte(nil), p...))
+			held = append(held, memPkt{append([]byte(nil), p...), Addr{net.memAddr, pathPort(a.be.(*memBackend).port, int(p[6]))}})
 			return false
 		}
 		return true
@@ -982,7 +1000,7 @@ func TestRendezvousBurstCoalesces(t *testing.T) {
 	// ACK (none of its own).
 	var cts, acks atomic.Int32
 	net.filter = func(p []byte) bool {
-		if binary.LittleEndian.Uint64(p[24:]) == b.EPID() {
+		if sentBy(p, b) {
 			switch p[3] {
 			case tCTS:
 				cts.Add(1)
@@ -1043,7 +1061,7 @@ func TestBurstNotHeld(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &fakeClock{}
 			a, _, ra, _, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: clk, Stalled: tc.stalled})
-			sent := countPackets(net, tEager, a.EPID())
+			sent := countPackets(net, tEager, a)
 			a.Poll(ra, 64)
 			clk.add(tc.idle)
 			h := transport.Header{Len: 1}

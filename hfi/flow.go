@@ -25,6 +25,7 @@ import (
 type txPkt struct {
 	b      []byte
 	op     uint32
+	eager  bool  // op is an eager send (queued while connecting: done at up)
 	sacked bool  // the receiver holds it (a NAK's bitmap said so)
 	at     int64 // when it was last sent
 }
@@ -80,12 +81,23 @@ func (e *Endpoint) getBuf() []byte {
 func (e *Endpoint) putBuf(b []byte) { e.txFree = append(e.txFree, b) }
 
 // newPkt takes a buffer and writes the header of a sequenced packet of
-// type t to p with the next PSN.
+// type t to p with the next PSN. (Built while connecting, it gets the
+// peer's id and session tag at up.)
 func (e *Endpoint) newPkt(p *peer, t uint8) []byte {
 	b := e.getBuf()
-	putHdr(b, t, 0, p.path, p.nextPSN, p.expect, p.remote, p.connID(), e.epid)
+	putHdr(b, t, 0, p.path, p.nextPSN, p.expect, p.remote, p.connID(), p.rsess)
 	p.nextPSN = (p.nextPSN + 1) & psnMask
 	return b
+}
+
+// setRoom sets what a packet to p holds: its datagram size less the
+// authentication trailer (reserved too while the handshake has not said
+// whether the connection is authenticated).
+func (e *Endpoint) setRoom(p *peer) {
+	p.room = p.pmtu
+	if p.mac != nil || p.state != stUp {
+		p.room -= authTrailer
+	}
 }
 
 // ackInterval: an ACK is requested every this many packets. PSM2 asks
@@ -137,6 +149,9 @@ func (e *Endpoint) pump(p *peer) {
 		return
 	}
 	p.held = false
+	if p.pmtu < p.ceil {
+		e.raiseMTU(p)
+	}
 	for p.unacked.len() < e.cfg.Credits {
 		if p.queued.len() == 0 && !e.buildData(p) {
 			break
@@ -176,6 +191,7 @@ func (e *Endpoint) pump(p *peer) {
 		e.batch(p, x.b[6], x.b)
 		x.at = e.now
 		p.unacked.push(x)
+		p.sentEnd = (pktPSN(x.b) + 1) & psnMask
 		p.ackOwed = false
 		p.acked = p.expect
 	}
@@ -194,7 +210,7 @@ func (e *Endpoint) batch(p *peer, path uint8, b []byte) {
 	e.out = append(e.out, b)
 }
 
-// flush sends the batch.
+// flush sends the batch, authenticated if p's connection is.
 func (e *Endpoint) flush(p *peer) {
 	if len(e.out) == 0 {
 		return
@@ -203,7 +219,14 @@ func (e *Endpoint) flush(p *peer) {
 	if int(path) >= e.be.Paths() {
 		path = 0
 	}
-	if err := e.be.SendBatch(int(path), p.dest, e.out); err != nil {
+	if m := p.mac; m != nil {
+		for i, b := range e.out {
+			e.out[i] = m.seal(b)
+		}
+	}
+	if err := e.be.SendBatch(int(path), p.dest, e.out); err == ErrPacketTooBig {
+		e.lowerMTU(p, len(e.out[0]))
+	} else if err != nil {
 		e.stats.SendErrors++
 	}
 	e.stats.Sent += uint64(len(e.out))
@@ -212,10 +235,14 @@ func (e *Endpoint) flush(p *peer) {
 	e.out = e.out[:0]
 }
 
-// xmit hands one packet to the backend.
+// xmit hands one packet to the backend, authenticated if p's
+// connection is.
 func (e *Endpoint) xmit(p *peer, path uint8, b []byte) {
 	if int(path) >= e.be.Paths() {
 		path = 0
+	}
+	if p.mac != nil {
+		b = p.mac.seal(b)
 	}
 	if err := e.be.Send(int(path), p.dest, b); err != nil {
 		e.stats.SendErrors++ // dropped: the flow sends it again
@@ -223,7 +250,16 @@ func (e *Endpoint) xmit(p *peer, path uint8, b []byte) {
 	e.stats.Sent++
 }
 
-// onAck takes the cumulative ACK ack from p: packets before it are done.
+// ackOK reports whether ack acknowledges nothing we did not send: at or
+// before p.sentEnd. (An older one, from a packet overtaken on the way,
+// frees nothing.) A packet whose ACK is past what was sent is forged, or
+// from a broken peer; it is dropped before anything is freed.
+func (p *peer) ackOK(ack uint32) bool {
+	return ack == p.sentEnd || psnLess(ack, p.sentEnd)
+}
+
+// onAck takes the cumulative ACK ack from p (ackOK): packets before it
+// are done.
 func (e *Endpoint) onAck(p *peer, ack uint32) {
 	if p.unacked.len() == 0 {
 		return
@@ -426,7 +462,7 @@ func (e *Endpoint) resend(p *peer) {
 
 // Outcomes of onSeq.
 const (
-	seqNext = iota // the packet expected: process it
+	seqNext = iota // the packet expected: admit and process it (next)
 	seqDrop        // a duplicate, or past the window: dropped
 	seqKept        // past a gap: kept until the gap is filled
 )
@@ -434,10 +470,6 @@ const (
 // onSeq checks the PSN of sequenced packet b (decoded in h) from p.
 func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 	if h.psn == p.expect {
-		p.expect = (p.expect + 1) & psnMask
-		if p.nKept == 0 {
-			p.nakSent, p.ooo = false, 0
-		}
 		return seqNext
 	}
 	if psnLess(h.psn, p.expect) {
@@ -446,16 +478,15 @@ func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 		return seqDrop
 	}
 	e.stats.OutOfOrder++
-	if p.kept == nil {
-		p.kept = make([][]byte, 1<<bits.Len(uint(e.cfg.Credits-1)))
-	}
 	r := seqDrop
-	if psnDiff(p.expect, h.psn) < uint32(len(p.kept)) {
-		s := &p.kept[h.psn%uint32(len(p.kept))]
-		if len(*s) == 0 {
-			*s = append(*s, b...)
-			p.nKept++
-			r = seqKept
+	if s := e.slot(p, h.psn); psnDiff(p.expect, h.psn) < uint32(len(p.kept)) {
+		if *s == nil {
+			if k := e.keepBuf(len(b)); k != nil {
+				copy(k, b)
+				*s = k
+				p.nKept++
+				r = seqKept
+			}
 		} else {
 			e.stats.Dups++
 		}
@@ -470,24 +501,61 @@ func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 	return r
 }
 
+// next takes in-order packet h from p: the PSN advances, it is
+// processed, and so are the kept packets it was the gap before.
+func (e *Endpoint) next(p *peer, h *hdr) int {
+	if p.nKept > 0 {
+		// A copy of this packet kept when it was refused (refuse) goes:
+		// its slot is the one of PSN expect + len(kept) next.
+		if s := e.slot(p, p.expect); *s != nil {
+			e.unkeep(s)
+			p.nKept--
+		}
+	}
+	p.expect = (p.expect + 1) & psnMask
+	if p.rnr {
+		// Taken after a refusal: the sender learns it from the ACK this
+		// owes (without fBusy), and sends again what we did not keep.
+		p.rnr, p.rnrLost = false, false
+		e.owe(p, true)
+	}
+	if p.nKept == 0 {
+		p.nakSent, p.ooo = false, 0
+	}
+	n := e.process(p, h)
+	if p.nKept > 0 {
+		n += e.drainKept(p)
+	}
+	return n
+}
+
 // drainKept processes the kept packets that follow, in order, now that
-// the gap before them is filled; it returns the events delivered.
+// the gap before them is filled (or the refused one at the gap may be
+// admitted now); it returns the events delivered.
 func (e *Endpoint) drainKept(p *peer) int {
 	n := 0
 	mask := uint32(len(p.kept) - 1)
 	for p.nKept > 0 && p.state == stUp {
 		s := &p.kept[p.expect&mask]
-		if len(*s) == 0 {
+		if *s == nil {
 			// Another gap: tell the sender what is missing now.
 			e.sendNak(p, 0)
 			break
 		}
 		var h hdr
 		decode(*s, &h) // it decoded when it came
+		if !e.admit(p, &h) {
+			e.refuse(p, *s, true)
+			break
+		}
 		p.expect = (p.expect + 1) & psnMask
 		p.nKept--
+		if p.rnr {
+			p.rnr, p.rnrLost = false, false
+			e.owe(p, true)
+		}
 		n += e.process(p, &h)
-		*s = (*s)[:0]
+		e.unkeep(s)
 	}
 	if p.nKept == 0 {
 		p.nakSent, p.ooo = false, 0
@@ -498,12 +566,15 @@ func (e *Endpoint) drainKept(p *peer) int {
 // sendNak sends a NAK: the PSN expected and which after it are kept.
 func (e *Endpoint) sendNak(p *peer, flags uint16) {
 	b := e.ctl[:typeHdrLen[tNak]]
-	putHdr(b, tNak, flags, p.path, 0, p.expect, p.remote, p.connID(), e.epid)
+	if p.rnr {
+		flags |= fBusy
+	}
+	putHdr(b, tNak, flags, p.path, 0, p.expect, p.remote, p.connID(), p.rsess)
 	var sack [2]uint64
 	if p.nKept > 0 {
 		mask := uint32(len(p.kept) - 1)
 		for k := uint32(0); k < 128 && k < mask; k++ {
-			if len(p.kept[(p.expect+1+k)&mask]) > 0 {
+			if p.kept[(p.expect+1+k)&mask] != nil {
 				sack[k/64] |= 1 << (k % 64)
 			}
 		}
@@ -528,10 +599,14 @@ func (e *Endpoint) owe(p *peer, urgent bool) {
 	e.markBusy(p)
 }
 
-// sendCtl sends an unsequenced ACK or NAK carrying p.expect.
+// sendCtl sends an unsequenced ACK or NAK carrying p.expect (and fBusy
+// while we refuse the packet there).
 func (e *Endpoint) sendCtl(p *peer, t uint8, flags uint16) {
 	b := e.ctl[:hdrLen]
-	putHdr(b, t, flags, p.path, 0, p.expect, p.remote, p.connID(), e.epid)
+	if p.rnr {
+		flags |= fBusy
+	}
+	putHdr(b, t, flags, p.path, 0, p.expect, p.remote, p.connID(), p.rsess)
 	e.xmit(p, p.path, b)
 	if t == tAck {
 		p.ackOwed = false
@@ -579,6 +654,9 @@ func (p *peer) due(e *Endpoint) int64 {
 	if p.ackOwed {
 		at(p.ackAt)
 	}
+	if p.rnr {
+		at(p.rnrAt)
+	}
 	if p.unacked.len() > 0 {
 		at(p.rtxAt)
 	} else if p.fetching > 0 || p.watch > 0 {
@@ -598,8 +676,9 @@ func (e *Endpoint) service(fresh bool) int {
 		now = e.clock.Now()
 	}
 	keep := e.busy[:0]
+	n := 0
 	for _, p := range e.busy {
-		e.timers(p, now)
+		n += e.timers(p, now)
 		if p.state != stDead && (p.due(e) >= 0 || p.queued.len() > 0 || len(p.rsend) > 0) {
 			keep = append(keep, p)
 		} else {
@@ -610,23 +689,28 @@ func (e *Endpoint) service(fresh bool) int {
 		e.busy[i] = nil
 	}
 	e.busy = keep
-	return 0
+	return n
 }
 
-// timers runs p's due timers.
-func (e *Endpoint) timers(p *peer, now int64) {
+// timers runs p's due timers; it returns the events delivered (a refused
+// message taken at last).
+func (e *Endpoint) timers(p *peer, now int64) int {
 	switch p.state {
 	case stConnecting:
 		if now-p.connFirst >= int64(e.cfg.ConnTimeout) {
 			e.failPeer(p, transport.ErrTimeout, false)
-			return
+			return 0
 		}
 		if now >= p.connLast+e.connRetry(p.connTry) {
-			e.sendConn(p, tConnReq, now)
+			e.sendRequest(p, now)
 		}
-		return
+		return 0
 	case stDead:
-		return
+		return 0
+	}
+	n := 0
+	if p.rnr && now >= p.rnrAt {
+		n = e.retryAdmit(p, now)
 	}
 	if p.held {
 		e.pump(p)
@@ -634,7 +718,7 @@ func (e *Endpoint) timers(p *peer, now int64) {
 	if p.unacked.len() > 0 {
 		if now-p.progress >= int64(e.cfg.ConnTimeout) {
 			e.failPeer(p, transport.ErrTimeout, false)
-			return
+			return n
 		}
 		if now >= p.rtxAt {
 			p.rtxWait = min(p.rtxWait*int64(e.cfg.ErrchkFactor), int64(e.cfg.ErrchkMax))
@@ -655,5 +739,76 @@ func (e *Endpoint) timers(p *peer, now int64) {
 	}
 	if p.ackOwed && now >= p.ackAt {
 		e.sendCtl(p, tAck, 0)
+	}
+	return n
+}
+
+// onBusy: p refused our packet at its expected PSN (fBusy). It is alive;
+// nothing is sent again until it takes it (onResume), only the timer's
+// probes, whose busy answers keep the connection alive.
+func (e *Endpoint) onBusy(p *peer) {
+	e.stats.Busy++
+	now := e.clock.Now()
+	p.busy, p.progress, p.probing = true, now, false
+	if p.unacked.len() > 0 {
+		p.rtxAt = now + p.rtxWait
+	}
+}
+
+// onResume: an ACK or NAK without fBusy after p was busy. What p has not
+// reported holding goes again (unless just sent: a NAK taken with this
+// answer may have sent it).
+func (e *Endpoint) onResume(p *peer) {
+	p.busy = false
+	now := e.clock.Now()
+	guard := e.rto(p) / 4
+	var last *txPkt
+	for i := 0; i < p.unacked.len(); i++ {
+		if x := p.unacked.at(i); !x.sacked && now-x.at >= guard {
+			last = e.again(p, x, now)
+		}
+	}
+	if last != nil {
+		e.askAck(p, last)
+	}
+}
+
+// lowerMTU: packets of size n to p were too large for the path (they
+// went fragmented): later ones are sized to the path's MTU as the host
+// knows it now, or, if it does not know less, a step down.
+func (e *Endpoint) lowerMTU(p *peer, n int) {
+	m := e.be.PathMTU(p.dest) - 28
+	if m <= 0 || m >= n {
+		switch {
+		case n > 1280-28:
+			m = 1280 - 28
+		default:
+			m = minDatagram
+		}
+	}
+	m = max(min(m, p.pmtu), minDatagram)
+	if m < p.pmtu {
+		p.pmtu = m
+		e.setRoom(p)
+		e.stats.MTUDown++
+	}
+	p.mtuAt = e.clock.Now() + int64(mtuRecheck)
+}
+
+// mtuRecheck: while a peer's packets are below its ceiling, the path's
+// MTU is asked again this often, and packets grow back when it did.
+const mtuRecheck = time.Second
+
+// raiseMTU (pump, while p.pmtu < p.ceil): after mtuRecheck, packets grow
+// to what the path takes now.
+func (e *Endpoint) raiseMTU(p *peer) {
+	now := e.clock.Now()
+	if now < p.mtuAt {
+		return
+	}
+	p.mtuAt = now + int64(mtuRecheck)
+	if m := min(e.be.PathMTU(p.dest)-28, p.ceil); m > p.pmtu {
+		p.pmtu = m
+		e.setRoom(p)
 	}
 }

@@ -137,7 +137,10 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 		return false, ErrBadConn
 	}
 	if p.state == stDead {
-		return false, p.deadErr()
+		// What was pending on the old connection failed with it; a new
+		// send starts a new one (the peer came back, or the network
+		// did).
+		e.dial(p)
 	}
 	n := uint64(0)
 	for _, b := range iov {
@@ -151,7 +154,7 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	}
 	var done bool
 	var err error
-	if n > uint64(e.cfg.RndvThreshold) {
+	if n > min(uint64(e.cfg.RndvThreshold), p.eagerMax) {
 		done, err = e.sendRndv(p, h, iov, cookie, flags)
 	} else {
 		done, err = e.sendEager(p, h, iov, n, cookie)
@@ -184,7 +187,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 	psn := p.nextPSN
 	off := uint64(0)
 	first := true
-	size := eagerSize(n, uint64(e.bufSize))
+	size := eagerSize(n, uint64(p.room))
 	for first || off < n {
 		var b []byte
 		var at int
@@ -228,7 +231,8 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 	i := e.newSend()
 	op := &e.sends[i]
 	op.live, op.p, op.cookie = true, p, cookie
-	p.queued.at(p.queued.len() - 1).op = i + 1
+	x := p.queued.at(p.queued.len() - 1)
+	x.op, x.eager = i+1, true
 	return false, nil
 }
 
@@ -315,6 +319,9 @@ func (e *Endpoint) buildData(p *peer) bool {
 			p.rsend = p.rsend[:copy(p.rsend, p.rsend[1:])]
 			continue
 		}
+		if 48+int(op.psize) > p.room {
+			op.psize = dataSize(op.want-op.sent, uint64(p.room)) // the path's MTU fell
+		}
 		b := e.newPkt(p, tData)
 		put64(b, 32, op.fetchID())
 		put64(b, 40, op.sent)
@@ -384,7 +391,7 @@ func (e *Endpoint) rndvPeer(r *transport.Rndv) *peer {
 		return nil
 	}
 	p := e.peers[r.W[0]]
-	if uint64(p.connID()) != r.W[1] {
+	if p == nil || uint64(p.connID()) != r.W[1] {
 		return nil
 	}
 	return p
@@ -463,37 +470,57 @@ func (e *Endpoint) pumpSoon(p *peer) {
 	e.markBusy(p)
 }
 
-// input processes one arrived packet; it returns the events delivered.
-func (e *Endpoint) input(b []byte) int {
+// input processes one packet that arrived from from; it returns the
+// events delivered. A packet of a connection is taken only if it names
+// the connection by both sides' ids and the session tag we gave the peer,
+// comes from the peer's address and ports, and (with authentication)
+// carries a valid MAC; its ACK must not be past what we sent.
+func (e *Endpoint) input(b []byte, from Addr) int {
+	if len(b) < hdrLen || get16(b, 0) != pktMagic || b[2] != pktVersion {
+		e.stats.Malformed++
+		return 0
+	}
+	if isHandshake(b[3]) {
+		var h hdr
+		if !decode(b, &h) {
+			e.stats.Malformed++
+			return 0
+		}
+		e.stats.Received++
+		e.handshake(b, &h, from)
+		return 0
+	}
+	dst := get32(b, 16)
+	idx := dst & 0xffff
+	if idx >= uint32(len(e.peers)) {
+		e.stats.Stale++
+		return 0
+	}
+	p := e.peers[idx]
+	if p == nil || p.state == stConnecting || p.connID() != dst || p.remote != get32(b, 20) {
+		e.stats.Stale++
+		return 0
+	}
+	if get64(b, 24) != p.sess || !p.from(from) {
+		e.stats.Forged++
+		return 0
+	}
+	if p.mac != nil {
+		var ok bool
+		if b, ok = p.mac.open(b); !ok {
+			e.stats.BadMAC++
+			return 0
+		}
+	}
 	var h hdr
 	if !decode(b, &h) {
 		e.stats.Malformed++
 		return 0
 	}
 	e.stats.Received++
-	switch h.typ {
-	case tConnReq, tConnRep:
-		if h.job != e.cfg.Job || h.dstEPID != e.epid {
-			e.stats.WrongJob++
-			return 0
-		}
-		if h.typ == tConnReq {
-			e.onConnReq(&h)
-		} else {
-			e.onConnRep(&h)
-		}
-		return 0
-	}
-	idx := h.dstConn & 0xffff
-	if idx >= uint32(len(e.peers)) {
+	if p.state != stUp {
 		e.stats.Stale++
-		return 0
-	}
-	p := e.peers[idx]
-	if p.state != stUp || p.connID() != h.dstConn || p.epid != h.srcEPID || p.remote != h.srcConn {
-		e.stats.Stale++
-		if p.state == stDead && h.typ != tDisc && p.connID() == h.dstConn && p.epid == h.srcEPID &&
-			p.remote == h.srcConn && e.now-p.discAt >= int64(discEvery) {
+		if h.typ != tDisc && e.now-p.discAt >= int64(discEvery) {
 			// A peer this end declared dead (silent for ConnTimeout) is
 			// alive and still sending on the connection: tell it, so that
 			// it fails its side at once instead of sending into nothing.
@@ -502,17 +529,25 @@ func (e *Endpoint) input(b []byte) int {
 		}
 		return 0
 	}
-	p.heard = e.now
-	e.onAck(p, h.ack)
-	switch h.typ {
-	case tAck:
-		if h.flags&fProbe != 0 {
-			e.onProbeAnswer(p)
-		}
+	if !p.ackOK(h.ack) {
+		e.stats.BadAck++
 		return 0
-	case tNak:
-		e.onNak(p, h.ack, &h.sack)
-		if h.flags&fProbe != 0 {
+	}
+	p.heard = e.now
+	switch h.typ {
+	case tAck, tNak:
+		busy := h.flags&fBusy != 0
+		resume := p.busy && !busy
+		e.onAck(p, h.ack)
+		switch {
+		case busy:
+			e.onBusy(p)
+		case h.typ == tNak:
+			e.onNak(p, h.ack, &h.sack)
+		}
+		if resume {
+			e.onResume(p)
+		} else if !busy && h.flags&fProbe != 0 {
 			e.onProbeAnswer(p)
 		}
 		return 0
@@ -520,11 +555,13 @@ func (e *Endpoint) input(b []byte) int {
 		e.onDisc(p, &h)
 		return 0
 	}
+	e.onAck(p, h.ack)
 	n := 0
 	if e.onSeq(p, &h, b) == seqNext {
-		n = e.process(p, &h)
-		if p.nKept > 0 {
-			n += e.drainKept(p)
+		if e.admit(p, &h) {
+			n = e.next(p, &h)
+		} else {
+			e.refuse(p, b, false)
 		}
 	}
 	if h.flags&fProbe != 0 && p.state == stUp {
@@ -540,21 +577,25 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 	urgent := true
 	switch h.typ {
 	case tEager:
+		if h.msgLen > e.eagerMax {
+			e.stats.Malformed++ // longer than we said we take
+			break
+		}
 		if uint64(len(h.payload)) == h.msgLen {
 			n = e.deliver(p, h, h.payload)
 			urgent = h.flags&fAckLazy == 0 // else the answer to it may carry the ACK
 		} else {
-			// Reassembly grows with what arrives, never with what the
-			// header claims: a bogus length costs nothing.
+			// Reassembly reserves the length (admit checked the budget)
+			// but grows with what arrives.
+			e.startAsm(p, h.msgLen)
 			p.asmHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
-			p.asm = append(p.asm[:0], h.payload...)
-			p.asmOn = true
+			p.asm = append(p.asm, h.payload...)
 		}
 	case tCont:
 		got := uint64(len(p.asm))
 		if !p.asmOn || h.off != got {
 			e.stats.Malformed++
-			p.asmOn = false
+			e.endAsm(p)
 			break
 		}
 		pl := h.payload
@@ -563,13 +604,10 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 		}
 		p.asm = append(p.asm, pl...)
 		if uint64(len(p.asm)) == p.asmHdr.Len {
-			p.asmOn = false
 			e.inHdr = p.asmHdr
 			n = e.deliverIn(p, p.asm)
 			urgent = h.flags&fAckLazy == 0
-			if cap(p.asm) > 4*e.cfg.RndvThreshold {
-				p.asm = nil // a peer with a larger threshold: do not keep its buffer
-			}
+			e.endAsm(p)
 		}
 	case tRTS:
 		e.inHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
@@ -624,7 +662,7 @@ func (e *Endpoint) onGrant(p *peer, h *hdr) int {
 	}
 	if !op.granted {
 		op.granted, op.want, op.fid = true, h.total, h.fetchID
-		op.psize = dataSize(op.want, uint64(e.bufSize))
+		op.psize = dataSize(op.want, uint64(p.room))
 	}
 	if op.want == 0 {
 		e.completeSend(i)

@@ -10,29 +10,37 @@ import "encoding/binary"
 //	+8  u32 psn (31 bits)     +12 u32 ack: every psn before it was received
 //	+16 u32 dstConn: the receiver's id of this connection (0 in a connect request)
 //	+20 u32 srcConn: the sender's id of it
-//	+24 u64 srcEPID
+//	+24 u64 word: in the handshake (isHandshake) the sender's endpoint id;
+//	        in every other packet the receiver's session tag, 64 random
+//	        bits the receiver chose for the connection and sent only in
+//	        its handshake packet, to the address that proved it receives
 //
 // followed by the fields of its type. Types with a sequence number
-// (isSequenced) travel in the connection's reliable flow.
+// (isSequenced) travel in the connection's reliable flow. On a connection
+// with authentication (auth.go) every packet after the handshake ends in
+// an authTrailer.
 const (
-	pktMagic   = 0x32f5
-	pktVersion = 2 // 2: an eager message's last packet may be padded
+	pktMagic = 0x32f5
+	// 3: the handshake proves the address and the job key, the header's
+	// last word is the session tag (2 carried the source id there).
+	pktVersion = 3
 	hdrLen     = 32
 )
 
 // Packet types.
 const (
-	tConnReq = 1 + iota // connect request
-	tConnRep            // connect reply
-	tDisc               // disconnect notice
-	tAck                // cumulative ACK
-	tNak                // NAK: the ack field is the PSN expected, then a SACK bitmap
-	tEager              // first (or only) packet of an eager message
-	tCont               // a further packet of an eager message
-	tRTS                // rendezvous request to send
-	tCTS                // rendezvous clear to send: a grant
-	tData               // rendezvous data
-	tPing               // sequenced, empty: a liveness probe
+	tConnReq   = 1 + iota // connect request (with or without a cookie)
+	tConnRep              // connect reply
+	tDisc                 // disconnect notice
+	tAck                  // cumulative ACK
+	tNak                  // NAK: the ack field is the PSN expected, then a SACK bitmap
+	tEager                // first (or only) packet of an eager message
+	tCont                 // a further packet of an eager message
+	tRTS                  // rendezvous request to send
+	tCTS                  // rendezvous clear to send: a grant
+	tData                 // rendezvous data
+	tPing                 // sequenced, empty: a liveness probe
+	tChallenge            // the answer to a connect request without a valid cookie
 	tMax
 )
 
@@ -49,12 +57,55 @@ const (
 	// message with it may let the ACK wait up to AckDelay for a packet
 	// going back, as the application's answer usually is.
 	fAckLazy
+	// fBusy: on an ACK or NAK, the receiver is alive but refused the
+	// packet at the PSN it expects (its limits are reached: admit.go);
+	// the sender waits without resending until an ACK without it.
+	fBusy
+	// fAuth: on a connect request or reply, the sender wants every packet
+	// of the connection authenticated (auth.go).
+	fAuth
+)
+
+// The handshake (peer.go). A connect request and reply are hsLen bytes:
+//
+//	+32 u64 dst epid          +40 u64 instance of the sender's endpoint
+//	+48 [16] nonce: the initiator's (in a reply: echoed)
+//	+64 [16] request: the responder's cookie (zero: ask for one);
+//	         reply: the responder's nonce
+//	+80 u64 session tag the sender wants in the packets it receives
+//	+88 u32 the sender's first PSN  +92 u16 its MTU ceiling  +94 u16 0
+//	+96 u32 the largest eager message it takes
+//	+100 u32 serial: the initiator's count of connections to this peer
+//	+104 [8]u16 the sender's source ports, path 0..7 (0: no such path)
+//	+120 [32] HMAC-SHA256 of bytes 0..120 with the job key (hsProof)
+//
+// A challenge is chLen bytes: +32 u64 dst epid, +40 [16] the request's
+// nonce, +56 [16] cookie.
+const (
+	hsDstEPID   = 32
+	hsInstance  = 40
+	hsNonce     = 48
+	hsCookie    = 64 // request; the responder's nonce in a reply
+	hsSession   = 80
+	hsPSN       = 88
+	hsMTU       = 92
+	hsEagerMax  = 96
+	hsSerial    = 100
+	hsPorts     = 104
+	hsProof     = 120
+	hsLen       = hsProof + 32
+	chDstEPID   = 32
+	chNonce     = 40
+	chCookie    = 56
+	chLen       = chCookie + 16
+	maxSrcPorts = 8
 )
 
 // Sizes of each type's header (the common header included).
 var typeHdrLen = [tMax]int{
-	tConnReq: 72, tConnRep: 72, tDisc: 40, tAck: hdrLen, tNak: hdrLen + 16,
+	tConnReq: hsLen, tConnRep: hsLen, tDisc: 40, tAck: hdrLen, tNak: hdrLen + 16,
 	tEager: 64, tCont: 40, tRTS: 72, tCTS: 72, tData: 48, tPing: hdrLen,
+	tChallenge: chLen,
 }
 
 // hasPayload: types whose packet carries message bytes after the header.
@@ -62,6 +113,9 @@ func hasPayload(t uint8) bool { return t == tEager || t == tCont || t == tData }
 
 // isSequenced: types that take a PSN in the reliable flow.
 func isSequenced(t uint8) bool { return t >= tEager && t <= tPing }
+
+// isHandshake: types whose header word is the sender's endpoint id.
+func isHandshake(t uint8) bool { return t == tConnReq || t == tConnRep || t == tChallenge }
 
 // psnMask: PSNs are 31 bits, compared modulo 2^31.
 const psnMask = 1<<31 - 1
@@ -82,13 +136,11 @@ type hdr struct {
 	ack     uint32
 	dstConn uint32
 	srcConn uint32
-	srcEPID uint64
-	// connect
-	job      [16]byte
-	dstEPID  uint64
+	// word is the header's last word: the sender's endpoint id in the
+	// handshake, the receiver's session tag in any other packet.
+	word uint64
+	// disconnect
 	instance uint64
-	result   uint32
-	mtu      uint32
 	// messages
 	tag, data uint64
 	hflags    uint32
@@ -107,6 +159,7 @@ type hdr struct {
 // decode parses packet b. It returns false for anything malformed: a
 // wrong magic or version, an unknown type, a packet shorter than its
 // type's header, a payload on a type without one, a PSN over 31 bits.
+// The handshake's own fields are read where they are checked (peer.go).
 func decode(b []byte, h *hdr) bool {
 	if len(b) < hdrLen || binary.LittleEndian.Uint16(b) != pktMagic || b[2] != pktVersion {
 		return false
@@ -126,19 +179,13 @@ func decode(b []byte, h *hdr) bool {
 		ack:     binary.LittleEndian.Uint32(b[12:]),
 		dstConn: binary.LittleEndian.Uint32(b[16:]),
 		srcConn: binary.LittleEndian.Uint32(b[20:]),
-		srcEPID: binary.LittleEndian.Uint64(b[24:]),
+		word:    binary.LittleEndian.Uint64(b[24:]),
 	}
 	if h.psn > psnMask || h.ack > psnMask {
 		return false
 	}
 	le := binary.LittleEndian
 	switch t {
-	case tConnReq, tConnRep:
-		copy(h.job[:], b[32:48])
-		h.dstEPID = le.Uint64(b[48:])
-		h.instance = le.Uint64(b[56:])
-		h.result = le.Uint32(b[64:])
-		h.mtu = le.Uint32(b[68:])
 	case tDisc:
 		h.instance = le.Uint64(b[32:])
 	case tNak:
@@ -174,7 +221,7 @@ func decode(b []byte, h *hdr) bool {
 }
 
 // putHdr writes the common header of a packet of type t into b.
-func putHdr(b []byte, t uint8, flags uint16, path uint8, psn, ack, dstConn, srcConn uint32, srcEPID uint64) {
+func putHdr(b []byte, t uint8, flags uint16, path uint8, psn, ack, dstConn, srcConn uint32, word uint64) {
 	le := binary.LittleEndian
 	le.PutUint16(b, pktMagic)
 	b[2], b[3] = pktVersion, t
@@ -184,7 +231,7 @@ func putHdr(b []byte, t uint8, flags uint16, path uint8, psn, ack, dstConn, srcC
 	le.PutUint32(b[12:], ack)
 	le.PutUint32(b[16:], dstConn)
 	le.PutUint32(b[20:], srcConn)
-	le.PutUint64(b[24:], srcEPID)
+	le.PutUint64(b[24:], word)
 }
 
 // setAck rewrites the ack field and flags of a built packet (retransmitted
@@ -202,3 +249,11 @@ func setPath(b []byte, p uint8) { b[6] = p }
 func put64(b []byte, off int, v uint64) { binary.LittleEndian.PutUint64(b[off:], v) }
 
 func put32(b []byte, off int, v uint32) { binary.LittleEndian.PutUint32(b[off:], v) }
+
+func put16(b []byte, off int, v uint16) { binary.LittleEndian.PutUint16(b[off:], v) }
+
+func get64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+
+func get32(b []byte, off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+
+func get16(b []byte, off int) uint16 { return binary.LittleEndian.Uint16(b[off:]) }

@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"crypto/hmac"
 	"fmt"
 	"time"
 
@@ -11,16 +12,18 @@ import (
 const (
 	stConnecting = iota // connect request sent, no reply yet
 	stUp                // connected: sequenced packets flow
-	stDead              // failed, closed or gone; Connect restarts it
+	stDead              // failed, closed or gone; Connect or Send restarts it
 )
 
 // peer is the connection with one remote endpoint: its address, the
 // reliable flows both ways (flow.go) and the rendezvous sends granted.
 type peer struct {
-	idx      uint32 // index in Endpoint.peers
-	gen      uint16 // bumped when the slot's connection is replaced
+	idx      uint32 // slot in Endpoint.peers
+	slotGen  uint16 // bumped when the slot goes to another peer: Conn handles carry it
+	id       uint16 // random upper half of this connection's id (connID)
 	epid     uint64
 	dest     *Dest
+	ports    [maxSrcPorts]uint16 // the peer's source ports (handshake); 0 ends the list
 	state    int
 	remote   uint32 // the peer's id of this connection
 	instance uint64 // the peer's endpoint instance (changes when it restarts)
@@ -28,18 +31,37 @@ type peer struct {
 	path     uint8  // the path of small messages
 	err      error  // why the peer is dead
 	inBusy   bool
+	deadAt   int64 // when it died: reclaim takes the longest dead first
+
+	// This connection's secrets and parameters (peer.go: handshake).
+	nonce    [16]byte // ours
+	rnonce   [16]byte // the peer's
+	cookie   [16]byte // initiator: the responder's cookie (zero: none yet)
+	sess     uint64   // the tag packets to us carry (we chose it)
+	rsess    uint64   // the tag packets to the peer carry (it chose it)
+	firstPSN uint32   // our flow's first PSN
+	serial   uint32   // initiator: connections to this peer started
+	rinst    uint64   // the instance and serial of the last request taken from
+	rserial  uint32   // this peer (a replay of an older one is refused)
+	mac      *macer   // per-packet authentication (auth.go), nil when off
+	eagerMax uint64   // the largest eager message the peer takes
+	ceil     int      // largest datagram both sides take (IP MTU - 28)
+	pmtu     int      // datagram size now: ceil, or less after EMSGSIZE (flow.go: lowerMTU)
+	room     int      // what a packet to the peer holds: pmtu less the auth trailer
+	mtuAt    int64    // while pmtu < ceil: when the path's MTU is asked again
 
 	connFirst, connLast int64 // first and latest connect request
 	connTry             int
 
 	// Send flow.
 	nextPSN  uint32 // PSN of the next packet built
+	sentEnd  uint32 // PSN after the last one sent: an ACK past it is forged
 	queued   pktq   // built, not yet sent (over the window or connecting)
 	unacked  pktq   // sent, waiting for an ACK
 	sinceReq int    // packets sent since the last ACK request
 	rtxAt    int64  // when unacked packets are sent again
 	rtxWait  int64  // the current timeout (errchk backoff)
-	progress int64  // when the peer last acknowledged something new
+	progress int64  // when the peer last acknowledged something new (or said it is busy)
 	srtt     int64  // smoothed round trip (ns), 0 before the first sample
 	rttvar   int64  // its smoothed mean deviation
 	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
@@ -50,6 +72,7 @@ type peer struct {
 	probing  bool     // the timer fired; its probe's answer is awaited
 	probeEnd uint32   // the last PSN sent before the probe
 	probeAt  int64    // when the probe went
+	busy     bool     // the peer refused our packets at its limits (fBusy): wait, do not resend
 	nextPath uint8
 
 	// Receive flow.
@@ -59,8 +82,12 @@ type peer struct {
 	acked    uint32
 	nakSent  bool
 	ooo      int      // packets past the gap since the last NAK
-	kept     [][]byte // packets past a gap, by PSN % len (a power of two >= Credits); nil before the first gap
+	kept     [][]byte // packets past a gap (or refused), by PSN % len (a power of two >= Credits); nil before the first
 	nKept    int
+	rnr      bool  // we refused the packet at expect (admit.go): answers carry fBusy
+	rnrLost  bool  // ... and could not keep it: the sender must send it again
+	rnrAt    int64 // when admission is tried again
+	rnrWait  int64
 	heard    int64 // when a packet last came
 	discAt   int64 // when a disconnect notice last answered its packets after it was declared dead
 	fetching int   // fetches waiting for this peer's data
@@ -73,22 +100,116 @@ type peer struct {
 	asmOn  bool
 }
 
-// connID is the id this endpoint gave the connection: slot and generation.
-func (p *peer) connID() uint32 { return uint32(p.gen)<<16 | p.idx }
+// connID is the id this endpoint gave the connection: slot and a random
+// half, new for every connection.
+func (p *peer) connID() uint32 { return uint32(p.id)<<16 | p.idx }
 
+// from reports whether a packet of the connection may come from a: the
+// peer's address, from one of its source ports.
+func (p *peer) from(a Addr) bool {
+	if a.IP != p.dest.IP {
+		return false
+	}
+	for _, port := range p.ports {
+		if port == a.Port {
+			return true
+		}
+		if port == 0 {
+			break
+		}
+	}
+	return false
+}
+
+// newPeer gives epid a slot, within the limits: at most MaxPeers peers,
+// and PeersPerHost of one address. At a limit a dead peer's slot is
+// taken back first (reclaim); with none, the new one is refused.
 func (e *Endpoint) newPeer(epid uint64) (*peer, error) {
 	ip, port, ok := EPIDAddr(epid)
 	if !ok {
 		return nil, fmt.Errorf("hfi: %#x has no network address: %w", epid, transport.ErrUnreachable)
 	}
-	if len(e.peers) >= 1<<16-1 {
+	if e.perHost[ip] >= e.cfg.PeersPerHost && !e.reclaim(ip, true) ||
+		e.live >= e.cfg.MaxPeers && !e.reclaim(ip, false) {
+		e.stats.PeerLimit++
+		e.warnOnce(warnPeers, "hfi: peer table full (FI_PSM2_MAX_PEERS=%d, FI_PSM2_PEERS_PER_HOST=%d): connection with %d.%d.%d.%d:%d refused",
+			e.cfg.MaxPeers, e.cfg.PeersPerHost, ip[0], ip[1], ip[2], ip[3], port)
 		return nil, fmt.Errorf("hfi: too many peers: %w", transport.ErrUnreachable)
 	}
-	p := &peer{idx: uint32(len(e.peers)), epid: epid, dest: NewDest(ip, port), gen: 1}
+	var idx uint32
+	var gen uint16 = 1
+	if n := len(e.slotFree); n > 0 {
+		idx = e.slotFree[n-1]
+		e.slotFree = e.slotFree[:n-1]
+		gen = e.slotGens[idx] + 1
+		if gen == 0 {
+			gen = 1
+		}
+	} else {
+		idx = uint32(len(e.peers))
+		e.peers = append(e.peers, nil)
+		e.slotGens = append(e.slotGens, 0)
+	}
+	e.slotGens[idx] = gen
+	p := &peer{idx: idx, slotGen: gen, epid: epid, dest: NewDest(ip, port)}
+	p.ports[0] = port
 	p.path = e.pathFor(epid)
-	e.peers = append(e.peers, p)
+	e.peers[idx] = p
 	e.byEPID[epid] = p
+	e.perHost[ip]++
+	e.live++
+	e.fresh(p)
 	return p, nil
+}
+
+// reclaim frees the slot of the peer dead the longest (of address ip if
+// host): false if none is dead. Its operations failed when it died; a
+// Conn or rendezvous value still naming it is refused from now on.
+func (e *Endpoint) reclaim(ip [4]byte, host bool) bool {
+	var old *peer
+	for _, p := range e.peers {
+		if p != nil && p.state == stDead && (!host || p.dest.IP == ip) && (old == nil || p.deadAt < old.deadAt) {
+			old = p
+		}
+	}
+	if old == nil {
+		return false
+	}
+	e.freePeer(old)
+	return true
+}
+
+// freePeer gives p's slot back.
+func (e *Endpoint) freePeer(p *peer) {
+	e.resetFlows(p)
+	e.dropKept(p)
+	e.peers[p.idx] = nil
+	e.slotFree = append(e.slotFree, p.idx)
+	delete(e.byEPID, p.epid)
+	if e.perHost[p.dest.IP]--; e.perHost[p.dest.IP] <= 0 {
+		delete(e.perHost, p.dest.IP)
+	}
+	e.live--
+	e.stats.Reclaimed++
+}
+
+// fresh draws p's secrets for a new connection: its id, nonce, session
+// tag and first PSN, so that nothing of an old connection, and nothing
+// an off-path sender can guess, is taken for the new one.
+func (e *Endpoint) fresh(p *peer) {
+	var r [32]byte
+	e.random(r[:])
+	p.id = get16(r[:], 0) | 1
+	copy(p.nonce[:], r[2:18])
+	p.sess = get64(r[:], 18)
+	p.firstPSN = get32(r[:], 26) & psnMask
+	p.nextPSN, p.sentEnd = p.firstPSN, p.firstPSN
+	p.cookie = [16]byte{}
+	p.mac = nil
+	p.ceil = min(e.bufSize, 1472) // until the handshake tells the peer's
+	p.pmtu, p.mtuAt = p.ceil, 0
+	p.eagerMax = minEagerMax // what every endpoint takes (admit.go)
+	e.setRoom(p)
 }
 
 // pathFor picks the path of a peer's small messages (PSM2_PATH_SELECTION).
@@ -106,7 +227,8 @@ func (e *Endpoint) pathFor(epid uint64) uint8 {
 
 // Connect returns the connection to endpoint epid, starting its set-up if
 // needed: the connect request goes out now, and sends queue until the
-// reply comes (or fail after ConnTimeout).
+// reply comes (or fail after ConnTimeout). A peer that died (timed out,
+// closed, restarted) is connected again.
 func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 	if e.closed {
 		return 0, transport.ErrClosed
@@ -118,31 +240,35 @@ func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 			return 0, err
 		}
 	}
+	e.dial(p)
+	p.wanted = true
+	return e.connOf(p), nil
+}
+
+// dial starts connecting p if it is dead or has not started.
+func (e *Endpoint) dial(p *peer) {
 	if p.state == stDead {
 		e.restart(p)
 	}
 	if p.state == stConnecting && p.connTry == 0 {
 		now := e.clock.Now()
 		p.connFirst = now
-		e.sendConn(p, tConnReq, now)
+		p.serial++
+		e.sendRequest(p, now)
 		e.markBusy(p)
 	}
-	p.wanted = true
-	return e.connOf(p), nil
 }
 
 // restart resets a dead peer's slot for a new connection.
 func (e *Endpoint) restart(p *peer) {
-	p.gen++
-	if p.gen == 0 {
-		p.gen = 1
-	}
+	e.resetFlows(p)
 	p.state, p.err, p.remote, p.instance = stConnecting, nil, 0, 0
 	p.connTry, p.connFirst, p.connLast = 0, 0, 0
-	e.resetFlows(p)
+	p.ports = [maxSrcPorts]uint16{p.dest.Port}
+	e.fresh(p)
 }
 
-// resetFlows empties both flows of p (PSNs start again at 0).
+// resetFlows empties both flows of p.
 func (e *Endpoint) resetFlows(p *peer) {
 	for p.queued.len() > 0 {
 		e.putBuf(p.queued.pop().b)
@@ -150,84 +276,195 @@ func (e *Endpoint) resetFlows(p *peer) {
 	for p.unacked.len() > 0 {
 		e.putBuf(p.unacked.pop().b)
 	}
-	p.nextPSN, p.expect, p.acked = 0, 0, 0
 	p.sinceReq, p.rtxAt, p.rtxWait, p.nakSent, p.ackOwed = 0, 0, 0, false, false
 	p.rsend = p.rsend[:0]
-	p.rttAt, p.held = 0, false
-	p.asmOn, p.fetching = false, 0
-	for i := range p.kept {
-		p.kept[i] = p.kept[i][:0]
+	p.rttAt, p.held, p.probing, p.busy = 0, false, false, false
+	e.endAsm(p)
+	p.fetching = 0
+	e.dropKept(p)
+	p.ooo, p.rnr, p.rnrLost = 0, false, false
+}
+
+// The handshake (docs/hfi.md, "Connections"). The initiator sends a
+// connect request; the responder answers one without a valid cookie with
+// a challenge, statelessly: the cookie is a MAC, under a secret of the
+// responder's, of the request's source address and identity, valid for
+// one to two cookieEpochs. The initiator sends the request again with
+// the cookie; only then, having proven that the initiator receives at
+// the address it claims (the request must come from its endpoint id's
+// address) and knows the job key (hsProof), does the responder give it a
+// slot, and its reply proves the same. No packet before that costs the
+// responder memory, and none it sends is larger than what it received.
+
+// sendRequest sends p's connect request (with the cookie, once one came).
+func (e *Endpoint) sendRequest(p *peer, now int64) {
+	b := e.ctl[:hsLen]
+	var f uint16
+	if e.cfg.Auth {
+		f = fAuth
 	}
-	p.nKept, p.ooo = 0, 0
+	putHdr(b, tConnReq, f, 0, 0, 0, 0, p.connID(), e.epid)
+	e.putHandshake(b, p)
+	copy(b[hsNonce:], p.nonce[:])
+	copy(b[hsCookie:], p.cookie[:])
+	put32(b, hsSerial, p.serial)
+	e.prove(b, proofReq)
+	e.sendTo(p.dest, b)
+	p.connTry++
+	p.connLast = now
 }
 
-// sendConn sends a connect request or reply to p.
-func (e *Endpoint) sendConn(p *peer, t uint8, now int64) {
-	b := e.ctl[:typeHdrLen[t]]
-	putHdr(b, t, 0, 0, 0, 0, p.remote, p.connID(), e.epid)
-	copy(b[32:48], e.cfg.Job[:])
-	put64(b, 48, p.epid)
-	put64(b, 56, e.instance)
-	put32(b, 64, 0)
-	put32(b, 68, uint32(e.cfg.MTU))
-	e.xmit(p, 0, b)
-	if t == tConnReq {
-		p.connTry++
-		p.connLast = now
+// sendReply sends p's connect reply: what the peer needs of us, and its
+// nonce back.
+func (e *Endpoint) sendReply(p *peer) {
+	b := e.ctl[:hsLen]
+	var f uint16
+	if p.mac != nil {
+		f = fAuth
+	}
+	putHdr(b, tConnRep, f, 0, 0, 0, p.remote, p.connID(), e.epid)
+	e.putHandshake(b, p)
+	copy(b[hsNonce:], p.rnonce[:])
+	copy(b[hsCookie:], p.nonce[:])
+	put32(b, hsSerial, p.rserial)
+	e.prove(b, proofRep)
+	e.sendTo(p.dest, b)
+}
+
+// putHandshake writes the fields a request and a reply share.
+func (e *Endpoint) putHandshake(b []byte, p *peer) {
+	clear(b[hdrLen:])
+	put64(b, hsDstEPID, p.epid)
+	put64(b, hsInstance, e.instance)
+	put64(b, hsSession, p.sess)
+	put32(b, hsPSN, p.firstPSN)
+	put16(b, hsMTU, uint16(e.bufSize+28))
+	put32(b, hsEagerMax, uint32(e.eagerMax))
+	for i, port := range e.be.SrcPorts() {
+		if i < maxSrcPorts {
+			put16(b, hsPorts+2*i, port)
+		}
 	}
 }
 
-// discEvery spaces the disconnect notices that answer the packets of a
-// peer declared dead.
-const discEvery = 10 * time.Millisecond
-
-func (e *Endpoint) sendDisc(p *peer) {
-	b := e.ctl[:typeHdrLen[tDisc]]
-	putHdr(b, tDisc, 0, 0, 0, p.expect, p.remote, p.connID(), e.epid)
-	put64(b, 32, e.instance)
-	e.xmit(p, p.path, b)
+// sendTo sends a handshake packet (never authenticated) to d on path 0,
+// whose port is in our endpoint id.
+func (e *Endpoint) sendTo(d *Dest, b []byte) {
+	if err := e.be.Send(0, d, b); err != nil {
+		e.stats.SendErrors++
+	}
+	e.stats.Sent++
 }
 
-// onConnReq answers a connect request from a peer of our job.
-func (e *Endpoint) onConnReq(h *hdr) {
-	p := e.byEPID[h.srcEPID]
+// handshake takes a connect request, challenge or reply from from.
+func (e *Endpoint) handshake(b []byte, h *hdr, from Addr) {
+	src := h.word
+	ip, port, ok := EPIDAddr(src)
+	if !ok || from != (Addr{ip, port}) {
+		// The sender is not where its id says: a forged source (the
+		// answer would go to someone else), or a NAT we cannot work
+		// through. Nothing is answered.
+		e.stats.Forged++
+		return
+	}
+	switch h.typ {
+	case tConnReq:
+		e.onConnReq(b, h, from)
+	case tChallenge:
+		e.onChallenge(b, h)
+	case tConnRep:
+		e.onConnRep(b, h)
+	}
+}
+
+// onConnReq answers a connect request from from.
+func (e *Endpoint) onConnReq(b []byte, h *hdr, from Addr) {
+	if get64(b, hsDstEPID) != e.epid {
+		e.stats.WrongJob++
+		return
+	}
+	if !e.cookieOK(b, from) {
+		e.challenge(b, h, from)
+		return
+	}
+	if !e.proven(b, proofReq) {
+		e.stats.WrongJob++
+		return
+	}
+	inst, serial := get64(b, hsInstance), get32(b, hsSerial)
+	p := e.byEPID[h.word]
+	if p != nil && inst == p.rinst && int32(serial-p.rserial) < 0 {
+		e.stats.Stale++ // an older connection's request (a replay): the newer stands
+		return
+	}
 	if p == nil {
 		var err error
-		if p, err = e.newPeer(h.srcEPID); err != nil {
-			e.stats.Stale++
+		if p, err = e.newPeer(h.word); err != nil {
 			return
 		}
 	}
 	switch {
-	case p.state == stUp && p.instance == h.instance:
+	case p.state == stUp && p.instance == inst && p.remote == h.srcConn:
 		// A repeated request (our reply was lost): answer again.
-	case p.state == stUp || (p.state == stDead && p.instance != 0 && p.instance != h.instance):
-		// The peer restarted at the same address: its old connection
+		e.sendReply(p)
+		return
+	case p.state == stUp:
+		// The peer restarted at the same address (a new instance), or
+		// connects anew (it gave up on the old connection): the old one
 		// is gone with everything pending on it.
 		e.failPeer(p, transport.ErrPeerDead, false)
 		e.restart(p)
-		fallthrough
-	default:
-		if p.state == stDead {
-			e.restart(p)
-		}
-		e.up(p, h)
+	case p.state == stDead:
+		e.restart(p)
 	}
-	e.sendConn(p, tConnRep, e.clock.Now())
+	// Connecting (both sides dialled at once: either request makes the
+	// connection, with each side's own secrets) or new.
+	e.up(p, b, h)
+	e.sendReply(p)
+}
+
+// challenge answers a request without a valid cookie: one, computed, not
+// stored.
+func (e *Endpoint) challenge(b []byte, h *hdr, from Addr) {
+	c := e.ctl[:chLen]
+	putHdr(c, tChallenge, 0, 0, 0, 0, h.srcConn, 0, e.epid)
+	put64(c, chDstEPID, h.word)
+	copy(c[chNonce:chNonce+16], b[hsNonce:hsNonce+16])
+	ck := e.cookie(b, from, e.epoch())
+	copy(c[chCookie:chCookie+16], ck[:])
+	e.stats.Challenges++
+	e.sendTo(&Dest{IP: from.IP, Port: from.Port, raw: NewDest(from.IP, from.Port).raw}, c)
+}
+
+// onChallenge: the responder wants our request again with its cookie.
+func (e *Endpoint) onChallenge(b []byte, h *hdr) {
+	p := e.byEPID[h.word]
+	if p == nil || p.state != stConnecting || h.dstConn != p.connID() || get64(b, chDstEPID) != e.epid ||
+		!hmac.Equal(b[chNonce:chNonce+16], p.nonce[:]) {
+		e.stats.Stale++
+		return
+	}
+	copy(p.cookie[:], b[chCookie:chCookie+16])
+	e.sendRequest(p, e.clock.Now())
 }
 
 // onConnRep completes our connect request.
-func (e *Endpoint) onConnRep(h *hdr) {
-	p := e.byEPID[h.srcEPID]
-	if p == nil || h.dstConn != p.connID() {
+func (e *Endpoint) onConnRep(b []byte, h *hdr) {
+	p := e.byEPID[h.word]
+	if p == nil || h.dstConn != p.connID() || get64(b, hsDstEPID) != e.epid ||
+		!hmac.Equal(b[hsNonce:hsNonce+16], p.nonce[:]) {
 		e.stats.Stale++
+		return
+	}
+	if !e.proven(b, proofRep) {
+		e.stats.WrongJob++
 		return
 	}
 	switch p.state {
 	case stConnecting:
-		e.up(p, h)
+		e.up(p, b, h)
 	case stUp:
-		if p.instance != h.instance {
+		if p.instance != get64(b, hsInstance) || p.remote != h.srcConn {
 			e.stats.Stale++
 		}
 	default:
@@ -235,15 +472,46 @@ func (e *Endpoint) onConnRep(h *hdr) {
 	}
 }
 
-// up makes p connected with the peer that sent h.
-func (e *Endpoint) up(p *peer, h *hdr) {
-	p.state, p.remote, p.instance = stUp, h.srcConn, h.instance
+// up makes p connected with the peer whose request or reply is b.
+func (e *Endpoint) up(p *peer, b []byte, h *hdr) {
+	p.state, p.remote, p.instance = stUp, h.srcConn, get64(b, hsInstance)
+	if h.typ == tConnReq {
+		copy(p.rnonce[:], b[hsNonce:hsNonce+16])
+		p.rinst, p.rserial = p.instance, get32(b, hsSerial)
+	} else {
+		copy(p.rnonce[:], b[hsCookie:hsCookie+16])
+	}
+	p.rsess = get64(b, hsSession)
+	p.expect = get32(b, hsPSN) & psnMask
+	p.acked = p.expect
+	for i := range p.ports {
+		p.ports[i] = get16(b, hsPorts+2*i)
+	}
+	p.ports[0] = p.dest.Port // path 0's is the id's, checked already
+	p.eagerMax = max(uint64(get32(b, hsEagerMax)), minEagerMax)
+	p.ceil = max(min(e.bufSize, int(get16(b, hsMTU))-28), minDatagram)
+	p.pmtu = p.ceil
+	if e.cfg.Auth || h.flags&fAuth != 0 {
+		p.mac = e.newMacer(p)
+	}
+	e.setRoom(p)
 	now := e.clock.Now()
 	p.progress, p.heard = now, now
 	// Packets queued while connecting were built before the peer's id
-	// was known: stamp it in now.
+	// and session tag were known: stamp them in now. An eager send
+	// queued meanwhile completes now, as one made on a connection that is
+	// up does once copied: its packets are the flow's to deliver (a
+	// receiver that exits right after taking the message must not leave
+	// its sender with an error for it).
 	for i := 0; i < p.queued.len(); i++ {
-		put32(p.queued.at(i).b, 16, p.remote)
+		x := p.queued.at(i)
+		put32(x.b, 16, p.remote)
+		put64(x.b, 24, p.rsess)
+		if x.op != 0 && x.eager {
+			op := x.op - 1
+			x.op = 0
+			e.completeSend(op)
+		}
 	}
 	e.pump(p)
 	e.markBusy(p)
@@ -258,6 +526,17 @@ func (e *Endpoint) onDisc(p *peer, h *hdr) {
 	e.failPeer(p, transport.ErrPeerDead, false)
 }
 
+// discEvery spaces the disconnect notices that answer the packets of a
+// peer declared dead.
+const discEvery = 10 * time.Millisecond
+
+func (e *Endpoint) sendDisc(p *peer) {
+	b := e.ctl[:typeHdrLen[tDisc]]
+	putHdr(b, tDisc, 0, 0, 0, p.expect, p.remote, p.connID(), p.rsess)
+	put64(b, 32, e.instance)
+	e.xmit(p, p.path, b)
+}
+
 // failPeer declares p dead with err: everything pending on it fails.
 // With closing (the endpoint closes) nothing is sent.
 func (e *Endpoint) failPeer(p *peer, err error, closing bool) {
@@ -267,7 +546,7 @@ func (e *Endpoint) failPeer(p *peer, err error, closing bool) {
 	if !closing {
 		e.stats.PeersDead++
 	}
-	p.state, p.err = stDead, err
+	p.state, p.err, p.deadAt = stDead, err, e.clock.Now()
 	for i := range e.sends {
 		op := &e.sends[i]
 		if op.live && op.p == p {

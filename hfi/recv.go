@@ -123,21 +123,27 @@ func (q *rxQueue) probe() uint64 {
 	return uint64(uintptr(unsafePointer(q.mem))) | uint64(bits.TrailingZeros(rxBuffers))
 }
 
-// pop takes the next arrived buffer: its index, bytes and segment size
-// (Backend.Recv's segs).
-func (q *rxQueue) pop() (uint32, []byte, int, bool) {
-	var c [16]byte
+// An arrival cell: buffer index, length, segment size (RxMeta.Seg), and
+// the source address and port.
+const rxCell = 18
+
+// pop takes the next arrived buffer: its index, bytes, segment size and
+// source (Backend.Recv's meta).
+func (q *rxQueue) pop() (uint32, []byte, int, Addr, bool) {
+	var c [rxCell]byte
 	if _, ok := q.ring.TryPop(c[:]); !ok {
-		return 0, nil, 0, false
+		return 0, nil, 0, Addr{}, false
 	}
 	if raceEnabled {
 		q.raceSeq.Load()
 	}
-	i, n, seg := binary.LittleEndian.Uint32(c[:]), binary.LittleEndian.Uint32(c[4:]), binary.LittleEndian.Uint32(c[8:])
+	le := binary.LittleEndian
+	i, n, seg := le.Uint32(c[:]), le.Uint32(c[4:]), le.Uint32(c[8:])
 	if i >= rxBuffers || int(n) > len(q.bufs[0]) {
-		return 0, nil, 0, false // cannot happen: only run pushes
+		return 0, nil, 0, Addr{}, false // cannot happen: only run pushes
 	}
-	return i, q.bufs[i][:n], int(seg), true
+	from := Addr{IP: [4]byte(c[12:16]), Port: le.Uint16(c[16:])}
+	return i, q.bufs[i][:n], int(seg), from, true
 }
 
 // release gives buffer i back to the receive thread.
@@ -150,9 +156,8 @@ func (q *rxQueue) run() {
 	var (
 		idx  = make([]uint32, 0, rxBatch)
 		bufs = make([][]byte, 0, rxBatch)
-		lens = make([]int, rxBatch)
-		segs = make([]int, rxBatch)
-		cell [12]byte
+		meta = make([]RxMeta, rxBatch)
+		cell [rxCell]byte
 	)
 	for !q.stop.Load() {
 		if q.hot.Load() {
@@ -172,7 +177,7 @@ func (q *rxQueue) run() {
 			time.Sleep(50 * time.Microsecond)
 			continue
 		}
-		n, err := q.be.Recv(bufs, lens[:len(bufs)], segs[:len(bufs)], true)
+		n, err := q.be.Recv(bufs, meta[:len(bufs)], true)
 		if err != nil {
 			if q.stop.Load() {
 				return
@@ -185,15 +190,19 @@ func (q *rxQueue) run() {
 		}
 		kept := 0
 		for k := 0; k < n; k++ {
-			if lens[k] < 0 {
+			m := &meta[k]
+			if m.Len < 0 {
 				q.dropped.Add(1)
 				idx[kept], bufs[kept] = idx[k], bufs[k]
 				kept++
 				continue
 			}
-			binary.LittleEndian.PutUint32(cell[:], idx[k])
-			binary.LittleEndian.PutUint32(cell[4:], uint32(lens[k]))
-			binary.LittleEndian.PutUint32(cell[8:], uint32(segs[k]))
+			le := binary.LittleEndian
+			le.PutUint32(cell[:], idx[k])
+			le.PutUint32(cell[4:], uint32(m.Len))
+			le.PutUint32(cell[8:], uint32(m.Seg))
+			copy(cell[12:16], m.From.IP[:])
+			le.PutUint16(cell[16:], m.From.Port)
 			if raceEnabled {
 				q.raceSeq.Add(1)
 			}

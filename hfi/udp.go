@@ -14,10 +14,12 @@ import (
 // further sockets on the same address with ports of their own, used only
 // to send, so a peer pair has n source ports for ECMP to spread.
 type udpBackend struct {
-	ip   [4]byte
-	port uint16
-	fds  []int
-	efd  int // eventfd that Interrupt writes, to wake a waiting Recv
+	ip    [4]byte
+	port  uint16
+	fds   []int
+	ports []uint16 // each socket's port (SrcPorts)
+	efd   int      // eventfd that Interrupt writes, to wake a waiting Recv
+	mtufd int      // a socket PathMTU connects to ask the kernel (-1: not yet)
 	// rh[0] for non-blocking receives (the polling thread), rh[1] for
 	// blocking ones (the receive thread): the two threads can be in Recv
 	// at once during a hand-over, each with its own buffers.
@@ -37,9 +39,10 @@ type udpBackend struct {
 // else only what the kernel writes is reset (rebuilding 64 headers on
 // every empty poll cost 0.5 us).
 type recvHdrs struct {
-	hdrs []unix.Mmsghdr
-	iovs []unix.Iovec
-	ctls []byte // a control buffer per message (the GRO segment size)
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	ctls  []byte                  // a control buffer per message (the GRO segment size)
+	names []unix.RawSockaddrInet4 // each message's source address
 }
 
 // gsoMax is the most segments the kernel takes in one UDP_SEGMENT send
@@ -61,7 +64,7 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend,
 	if paths < 1 {
 		paths = 1
 	}
-	b := &udpBackend{ip: ip, efd: -1}
+	b := &udpBackend{ip: ip, efd: -1, mtufd: -1}
 	fail := func(err error) (Backend, error) {
 		b.Close()
 		return nil, err
@@ -83,12 +86,13 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend,
 			return fail(err)
 		}
 		b.fds = append(b.fds, fd)
+		sa, err := unix.Getsockname(fd)
+		if err != nil {
+			return fail(err)
+		}
+		b.ports = append(b.ports, uint16(sa.(*unix.SockaddrInet4).Port))
 	}
-	sa, err := unix.Getsockname(b.fds[0])
-	if err != nil {
-		return fail(err)
-	}
-	b.port = uint16(sa.(*unix.SockaddrInet4).Port)
+	b.port = b.ports[0]
 	b.pfds = [2]unix.PollFd{{Fd: int32(b.fds[0]), Events: unix.POLLIN}, {Fd: int32(efd), Events: unix.POLLIN}}
 	b.gso = true // until a send says otherwise
 	b.gro = unix.SetsockoptInt(b.fds[0], unix.SOL_UDP, unix.UDP_GRO, 1) == nil
@@ -159,6 +163,28 @@ func (b *udpBackend) Addr() ([4]byte, uint16) { return b.ip, b.port }
 
 func (b *udpBackend) Paths() int { return len(b.fds) }
 
+func (b *udpBackend) SrcPorts() []uint16 { return b.ports }
+
+// PathMTU connects a spare socket to d and asks the kernel for the
+// route's MTU (IP_MTU: the interface's, or what the path reported).
+func (b *udpBackend) PathMTU(d *Dest) int {
+	if b.mtufd < 0 {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 0
+		}
+		b.mtufd = fd
+	}
+	if unix.Connect(b.mtufd, &unix.SockaddrInet4{Addr: d.IP, Port: int(d.Port)}) != nil {
+		return 0
+	}
+	v, err := unix.GetsockoptInt(b.mtufd, unix.IPPROTO_IP, unix.IP_MTU)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 // Send uses a raw system call: the socket does not block, so the Go
 // scheduler need not know (a Syscall would wake sysmon, whose extra
 // thread then competes with the polling threads for the cores).
@@ -211,6 +237,20 @@ func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 		} else if err = b.sendGSO(path, d, pkts[:k]); err == unix.EIO || err == unix.EINVAL || err == unix.ENOPROTOOPT {
 			b.gso = false // no offload here: one by one from now on
 			continue
+		} else if err == unix.EMSGSIZE {
+			// The segments are larger than the path takes (its MTU
+			// fell): send them one by one, which the IP layer
+			// fragments, and say so (the wire sizes later packets to
+			// the new MTU).
+			err = nil
+			for _, p := range pkts[:k] {
+				if e := b.Send(path, d, p); e != nil && err == nil {
+					err = e
+				}
+			}
+			if err == nil {
+				err = ErrPacketTooBig
+			}
 		}
 		if err != nil && first == nil {
 			first = err
@@ -252,7 +292,7 @@ func (b *udpBackend) BufSize() int {
 	return 0
 }
 
-func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, error) {
+func (b *udpBackend) Recv(bufs [][]byte, meta []RxMeta, wait bool) (int, error) {
 	n := len(bufs)
 	if n == 0 {
 		return 0, nil
@@ -265,8 +305,9 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 		rh.hdrs = make([]unix.Mmsghdr, n)
 		rh.iovs = make([]unix.Iovec, n)
 		rh.ctls = make([]byte, n*ctlSize)
+		rh.names = make([]unix.RawSockaddrInet4, n)
 	}
-	hdrs, iovs, ctls := rh.hdrs[:n], rh.iovs[:n], rh.ctls
+	hdrs, iovs, ctls, names := rh.hdrs[:n], rh.iovs[:n], rh.ctls, rh.names
 	for i := range hdrs {
 		if iovs[i].Base != &bufs[i][0] || iovs[i].Len != uint64(len(bufs[i])) || hdrs[i].Hdr.Iov != &iovs[i] {
 			iovs[i].Base = &bufs[i][0]
@@ -274,12 +315,15 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 			hdrs[i] = unix.Mmsghdr{}
 			hdrs[i].Hdr.Iov = &iovs[i]
 			hdrs[i].Hdr.SetIovlen(1)
+			hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&names[i]))
+			hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet4
 			if b.gro {
 				hdrs[i].Hdr.Control = &ctls[i*ctlSize]
 				hdrs[i].Hdr.SetControllen(ctlSize)
 			}
 		} else { // what the kernel may have written
 			hdrs[i].Len, hdrs[i].Hdr.Flags = 0, 0
+			hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet4
 			if b.gro {
 				hdrs[i].Hdr.SetControllen(ctlSize)
 			}
@@ -292,15 +336,22 @@ func (b *udpBackend) Recv(bufs [][]byte, lens, segs []int, wait bool) (int, erro
 		switch {
 		case e == 0:
 			for i := 0; i < int(r); i++ {
-				lens[i], segs[i] = int(hdrs[i].Len), 0
+				m := &meta[i]
+				m.Len, m.Seg = int(hdrs[i].Len), 0
 				if hdrs[i].Hdr.Flags&unix.MSG_TRUNC != 0 {
-					lens[i] = -1 // longer than any packet of ours
+					m.Len = -1 // longer than any packet of ours
 				}
 				if b.gro && hdrs[i].Hdr.Controllen >= unix.SizeofCmsghdr+4 {
 					c := (*unix.Cmsghdr)(unsafe.Pointer(&ctls[i*ctlSize]))
 					if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO {
-						segs[i] = int(*(*int32)(unsafe.Pointer(&ctls[i*ctlSize+unix.SizeofCmsghdr])))
+						m.Seg = int(*(*int32)(unsafe.Pointer(&ctls[i*ctlSize+unix.SizeofCmsghdr])))
 					}
+				}
+				sa := &names[i]
+				m.From.IP = sa.Addr
+				m.From.Port = uint16(sa.Port>>8&0xff) | uint16(sa.Port&0xff)<<8 // network byte order
+				if hdrs[i].Hdr.Namelen != unix.SizeofSockaddrInet4 || sa.Family != unix.AF_INET {
+					m.From = Addr{} // no IPv4 source: taken by nothing
 				}
 			}
 			return int(r), nil
@@ -347,6 +398,9 @@ func (b *udpBackend) Close() error {
 		}
 		if b.efd >= 0 {
 			unix.Close(b.efd)
+		}
+		if b.mtufd >= 0 {
+			unix.Close(b.mtufd)
 		}
 	})
 	return nil

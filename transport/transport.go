@@ -63,6 +63,19 @@ type Handler interface {
 	FetchDone(cookie uint64, n int, err error)
 }
 
+// Admitter is implemented by a Handler that bounds what it keeps for
+// later (the provider's unexpected messages, RMA requests waiting for
+// their turn). A wire that can hold a sender back (hfi: it leaves the
+// packet unacknowledged and tells the sender it is busy) asks before it
+// delivers the start of a new message, with its header, its sender and
+// whether it comes by rendezvous (its data stays with the sender until
+// fetched); false means not now: the wire asks again later, and nothing
+// is lost. A wire that cannot hold back (shm: the sender's ring cell is
+// already spent) delivers without asking. Called from Poll, like Deliver.
+type Admitter interface {
+	Admit(h *Header, srcEPID uint64, rndv bool) bool
+}
+
 // Send flags.
 const (
 	// SendCopy asks the wire to be done with the caller's buffers when
@@ -203,6 +216,10 @@ var (
 	ErrPeerDead = errors.New("transport: peer gone")
 	// ErrTimeout: the peer did not answer within the connection timeout.
 	ErrTimeout = errors.New("transport: peer timed out")
+	// ErrStaleConn: the Conn no longer names a connection of the wire
+	// (the wire took its peer's slot back after the peer died): Connect
+	// again for a new one.
+	ErrStaleConn = errors.New("transport: stale connection handle")
 	// ErrClosed: the endpoint was closed.
 	ErrClosed = errors.New("transport: endpoint closed")
 	// ErrTooLong: the message is longer than the wire can carry.
