@@ -463,7 +463,6 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	if errno != 0 {
 		return errno
 	}
-	c := o.rma.conn
 	o.rma.atomic = true
 	if kind != AtomicWrite {
 		if len(res) == 1 {
@@ -512,7 +511,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 		}
 		iov = append(iov[:0], flat)
 	}
-	started, errno := ep.rmaRequest(o, c, h, iov)
+	started, errno := ep.rmaRequest(o, h, iov)
 	if started {
 		e.rmaStats.Atomics++
 	}
@@ -571,6 +570,9 @@ func (ep *Endpoint) atomicServe(h *transport.Header, src uint64, c transport.Con
 		access = fi.REMOTE_READ | fi.REMOTE_WRITE
 	}
 	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
+	if errno != 0 {
+		errno = rmaRemoteErr
+	}
 	ep.rmaCount(errno)
 	var old []byte
 	var small [rmaSmall]byte

@@ -706,7 +706,8 @@ func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
 	}
 	if m.IsRndv {
 		t := ep.engine.newOp(opRMATarget)
-		t.rma.hdr, t.rma.src, t.rma.stage = *h, m.SrcEPID, make([]byte, h.Len)
+		t.rma.hdr, t.rma.src = *h, m.SrcEPID
+		ep.rmaStage(t, h.Len)
 		ep.rmaWire(t, 1)
 		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
 			ep.rmaFetchDone(t, n, err)

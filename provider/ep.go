@@ -499,6 +499,8 @@ func errnoOf(err error) fi.Errno {
 	switch {
 	case err == nil:
 		return fi.SUCCESS
+	case isErrno(err):
+		return err.(fi.Errno)
 	case errors.Is(err, transport.ErrAgain):
 		return fi.EAGAIN
 	case errors.Is(err, transport.ErrUnreachable):
@@ -521,3 +523,6 @@ func errnoOf(err error) fi.Errno {
 	}
 	return fi.EIO
 }
+
+// isErrno reports whether err is itself an FI_E* code.
+func isErrno(err error) bool { _, ok := err.(fi.Errno); return ok }

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"slices"
 	"sync"
 
@@ -20,12 +22,15 @@ const mrAccess = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.RE
 // it grants and the segments it covers; RMA looks it up by key and
 // validates the target range with mrTable.validate.
 //
-// Keys follow psm2: with FI_MR_BASIC or FI_MR_PROV_KEY in the domain's
-// mr_mode the provider assigns them (from 1 up, skipping keys in use) and
-// RMA addresses are virtual addresses; otherwise ("scalable") the
-// requested key is used (ENOKEY if it is taken in the domain) and an RMA
-// address is an offset: address 0 is the lowest registered byte, or what
-// the registration's offset argument says.
+// Keys: with FI_MR_BASIC or FI_MR_PROV_KEY in the domain's mr_mode the
+// provider assigns them and RMA addresses are virtual addresses, as in
+// psm2; but where psm2 counts from 1, a key here is 64 random bits (never
+// 0), so that a peer cannot find a region by trying keys. Otherwise
+// ("scalable") the requested key is used (ENOKEY if it is taken in the
+// domain): the application's choice, which only the job key protects
+// (docs/hfi.md, "Threat model"); an RMA address is then an offset:
+// address 0 is the lowest registered byte, or what the registration's
+// offset argument says.
 type MR struct {
 	dom     *Domain
 	key     uint64
@@ -197,7 +202,6 @@ func (mr *MR) Close() error {
 type mrTable struct {
 	mu    sync.RWMutex
 	byKey map[uint64]*MR
-	next  uint64 // the next provider-assigned key to try
 }
 
 func (t *mrTable) init() {
@@ -205,14 +209,11 @@ func (t *mrTable) init() {
 	if t.byKey == nil {
 		t.byKey = make(map[uint64]*MR)
 	}
-	if t.next == 0 {
-		t.next = 1
-	}
 	t.mu.Unlock()
 }
 
 // reserve enters mr under a key: the requested one (ENOKEY if taken), or
-// with provKey the first free key from the last one assigned.
+// with provKey a random one that is free and not 0.
 func (t *mrTable) reserve(mr *MR, requested uint64, provKey bool) (uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -226,19 +227,17 @@ func (t *mrTable) reserve(mr *MR, requested uint64, provKey bool) (uint64, error
 		t.byKey[requested] = mr
 		return requested, nil
 	}
-	if t.next == 0 {
-		t.next = 1
-	}
-	key := t.next
 	for {
-		if _, used := t.byKey[key]; !used {
-			break
+		var r [8]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return 0, fi.ENOMEM
 		}
-		key++
+		key := binary.LittleEndian.Uint64(r[:])
+		if _, used := t.byKey[key]; key != 0 && !used {
+			t.byKey[key] = mr
+			return key, nil
+		}
 	}
-	t.byKey[key] = mr
-	t.next = key + 1
-	return key, nil
 }
 
 // release frees key if mr holds it.

@@ -53,30 +53,37 @@ func TestRegMRScalableKeys(t *testing.T) {
 	}
 }
 
+// TestRegMRProviderKeys: provider-assigned keys are random 64-bit
+// values, never 0, never the requested one, all different, and
+// scattered: a peer that tries keys (0, 1, 2, ... or a stride) finds
+// none of them.
 func TestRegMRProviderKeys(t *testing.T) {
 	for _, mode := range []int32{fi.MR_BASIC, fi.MR_PROV_KEY, fi.MR_PROV_KEY | fi.MR_VIRT_ADDR | fi.MR_ALLOCATED} {
 		d := ctlTestDomain(t, mode)
 		iov := []MRIov{{Base: 0x10000, Len: 64}}
 		var mrs []*MR
-		for i := 0; i < 3; i++ {
+		seen := map[uint64]bool{}
+		for i := 0; i < 64; i++ {
 			mr, err := d.RegMR(iov, 0, 0, 42, 0, 0) // the requested key is ignored
 			if err != nil {
 				t.Fatalf("mode %#x: RegMR = %v", mode, err)
 			}
-			if mr.Key() != uint64(i+1) {
-				t.Errorf("mode %#x: key %d, want %d", mode, mr.Key(), i+1)
+			k := mr.Key()
+			if k == 0 || k == 42 || seen[k] || k < 1<<32 && k > 0 {
+				// (A random 64-bit key is below 2^32 once in 4 billion.)
+				t.Errorf("mode %#x: key %#x: zero, requested, repeated or small", mode, k)
 			}
+			seen[k] = true
 			mrs = append(mrs, mr)
 		}
-		mrs[0].Close()
-		// Keys keep counting up from the last one assigned.
-		mr, _ := d.RegMR(iov, 0, 0, 0, 0, 0)
-		if mr.Key() != 4 {
-			t.Errorf("mode %#x: key after a close = %d, want 4", mode, mr.Key())
+		for k := uint64(0); k < 1<<16; k++ {
+			if d.mrLookup(k) != nil || d.mrLookup(k<<20) != nil {
+				t.Fatalf("mode %#x: key %#x found by counting", mode, k)
+			}
 		}
-		mr.Close()
-		mrs[1].Close()
-		mrs[2].Close()
+		for _, mr := range mrs {
+			mr.Close()
+		}
 	}
 }
 

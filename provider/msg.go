@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"os"
 	"unsafe"
 
@@ -159,6 +160,14 @@ type engine struct {
 	collLeft    map[uint64]bool // groups left: their late messages are dropped
 	rmaWait     *op             // write-long requests waiting for their bytes
 
+	// What arrived and waits (admit: the limits a network sender is held
+	// back at): unexpected messages and their payload bytes, RMA
+	// requests staged (bytes) and write-long requests waiting for theirs.
+	uxCount    int
+	uxBytes    uint64
+	rmaStaged  uint64
+	rmaWaiting int
+
 	rmaWatched int             // RMA ops whose peer the wire watches (rmaSweep)
 	rmaScratch [atomicHdr]byte // a request's header, copied by the wire
 	flushIov   [1][]byte       // the outbox's gather list for small payloads
@@ -167,6 +176,9 @@ type engine struct {
 	polls      int // ep.poll calls, to space the sweeps
 
 	rmaStats RMAStats
+	// refusals counts messages Admit refused (each is asked for again,
+	// so one held-back message may count several times).
+	refusals uint64
 }
 
 // RMAStats counts an endpoint's RMA and atomic requests, as initiator
@@ -252,7 +264,9 @@ func (e *engine) newUx() *unexpected {
 }
 
 func (e *engine) freeUxMsg(u *unexpected) {
+	e.uxCount--
 	if u.payload != nil {
+		e.uxBytes -= uint64(len(u.payload))
 		e.putBuf(u.payload)
 	}
 	*u = unexpected{}
@@ -296,6 +310,23 @@ func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 	}
 	e.conns[a] = c
 	return c, 0
+}
+
+// wireSend sends on fi_addr dest's connection *c. A Conn the wire no
+// longer knows (it took back the slot of a peer that died) is resolved
+// again, once: the peer may be back, and the new connection is tried.
+func (ep *Endpoint) wireSend(dest uint64, c *transport.Conn, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
+	done, err := ep.tp.Send(*c, h, iov, cookie, flags)
+	if err != nil && errors.Is(err, transport.ErrStaleConn) {
+		ep.engine.forgetAddr(ep.av.baseAddr(dest))
+		nc, errno := ep.conn(dest)
+		if errno != 0 {
+			return false, errno
+		}
+		*c = nc
+		done, err = ep.tp.Send(nc, h, iov, cookie, flags)
+	}
+	return done, err
 }
 
 // space returns the match space of a call's flags.
@@ -379,7 +410,7 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 			return errno
 		}
 	}
-	done, err := ep.tp.Send(c, h, e.iov[:count], o.id, tflags)
+	done, err := ep.wireSend(dest, &c, h, e.iov[:count], o.id, tflags)
 	if err != nil && e.sendQ.n < sendQMax && errnoOf(err) == fi.EAGAIN {
 		errno := ep.queueSend(o, c, e.iov[:count], tflags)
 		clear(e.iov[:count])
@@ -865,8 +896,42 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 	} else {
 		u.payload = e.getBuf(len(m.Payload))
 		copy(u.payload, m.Payload)
+		e.uxBytes += uint64(len(u.payload))
 	}
+	e.uxCount++
 	e.unexp[sp].push(u)
+}
+
+// Admit (transport.Admitter) bounds what a network sender can make the
+// endpoint keep: a message no posted receive takes is admitted only while
+// the unexpected messages are fewer than FI_PSM2_UNEXP_COUNT and their
+// payloads (a rendezvous message keeps none here) within
+// FI_PSM2_UNEXP_BYTES; RMA requests within rmaAdmit's bounds. Refused,
+// the wire holds the sender back and asks again later.
+func (h *epEvents) Admit(hdr *transport.Header, src uint64, rndv bool) bool {
+	ep := (*Endpoint)(h)
+	e := &ep.engine
+	if hdr.Flags&hfRMA != 0 {
+		return ep.rmaAdmit(hdr, rndv)
+	}
+	keep := hdr.Len
+	if rndv {
+		keep = 0
+	}
+	if e.uxCount < ep.dom.params.UnexpCount && e.uxBytes+keep <= uint64(ep.dom.params.UnexpBytes) {
+		return true
+	}
+	sp := uint8(0)
+	if hdr.Flags&hfTagged != 0 {
+		sp = 1
+	}
+	for o := e.posted[sp].head; o != nil; o = o.next {
+		if matches(o, hdr, src) {
+			return true
+		}
+	}
+	e.refusals++
+	return false
 }
 
 // SendDone completes a send that finished on the wire.

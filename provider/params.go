@@ -36,7 +36,37 @@ type Params struct {
 	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
 	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
 	YieldSpin    int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
+	// FI_PSM2_AUTH: authenticate every packet of the hfi wire (on, off,
+	// or auto: when the job key is not the public default).
+	Auth AuthMode
+	// Limits of what peers may make an endpoint keep (docs/hfi.md,
+	// "Limits"): FI_PSM2_MAX_PEERS, FI_PSM2_PEERS_PER_HOST,
+	// FI_PSM2_REASM_BYTES, FI_PSM2_OOO_BYTES, FI_PSM2_UNEXP_BYTES,
+	// FI_PSM2_UNEXP_COUNT.
+	MaxPeers, PeersPerHost int
+	ReasmBytes, OOOBytes   int
+	UnexpBytes, UnexpCount int
 }
+
+// AuthMode is FI_PSM2_AUTH.
+type AuthMode int
+
+// The FI_PSM2_AUTH settings.
+const (
+	AuthAuto AuthMode = iota // on when the job key is not the public default
+	AuthOff
+	AuthOn
+)
+
+// Default limits (docs/hfi.md, "Limits"): with the wire's own, what
+// peers can make an endpoint hold is at most 32 + 32 + 32 MiB
+// (reassembly, packets past gaps, the receive buffers) + 128 MiB
+// (unexpected messages) + 16 MiB (RMA requests staged, rmaStageMax) =
+// 240 MiB.
+const (
+	DefaultUnexpBytes = 128 << 20
+	DefaultUnexpCount = 1 << 18
+)
 
 // TagLayout selects how the 96-bit wire tag is split (fi_psm2(7)).
 type TagLayout int
@@ -86,6 +116,13 @@ var paramDefs = []paramDef{
 	{"sread_spin", ParamInt, "Microseconds fi_cq_sread and fi_cntr_wait poll before they sleep in the kernel; 0: sleep at once (default: 100)"},
 	{"yield_spin", ParamInt, "Microseconds of empty fi_cq_read answers before one yields the CPU, doubled after each yield no other thread took (up to 64 times); 0: never (default: 20)"},
 	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
+	{"auth", ParamBool, "Authenticate every packet of the inter-node wire with a key derived from the job key (AES-GMAC); unset: on when the job key (FI_PSM2_UUID, the launcher's key or auth_key) is not the public default"},
+	{"max_peers", ParamInt, fmt.Sprintf("Most peers an endpoint is connected with over the network, 1 to %d; dead ones make room (default: %d)", hfi.MaxPeers, hfi.MaxPeers)},
+	{"peers_per_host", ParamInt, fmt.Sprintf("Most peers of one network address an endpoint is connected with (default: %d)", hfi.DefaultPeersPerHost)},
+	{"reasm_bytes", ParamInt, fmt.Sprintf("Bytes of eager messages an endpoint reassembles from the network at once; past it senders wait (default: %d)", hfi.DefaultReasmBytes)},
+	{"ooo_bytes", ParamInt, fmt.Sprintf("Bytes of packets an endpoint keeps past gaps in the network's order; past it they are sent again (default: %d)", hfi.DefaultOOOBytes)},
+	{"unexp_bytes", ParamInt, fmt.Sprintf("Bytes of unexpected messages an endpoint keeps for receives not yet posted; past it network senders wait (default: %d)", DefaultUnexpBytes)},
+	{"unexp_count", ParamInt, fmt.Sprintf("Unexpected messages an endpoint keeps; past it network senders wait (default: %d)", DefaultUnexpCount)},
 }
 
 // defineParams registers every parameter with the host.
@@ -115,6 +152,12 @@ func loadParams(h Host, log logger) Params {
 		HFISpin:      5000,
 		SreadSpin:    100,
 		YieldSpin:    20,
+		MaxPeers:     hfi.MaxPeers,
+		PeersPerHost: hfi.DefaultPeersPerHost,
+		ReasmBytes:   hfi.DefaultReasmBytes,
+		OOOBytes:     hfi.DefaultOOOBytes,
+		UnexpBytes:   DefaultUnexpBytes,
+		UnexpCount:   DefaultUnexpCount,
 	}
 	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
 		if _, ok := h.Getenv(launcher); ok {
@@ -169,6 +212,21 @@ func loadParams(h Host, log logger) Params {
 	r.integer("hfi_spin", &p.HFISpin, 0, 10_000_000)
 	r.integer("sread_spin", &p.SreadSpin, 0, 10_000_000)
 	r.integer("yield_spin", &p.YieldSpin, 0, 10_000_000)
+	if _, ok := r.str("auth"); ok {
+		on := false
+		if r.boolean("auth", &on) {
+			p.Auth = AuthOff
+			if on {
+				p.Auth = AuthOn
+			}
+		}
+	}
+	r.integer("max_peers", &p.MaxPeers, 1, hfi.MaxPeers)
+	r.integer("peers_per_host", &p.PeersPerHost, 1, hfi.MaxPeers)
+	r.integer("reasm_bytes", &p.ReasmBytes, 256<<10, 1<<40)
+	r.integer("ooo_bytes", &p.OOOBytes, 64<<10, 1<<40)
+	r.integer("unexp_bytes", &p.UnexpBytes, 64<<10, 1<<40)
+	r.integer("unexp_count", &p.UnexpCount, 16, 1<<30)
 	r.boolean("lazy_conn", &p.LazyConn)
 	r.boolean("disconnect", &p.Disconnect)
 	if s, ok := r.str("tag_layout"); ok {
@@ -205,17 +263,19 @@ func (r paramReader) bad(name, value string, why error) {
 	r.log.Warnf(fi.LOG_CORE, "invalid %s=%q (%v), using the default", envName(name), value, why)
 }
 
-// boolean parses libfabric's boolean spellings.
-func (r paramReader) boolean(name string, dst *bool) {
+// boolean parses libfabric's boolean spellings. It reports whether the
+// variable was set to a valid value.
+func (r paramReader) boolean(name string, dst *bool) bool {
 	s, ok := r.str(name)
 	if !ok {
-		return
+		return false
 	}
 	if v, ok := ParseBool(s); ok {
 		*dst = v
-		return
+		return true
 	}
 	r.bad(name, s, fmt.Errorf("want 0/1, yes/no, true/false or on/off"))
+	return false
 }
 
 // integer parses a C-style integer (decimal, 0x hex, 0 octal) in [lo, hi].

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -29,6 +30,12 @@ func defaultParams() Params {
 		YieldSpin:    20,
 		LockLevel:    2,
 		TagLayout:    TagLayoutAuto,
+		MaxPeers:     hfi.MaxPeers,
+		PeersPerHost: hfi.DefaultPeersPerHost,
+		ReasmBytes:   hfi.DefaultReasmBytes,
+		OOOBytes:     hfi.DefaultOOOBytes,
+		UnexpBytes:   DefaultUnexpBytes,
+		UnexpCount:   DefaultUnexpCount,
 	}
 }
 
@@ -73,6 +80,13 @@ func TestParamDefinitions(t *testing.T) {
 		{"sread_spin", ParamInt},
 		{"yield_spin", ParamInt},
 		{"hfi_spin", ParamInt},
+		{"auth", ParamBool},
+		{"max_peers", ParamInt},
+		{"peers_per_host", ParamInt},
+		{"reasm_bytes", ParamInt},
+		{"ooo_bytes", ParamInt},
+		{"unexp_bytes", ParamInt},
+		{"unexp_count", ParamInt},
 	}
 	var got []def
 	for _, d := range h.defined {
@@ -182,6 +196,20 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_TAG_LAYOUT", "tag60", func(p *Params) { p.TagLayout = TagLayoutTag60 }, false},
 		{"FI_PSM2_TAG_LAYOUT", "TAG64", func(p *Params) { p.TagLayout = TagLayoutTag64 }, false},
 		{"FI_PSM2_TAG_LAYOUT", "tag32", nil, true},
+		// auth: unset is auto (by the job key)
+		{"FI_PSM2_AUTH", "1", func(p *Params) { p.Auth = AuthOn }, false},
+		{"FI_PSM2_AUTH", "no", func(p *Params) { p.Auth = AuthOff }, false},
+		{"FI_PSM2_AUTH", "sometimes", nil, true},
+		// limits
+		{"FI_PSM2_MAX_PEERS", "100", func(p *Params) { p.MaxPeers = 100 }, false},
+		{"FI_PSM2_MAX_PEERS", "65536", nil, true},
+		{"FI_PSM2_PEERS_PER_HOST", "0", nil, true},
+		{"FI_PSM2_REASM_BYTES", "1048576", func(p *Params) { p.ReasmBytes = 1 << 20 }, false},
+		{"FI_PSM2_REASM_BYTES", "1000", nil, true},
+		{"FI_PSM2_OOO_BYTES", "0x100000", func(p *Params) { p.OOOBytes = 1 << 20 }, false},
+		{"FI_PSM2_UNEXP_BYTES", "1048576", func(p *Params) { p.UnexpBytes = 1 << 20 }, false},
+		{"FI_PSM2_UNEXP_COUNT", "1000", func(p *Params) { p.UnexpCount = 1000 }, false},
+		{"FI_PSM2_UNEXP_COUNT", "1", nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s=%q", tt.env, tt.val), func(t *testing.T) {

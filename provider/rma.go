@@ -58,11 +58,52 @@ const (
 
 	// rmaReplyCookie names the sends of answers: nothing waits for them.
 	rmaReplyCookie = ^uint64(0)
+
+	// Bounds of what peers' RMA requests make a target hold (rmaAdmit):
+	// bytes of requests staged (an atomic's operands, or a short write,
+	// that the wire sent by rendezvous), write-long requests waiting for
+	// their bytes, and answers waiting for the wire. A request staged
+	// larger than rmaStageMax is refused with an error.
+	rmaStageMax   = 16 << 20
+	rmaWaitingMax = 4096
+	rmaOutMax     = 4096
 )
+
+// rmaRemoteErr is the one error a target answers a refused access with:
+// an unknown key, a range outside the region and a missing access right
+// look alike to the initiator, so that its answers tell nothing about
+// which keys exist.
+const rmaRemoteErr = fi.EACCES
+
+// rmaAdmit (Admit, for RMA messages): answers and a write-long request's
+// bytes always (they answer or complete our own operations, or land in a
+// registered region); a request only while the target keeps fewer than
+// rmaOutMax answers waiting for the wire (its initiator outruns the
+// wire) and rmaWaitingMax write-long requests, and, staged, within
+// rmaStageMax bytes (one larger than that is admitted, and refused with
+// an error: it would never fit).
+func (ep *Endpoint) rmaAdmit(h *transport.Header, rndv bool) bool {
+	e := &ep.engine
+	switch rmaKind(h) {
+	case rmaWrite, rmaWriteLong, rmaRead, rmaAtomic, rmaAtomicFetch, rmaAtomicCompare:
+	default:
+		return true
+	}
+	if len(e.rmaOut) >= rmaOutMax || e.rmaWaiting >= rmaWaitingMax {
+		e.refusals++
+		return false
+	}
+	if rndv && h.Len <= rmaStageMax && e.rmaStaged+h.Len > rmaStageMax {
+		e.refusals++
+		return false
+	}
+	return true
+}
 
 // rmaOp is the RMA part of an op.
 type rmaOp struct {
 	conn     transport.Conn
+	dest     uint64 // initiator: the target's fi_addr
 	write    bool
 	addr     uint64   // initiator: the remote address; target: the local one
 	key      uint64   // initiator: the remote key
@@ -183,10 +224,11 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 		h.Flags |= hfData
 		h.Data = data
 	}
-	started, errno := ep.rmaRequest(o, c, h, iov)
+	started, errno := ep.rmaRequest(o, h, iov)
 	if !started {
 		return errno
 	}
+	c = o.rma.conn // (a stale one was resolved again)
 	if write {
 		e.rmaStats.Writes++
 	} else {
@@ -220,17 +262,17 @@ func (ep *Endpoint) rmaStart(dest, addr, key uint64, ctx uintptr, flags, n uint6
 	}
 	o := e.newOp(opRMA)
 	o.ctx, o.flags, o.len = ctx, flags, n
-	o.rma.conn, o.rma.write, o.rma.addr, o.rma.key = c, write, addr, key
+	o.rma.conn, o.rma.dest, o.rma.write, o.rma.addr, o.rma.key = c, dest, write, addr, key
 	return o, 0
 }
 
 // rmaRequest sends the request h (payload iov, copied by the wire) of
-// new op o to c. started: the op is under way, or already failed
+// new op o to o.rma.conn. started: the op is under way, or already failed
 // through the CQ; otherwise it was refused (errno: EAGAIN, EMSGSIZE) and
 // freed. While started, the wire watches the peer until the answer.
-func (ep *Endpoint) rmaRequest(o *op, c transport.Conn, h *transport.Header, iov [][]byte) (started bool, errno fi.Errno) {
+func (ep *Endpoint) rmaRequest(o *op, h *transport.Header, iov [][]byte) (started bool, errno fi.Errno) {
 	e := &ep.engine
-	done, err := ep.tp.Send(c, h, iov, o.id, transport.SendCopy)
+	done, err := ep.wireSend(o.rma.dest, &o.rma.conn, h, iov, o.id, transport.SendCopy)
 	clear(e.iov[:])
 	if err != nil && (errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong)) {
 		ep.disarm(o)
@@ -455,14 +497,17 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaServe(h, m.SrcEPID, m.Payload)
 			return
 		}
-		// A request larger than the wire's eager size: stage it. Its
-		// length is the peer's word: at most two operand arrays.
-		if h.Len > 2*ep.maxMsgSize+atomicHdr {
+		// A request larger than the wire's eager size: stage it, within
+		// rmaStageMax (its length is the peer's word; Admit has held
+		// the sender back until the staged requests before it are done).
+		if h.Len > rmaStageMax {
 			ep.rmaDrop(m)
+			ep.rmaRefuse(h, m.SrcEPID, fi.EMSGSIZE)
 			return
 		}
 		t := e.newOp(opRMATarget)
-		t.rma.hdr, t.rma.src, t.rma.stage = *h, m.SrcEPID, make([]byte, h.Len)
+		t.rma.hdr, t.rma.src = *h, m.SrcEPID
+		ep.rmaStage(t, h.Len)
 		ep.rmaWire(t, 1)
 		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
 			ep.rmaFetchDone(t, n, err)
@@ -504,6 +549,30 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 		}
 	default:
 		ep.rmaDrop(m)
+	}
+}
+
+// rmaStage gives target op t a staging buffer of n bytes (rmaAdmit
+// bounds their sum); rmaTargetDone frees it.
+func (ep *Endpoint) rmaStage(t *op, n uint64) {
+	t.rma.stage = make([]byte, n)
+	ep.engine.rmaStaged += n
+}
+
+// rmaRefuse answers request h from src with errno without serving it.
+func (ep *Endpoint) rmaRefuse(h *transport.Header, src uint64, errno fi.Errno) {
+	c, err := ep.tp.Connect(src)
+	if err != nil {
+		return
+	}
+	ep.rmaCount(errno)
+	switch rmaKind(h) {
+	case rmaRead:
+		ep.rmaAnswer(c, rmaReadResp, h.Tag, errno)
+	case rmaAtomicFetch, rmaAtomicCompare:
+		ep.rmaAnswer(c, rmaAtomicResp, h.Tag, errno)
+	default:
+		ep.rmaAnswer(c, rmaAck, h.Tag, errno)
 	}
 }
 
@@ -553,6 +622,9 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		access = fi.REMOTE_READ
 	}
 	va, mr, errno := ep.dom.mrs.resolve(key, addr, n, access)
+	if errno != 0 {
+		errno = rmaRemoteErr
+	}
 	ep.rmaCount(errno)
 	switch kind {
 	case rmaWrite:
@@ -571,6 +643,7 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		t.len, t.rma.conn, t.rma.peerID, t.rma.src = n, c, h.Tag, src
 		t.rma.addr, t.rma.mr, t.rma.err, t.rma.hdr, t.rma.write = uint64(va), mr, errno, *h, true
 		t.rma.next, e.rmaWait = e.rmaWait, t
+		e.rmaWaiting++
 		// Watched until its bytes come, so that an initiator that dies
 		// first does not leave it here for good (rmaSweep).
 		ep.rmaWatch(t, true)
@@ -652,6 +725,10 @@ func (ep *Endpoint) rmaAnswer(c transport.Conn, kind uint32, id uint64, errno fi
 func (ep *Endpoint) rmaTargetDone(t *op) {
 	if t.rma.wire > 0 || t.kind != opRMATarget {
 		return
+	}
+	if t.rma.stage != nil {
+		ep.engine.rmaStaged -= uint64(len(t.rma.stage))
+		t.rma.stage = nil
 	}
 	ep.engine.freeOp(t)
 }
@@ -758,6 +835,7 @@ func (ep *Endpoint) rmaUnwait(prev, t *op) {
 		prev.rma.next = t.rma.next
 	}
 	t.rma.next = nil
+	e.rmaWaiting--
 	ep.rmaWatch(t, false)
 }
 

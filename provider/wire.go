@@ -39,6 +39,7 @@ type wireConfig struct {
 type netConfig struct {
 	devices route.Devices
 	hfi     hfi.Config
+	auth    AuthMode // FI_PSM2_AUTH (the job key decides auto)
 }
 
 // newWire opens the wires under a provider endpoint: shm for this host,
@@ -47,6 +48,7 @@ type netConfig struct {
 func newWire(c wireConfig) (transport.Endpoint, error) {
 	hc := c.net.hfi
 	hc.Job = c.job
+	hc.Auth = c.net.auth == AuthOn || c.net.auth == AuthAuto && c.job != DefaultUUID
 	hc.ConnTimeout = c.connTimeout
 	hc.Linger = c.linger
 	hc.Stalled = c.stalled
@@ -85,6 +87,10 @@ func (p *Provider) netConfig() (netConfig, error) {
 	}
 	h := &nc.hfi
 	h.Addr = addr
+	nc.auth = p.params.Auth
+	h.MaxPeers, h.PeersPerHost = p.params.MaxPeers, p.params.PeersPerHost
+	h.ReasmBytes, h.OOOBytes = p.params.ReasmBytes, p.params.OOOBytes
+	h.Warn = func(msg string) { p.log.Warnf(fi.LOG_EP_DATA, "%s", msg) }
 	h.PortFirst, h.PortLast = p.params.PortFirst, p.params.PortLast
 	h.Paths = p.params.Paths
 	h.MTU = p.params.MTU
