@@ -25,6 +25,9 @@
 #                                 one 0.5-1.5 x MS), so later ones overtake
 #   nshosts.sh rules H           H's packet rules, with counters (each
 #                                 loss/dup/reorder command resets them)
+#   nshosts.sh mtu N             set the MTU of every link of the set (each
+#                                 host's eth0, the switch's ports): a path
+#                                 MTU change, as the hosts see it at once
 #   nshosts.sh sets              the sets on this machine
 #
 # H is a host's number (1..N), name or address. PCT is 0-100 (0 removes
@@ -631,19 +634,24 @@ apply_rules() { # I
 	# loss, then duplication, then reordering, whatever order they were set in
 	while read -r kind pct proto d ms; do
 		m=$(proto_match "$proto")
+		# nft compares a random number mod 100 with PCT: 100 is every
+		# packet (nft refuses "< 100", out of the range 0-99).
+		if [ "$pct" -lt 100 ]; then
+			m="$m numgen random mod 100 < $pct"
+		fi
 		case $kind in
 		loss)
-			[ "$d" = in ] || out+=("$m numgen random mod 100 < $pct counter drop comment \"loss\"")
-			[ "$d" = out ] || in+=("$m numgen random mod 100 < $pct counter drop comment \"loss\"")
+			[ "$d" = in ] || out+=("$m counter drop comment \"loss\"")
+			[ "$d" = out ] || in+=("$m counter drop comment \"loss\"")
 			;;
 		dup)
-			[ "$d" = in ] || out+=("$m numgen random mod 100 < $pct counter dup to \"br0\" comment \"dup\"")
-			[ "$d" = out ] || in+=("$m numgen random mod 100 < $pct counter meta mark set meta mark | $MARK_DUP_IN dup to \"p$i\" comment \"dup\"")
+			[ "$d" = in ] || out+=("$m counter dup to \"br0\" comment \"dup\"")
+			[ "$d" = out ] || in+=("$m counter meta mark set meta mark | $MARK_DUP_IN dup to \"p$i\" comment \"dup\"")
 			;;
 		reorder)
 			rq="$pct $ms"
-			[ "$d" = in ] || out+=("$m numgen random mod 100 < $pct counter fwd to \"d$i\" comment \"reorder\"")
-			[ "$d" = out ] || in+=("$m numgen random mod 100 < $pct counter fwd to \"d$i\" comment \"reorder\"")
+			[ "$d" = in ] || out+=("$m counter fwd to \"d$i\" comment \"reorder\"")
+			[ "$d" = out ] || in+=("$m counter fwd to \"d$i\" comment \"reorder\"")
 			;;
 		esac
 	done < <(for kind in loss dup reorder; do grep -h "^$kind " "$f" 2>/dev/null || true; done)
@@ -745,6 +753,17 @@ cmd_rules() {
 	in_switch nft list table netdev "nshosts_p$i" 2>/dev/null || echo "no rules for $(hname "$i")"
 }
 
+cmd_mtu() { # N
+	local m=${1:?mtu N} i
+	[[ $m =~ ^[0-9]+$ ]] && [ "$m" -ge 576 ] && [ "$m" -le 65535 ] || die "mtu: N is 576 to 65535"
+	need_root
+	need_set
+	for ((i = 1; i <= $(cat "$dir/n"); i++)); do
+		in_switch ip link set "p$i" mtu "$m" || die "mtu: p$i"
+		nsenter -t "$(host_pid "$i")" -n -- ip link set eth0 mtu "$m" || die "mtu: $(hname "$i") eth0"
+	done
+}
+
 cmd_sets() {
 	local d p
 	for d in "$rundir"/*/; do
@@ -774,6 +793,7 @@ hostfile) find_set; need_set; echo "$dir/hostfile" ;;
 agent) echo "$here/nsrsh" ;;
 loss | dup | reorder) find_set; cmd_rule "$cmd" "$@" ;;
 rules) find_set; cmd_rules "$@" ;;
+mtu) find_set; cmd_mtu "$@" ;;
 sets) cmd_sets ;;
 -h | --help | help | "") usage ;;
 *) echo "nshosts: unknown command '$cmd'" >&2; usage ;;
