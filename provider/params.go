@@ -36,9 +36,9 @@ type Params struct {
 	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
 	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
 	YieldSpin    int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
-	// FI_PSM2_AUTH: authenticate every packet of the hfi wire (on, off,
-	// or auto: when the job key is not the public default).
-	Auth AuthMode
+	// FI_PSM2_AUTH: authenticate every packet of the hfi wire (default
+	// off: docs/hfi.md, "Authentication", has the cost).
+	Auth bool
 	// Limits of what peers may make an endpoint keep (docs/hfi.md,
 	// "Limits"): FI_PSM2_MAX_PEERS, FI_PSM2_PEERS_PER_HOST,
 	// FI_PSM2_REASM_BYTES, FI_PSM2_OOO_BYTES, FI_PSM2_UNEXP_BYTES,
@@ -47,16 +47,6 @@ type Params struct {
 	ReasmBytes, OOOBytes   int
 	UnexpBytes, UnexpCount int
 }
-
-// AuthMode is FI_PSM2_AUTH.
-type AuthMode int
-
-// The FI_PSM2_AUTH settings.
-const (
-	AuthAuto AuthMode = iota // on when the job key is not the public default
-	AuthOff
-	AuthOn
-)
 
 // Default limits (docs/hfi.md, "Limits"): with the wire's own, what
 // peers can make an endpoint hold is at most 32 + 32 + 32 MiB
@@ -116,7 +106,7 @@ var paramDefs = []paramDef{
 	{"sread_spin", ParamInt, "Microseconds fi_cq_sread and fi_cntr_wait poll before they sleep in the kernel; 0: sleep at once (default: 100)"},
 	{"yield_spin", ParamInt, "Microseconds of empty fi_cq_read answers before one yields the CPU, doubled after each yield no other thread took (up to 64 times); 0: never (default: 20)"},
 	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
-	{"auth", ParamBool, "Authenticate every packet of the inter-node wire with a key derived from the job key (AES-GMAC); unset: on when the job key (FI_PSM2_UUID, the launcher's key or auth_key) is not the public default"},
+	{"auth", ParamBool, "Authenticate every packet of the inter-node wire (AES-GMAC, a key derived from the job key): on a network where others can see the job's packets, give the job a secret key and set this (default: no; it costs a third of the bandwidth of large messages)"},
 	{"max_peers", ParamInt, fmt.Sprintf("Most peers an endpoint is connected with over the network, 1 to %d; dead ones make room (default: %d)", hfi.MaxPeers, hfi.MaxPeers)},
 	{"peers_per_host", ParamInt, fmt.Sprintf("Most peers of one network address an endpoint is connected with (default: %d)", hfi.DefaultPeersPerHost)},
 	{"reasm_bytes", ParamInt, fmt.Sprintf("Bytes of eager messages an endpoint reassembles from the network at once; past it senders wait (default: %d)", hfi.DefaultReasmBytes)},
@@ -212,15 +202,7 @@ func loadParams(h Host, log logger) Params {
 	r.integer("hfi_spin", &p.HFISpin, 0, 10_000_000)
 	r.integer("sread_spin", &p.SreadSpin, 0, 10_000_000)
 	r.integer("yield_spin", &p.YieldSpin, 0, 10_000_000)
-	if _, ok := r.str("auth"); ok {
-		on := false
-		if r.boolean("auth", &on) {
-			p.Auth = AuthOff
-			if on {
-				p.Auth = AuthOn
-			}
-		}
-	}
+	r.boolean("auth", &p.Auth)
 	r.integer("max_peers", &p.MaxPeers, 1, hfi.MaxPeers)
 	r.integer("peers_per_host", &p.PeersPerHost, 1, hfi.MaxPeers)
 	r.integer("reasm_bytes", &p.ReasmBytes, 256<<10, 1<<40)

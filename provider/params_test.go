@@ -196,9 +196,8 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_TAG_LAYOUT", "tag60", func(p *Params) { p.TagLayout = TagLayoutTag60 }, false},
 		{"FI_PSM2_TAG_LAYOUT", "TAG64", func(p *Params) { p.TagLayout = TagLayoutTag64 }, false},
 		{"FI_PSM2_TAG_LAYOUT", "tag32", nil, true},
-		// auth: unset is auto (by the job key)
-		{"FI_PSM2_AUTH", "1", func(p *Params) { p.Auth = AuthOn }, false},
-		{"FI_PSM2_AUTH", "no", func(p *Params) { p.Auth = AuthOff }, false},
+		{"FI_PSM2_AUTH", "1", func(p *Params) { p.Auth = true }, false},
+		{"FI_PSM2_AUTH", "no", nil, false},
 		{"FI_PSM2_AUTH", "sometimes", nil, true},
 		// limits
 		{"FI_PSM2_MAX_PEERS", "100", func(p *Params) { p.MaxPeers = 100 }, false},

@@ -39,7 +39,7 @@ type wireConfig struct {
 type netConfig struct {
 	devices route.Devices
 	hfi     hfi.Config
-	auth    AuthMode // FI_PSM2_AUTH (the job key decides auto)
+	auth    bool // FI_PSM2_AUTH
 }
 
 // newWire opens the wires under a provider endpoint: shm for this host,
@@ -48,7 +48,7 @@ type netConfig struct {
 func newWire(c wireConfig) (transport.Endpoint, error) {
 	hc := c.net.hfi
 	hc.Job = c.job
-	hc.Auth = c.net.auth == AuthOn || c.net.auth == AuthAuto && c.job != DefaultUUID
+	hc.Auth = c.net.auth
 	hc.ConnTimeout = c.connTimeout
 	hc.Linger = c.linger
 	hc.Stalled = c.stalled
