@@ -55,7 +55,7 @@ func openHfiNode(t *testing.T, env map[string]string) *hfiNode {
 // makes of the UDP one (nil: UDP itself).
 func openHfiNodeOn(t *testing.T, env map[string]string, wrap func(hfi.Backend) hfi.Backend) *hfiNode {
 	t.Helper()
-	info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	info := &fi.Info{Caps: fi.TAGGED | fi.MSG | fi.RMA, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
 	p := New(newFakeHost(env))
 	if wrap != nil {
 		p.wire = func(c wireConfig) (transport.Endpoint, error) {
