@@ -22,6 +22,11 @@
 #     mid-transfer: the survivor ends within the connection timeout;
 #   - ctest/rmakill.c: RMA reads and writes across hosts, then the target
 #     killed: the pending RMA fails within the connection timeout;
+#   - link faults (ctest/reconnect.c, ctest/xfer.c): the link cut for twice
+#     the connection timeout, then healed, and a receiver restarted at the
+#     same address: the sends that failed are sent again and everything
+#     arrives verified; the MTU of every link 1500 -> 1280 -> 9000 in the
+#     middle of xfer's 10,000 messages, verified;
 # Everything is removed afterwards, also on failure. Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -322,6 +327,83 @@ if cc -std=gnu11 -O2 -Wall -Iinclude -o "$out/rmakill" ctest/rmakill.c -L"$lib" 
 	fi
 else
 	fail "cc ctest/rmakill.c" "$(cat "$out/cc.log")"
+fi
+
+# Link faults: ctest/reconnect.c sends 200 kB rounds from host 2 to host 1,
+# each again until it completes; the receiver checks every one.
+#   reconnect_start TAG [receiver env...]: leaves the pids in rr and rs.
+if cc -std=gnu11 -O2 -Wall -Iinclude -o "$out/reconnect" ctest/reconnect.c -L"$lib" -lfabric 2>"$out/cc.log"; then
+	wait_line() { # FILE PATTERN SECONDS
+		local i
+		for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+		return 1
+	}
+	recv_rc() { $ns exec 1 "${env[@]}" FI_PSM2_CONN_TIMEOUT=2 "$@" timeout 120 "$out/reconnect" recv "$out/rc.name" -n 40; }
+	# The link cut (every UDP datagram of host 2 dropped, both ways) for
+	# 4 s, twice FI_PSM2_CONN_TIMEOUT.
+	rm -f "$out/rc.name"
+	recv_rc >"$out/rc-recv.log" 2>&1 &
+	rr=$!
+	$ns exec 2 "${env[@]}" FI_PSM2_CONN_TIMEOUT=2 timeout 120 "$out/reconnect" send "$out/rc.name" -n 40 >"$out/rc-send.log" 2>&1 &
+	rs=$!
+	wait_line "$out/rc-send.log" '^sent 5$' 30
+	cut=ok
+	$ns loss 2 100 >/dev/null || cut=failed
+	sleep 4
+	$ns loss 2 0 >/dev/null || cut=failed
+	wait $rs; xs=$?
+	wait $rr; xr=$?
+	nf=$(grep -c '^round .* failed' "$out/rc-send.log")
+	if [ $cut = ok ] && [ $xs = 0 ] && [ $xr = 0 ] && [ "$nf" -ge 1 ]; then
+		ok "link cut for twice the connection timeout, then healed: $nf sends failed meanwhile (timed out), then $(tail -1 "$out/rc-send.log" | sed 's/^reconnect: sender: //'); $(tail -1 "$out/rc-recv.log" | sed 's/^reconnect: //')"
+	else
+		fail "link cut and healed (cutting it: $cut; sender $xs, receiver $xr, $nf failed sends)" "$(cat "$out/rc-send.log" "$out/rc-recv.log" | tail -20)"
+	fi
+	# A receiver killed after round 5 and started again on the same port:
+	# the same endpoint name, a new process.
+	port=$((40000 + RANDOM % 10000))
+	rm -f "$out/rc.name"
+	recv_rc FI_PSM2_PORT_RANGE=$port-$port >"$out/rc-recv1.log" 2>&1 &
+	rr=$!
+	$ns exec 2 "${env[@]}" FI_PSM2_CONN_TIMEOUT=2 timeout 120 "$out/reconnect" send "$out/rc.name" -n 40 >"$out/rc-send2.log" 2>&1 &
+	rs=$!
+	wait_line "$out/rc-recv1.log" '^got 5$' 30
+	pkill -KILL -f "reconnect recv $out/rc.name"
+	{ wait $rr; } 2>/dev/null
+	recv_rc FI_PSM2_PORT_RANGE=$port-$port >"$out/rc-recv2.log" 2>&1 &
+	rr=$!
+	wait $rs; xs=$?
+	wait $rr; xr=$?
+	if [ $xs = 0 ] && [ $xr = 0 ] && grep -q '^got 39$' "$out/rc-recv2.log"; then
+		ok "receiver killed and restarted at the same address across hosts: $(grep -c '^round .* failed' "$out/rc-send2.log") sends failed, then $(tail -1 "$out/rc-send2.log" | sed 's/^reconnect: sender: //'); the new receiver got rounds $(grep -m1 '^got' "$out/rc-recv2.log" | cut -d' ' -f2) to 39, verified"
+	else
+		fail "receiver restarted at the same address (sender $xs, receiver $xr)" "$(cat "$out/rc-send2.log" "$out/rc-recv2.log" | tail -20)"
+	fi
+else
+	fail "cc ctest/reconnect.c" "$(cat "$out/cc.log")"
+fi
+
+# The MTU of every link falls to 1280 in the middle of xfer's messages,
+# then rises to 9000: segmented sends of 1472-byte packets fail with
+# EMSGSIZE, go fragmented, and later packets are smaller; then they grow
+# back. Every message arrives once, intact.
+rm -f "$out/mtu.progress"
+( xfer_run mtu "-p $out/mtu.progress" "" FI_LOG_LEVEL=info
+  echo "$xr $xs" >"$out/mtu.rc" ) &
+x=$!
+wait_line "$out/mtu.progress" . 60
+$ns mtu 1280
+sleep 2
+$ns mtu 9000
+wait $x
+$ns mtu 1500
+read -r xr xs <"$out/mtu.rc"
+mtudown() { sed -n 's/.*hfi {.*MTUDown:\([0-9]*\).*/\1/p' "$1" | head -1; }
+if [ "$xr" = 0 ] && [ "$xs" = 0 ] && [ "$(mtudown "$out/mtu-send.log")" -ge 1 ] 2>/dev/null; then
+	ok "MTU 1500 -> 1280 -> 9000 in the middle of xfer across hosts: $(grep '^xfer:' "$out/mtu-recv.log" | tail -1 | cut -c7-); packets lowered to the path MTU $(mtudown "$out/mtu-send.log") times by the sender, $(mtudown "$out/mtu-recv.log") by the receiver"
+else
+	fail "MTU change during xfer (receiver $xr, sender $xs, sender's MTUDown $(mtudown "$out/mtu-send.log"))" \
+		"$(grep -v '^libfabric:.*info' "$out/mtu-recv.log" "$out/mtu-send.log" | tail -20)"
 fi
 
 echo
