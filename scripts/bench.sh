@@ -45,7 +45,9 @@
 # NetPIPE 8 B latency psm2/vader <= 2.0, NetPIPE 1 MiB bandwidth
 # psm2/vader >= 0.9; across hosts, 64 B latency psm2/tcp <= 0.6 and
 # psm2/udppp <= 1.5, 1 MiB bandwidth psm2/tcp >= 1.5, NetPIPE 1 B latency
-# psm2/tcp <= 0.8 and 1 MiB bandwidth psm2/tcp >= 1.2, RMA 8 B latencies
+# psm2/tcp <= 0.8 and 1 MiB bandwidth psm2/tcp >= 1.2, with every packet
+# authenticated (FI_PSM2_AUTH=1) against without 64 B latency <= 1.1 and
+# 1 MiB bandwidth >= 0.8 (message rates reported), RMA 8 B latencies
 # psm2/tcp <= 0.6 and psm2/(raw UDP round trip) <= 1.5 (the floor: each
 # waits for its answer); each is printed MET or MISSED. The exit status is 0
 # when every run worked, whether or not the targets were met, and 1 when a
@@ -362,8 +364,41 @@ if [ "$internode" = 1 ]; then
 	PP_SRV=("$ns" exec 1) PP_CLI=("$ns" exec 2) PP_DEST=$($ns ip 1) PP_ENV=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
 	for s in "${NET_SIZES[@]}"; do
 		[ "$SKIP_PSM2" = 1 ] || measure "net-psm2:$s" pingpong psm2 psm2 "$libdir" "$s" "${NET_ITERS[$s]}"
+		if [ "$SKIP_PSM2" != 1 ]; then
+			# Every packet authenticated (docs/hfi.md, "Authentication").
+			PP_ENV+=(FI_PSM2_AUTH=1)
+			measure "net-psm2a:$s" pingpong psm2a psm2 "$libdir" "$s" "${NET_ITERS[$s]}"
+			unset 'PP_ENV[-1]'
+		fi
 		measure "net-tcp:$s" pingpong tcp tcp "" "$s" "${NET_ITERS[$s]}"
 	done
+	# Message rate across the hosts (scripts/msgrate.c, 64 in flight),
+	# with and without authentication: mr_host KEY [env...] keeps the best
+	# rate of each size in MR[KEY:size].
+	mr_host() {
+		local key=$1 spid rc out mport
+		shift
+		local e=(env LD_LIBRARY_PATH="$libdir" FI_PSM2_IFACE=eth0 "$@")
+		mport=$((port + 1000 + RANDOM % 1000))
+		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$work/msgrate" -p psm2 -S "$mport" -t 0.3 8 1024 65536 >"$work/mrh-srv.out" 2>&1 &
+		spid=$!
+		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$work/msgrate" -p psm2 -S "$mport" -C "$PP_DEST" -t 0.3 8 1024 65536 2>&1)
+		rc=$?
+		wait "$spid" 2>/dev/null
+		[ $rc = 0 ] || { note "  msgrate $key across hosts: $out"; return 1; }
+		while read -r sz rate _; do
+			if [ -z "${MR[$key:$sz]:-}" ] || awk -v a="$rate" -v b="${MR[$key:$sz]}" 'BEGIN { exit !(a > b) }'; then
+				MR[$key:$sz]=$rate
+			fi
+		done <<<"$out"
+	}
+	declare -A MR
+	if [ "$SKIP_PSM2" != 1 ] && [ -x "$work/msgrate" ]; then
+		for ((i = 0; i < REPEAT; i++)); do
+			mr_host off || break
+			mr_host auth FI_PSM2_AUTH=1 || break
+		done
+	fi
 	measure "net-udp:64" udppp 64 "${NET_ITERS[64]}"
 	if [ "$SKIP_PSM2" != 1 ]; then
 		PP_ENV+=(FI_PSM2_PATHS=4)
@@ -441,6 +476,20 @@ if [ "$internode" = 1 ]; then
 			"$(cell LAT "net-psm2p4:$s" net-psm2p4)" "$(cell BW "net-psm2p4:$s" net-psm2p4)" "$(cell BW "net-psm2:$s" net-psm2)"
 	done
 	echo
+	echo "psm2 across the hosts with every packet authenticated (FI_PSM2_AUTH=1) and without"
+	printf '%-9s %12s %12s %12s %12s %8s %8s\n' size "auth usec" "auth MB/s" "plain usec" "plain MB/s" "lat x" "bw x"
+	for s in "${NET_SIZES[@]}"; do
+		printf '%-9s %12s %12s %12s %12s %8s %8s\n' "$s" \
+			"$(cell LAT "net-psm2a:$s" net-psm2a)" "$(cell BW "net-psm2a:$s" net-psm2a)" \
+			"$(cell LAT "net-psm2:$s" net-psm2)" "$(cell BW "net-psm2:$s" net-psm2)" \
+			"$(awk -v a="${LAT[net-psm2a:$s]:-}" -v b="${LAT[net-psm2:$s]:-}" 'BEGIN { if (a != "" && b > 0) printf("%.2f", a / b); else print "-" }')" \
+			"$(awk -v a="${BW[net-psm2a:$s]:-}" -v b="${BW[net-psm2:$s]:-}" 'BEGIN { if (a != "" && b > 0) printf("%.2f", a / b); else print "-" }')"
+	done
+	for sz in 8 1024 65536; do
+		printf 'msgrate %-6s %12s msg/s auth, %12s msg/s plain, x %s\n' "$sz" "${MR[auth:$sz]:--}" "${MR[off:$sz]:--}" \
+			"$(awk -v a="${MR[auth:$sz]:-}" -v b="${MR[off:$sz]:-}" 'BEGIN { if (a != "" && b > 0) printf("%.2f", a / b); else print "-" }')"
+	done
+	echo
 	echo "NetPIPE across the two hosts, 1 rank each: cm/ofi on psm2 (ours) and ob1 + btl tcp"
 	printf '%-9s %8s %12s %12s %12s %12s\n' size iters "psm2 usec" "psm2 Mbps" "tcp usec" "tcp Mbps"
 	for s in $NP_NET_SMALL $NP_BIG; do
@@ -496,6 +545,8 @@ if [ "$internode" = 1 ]; then
 	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
 	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.5 net-psm2 net-udp
 	target "hosts: 1 MiB MB/s, psm2/tcp" "${BW[net-psm2:1048576]:-}" "${BW[net-tcp:1048576]:-}" ">=" 1.5 net-psm2 net-tcp
+	target "hosts: 64 B latency, auth/plain" "${LAT[net-psm2a:64]:-}" "${LAT[net-psm2:64]:-}" "<=" 1.1 net-psm2a net-psm2
+	target "hosts: 1 MiB MB/s, auth/plain" "${BW[net-psm2a:1048576]:-}" "${BW[net-psm2:1048576]:-}" ">=" 0.8 net-psm2a net-psm2
 	target "hosts: NetPIPE 1 B latency, psm2/tcp" "${LAT[mpinet-psm2:$NP_NET_SMALL]:-}" "${LAT[mpinet-tcp:$NP_NET_SMALL]:-}" "<=" 0.8 mpinet-psm2 mpinet-tcp
 	target "hosts: NetPIPE 1 MiB Mbps, psm2/tcp" "${BW[mpinet-psm2:$NP_BIG]:-}" "${BW[mpinet-tcp:$NP_BIG]:-}" ">=" 1.2 mpinet-psm2 mpinet-tcp
 	target "hosts: RMA 8 B write latency, psm2/tcp" "${RMA[net-psm2:write_lat]:-}" "${RMA[net-tcp:write_lat]:-}" "<=" 0.6 rmanet-psm2 rmanet-tcp
