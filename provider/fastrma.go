@@ -152,6 +152,21 @@ func (d *Domain) publishALock() {
 // mrSlot is the table entry of key.
 func mrSlot(key uint64) int { return domMRs + int(key%domMRCap)*mrfSize }
 
+// freeMRSlot is a slot of the C table that is free now (a hint: a
+// registration racing this one may take it first), -1 if none is or the
+// domain has no table.
+func (d *Domain) freeMRSlot() int {
+	if d.fast == nil || !d.fastLock {
+		return -1
+	}
+	for k := 0; k < domMRCap; k++ {
+		if atomic.LoadUint64(fastWord(d.fast, domMRs+k*mrfSize+mrfAccess)) == 0 {
+			return k
+		}
+	}
+	return -1
+}
+
 // publishMR enters mr in the C table if it qualifies and its slot is
 // free. The caller holds the domain lock.
 func (d *Domain) publishMR(mr *MR) {

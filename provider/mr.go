@@ -24,8 +24,11 @@ const mrAccess = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.RE
 //
 // Keys: with FI_MR_BASIC or FI_MR_PROV_KEY in the domain's mr_mode the
 // provider assigns them and RMA addresses are virtual addresses, as in
-// psm2; but where psm2 counts from 1, a key here is 64 random bits (never
-// 0), so that a peer cannot find a region by trying keys. Otherwise
+// psm2; but where psm2 counts from 1, a key here is random (never 0), so
+// that a peer cannot find a region by trying keys: 60 random bits, and the
+// low 4 pick a free slot of the C side's MR table (fastrma.go), as keys
+// counted from 1 did, so that random keys do not collide there and send
+// those regions' requests to Go. Otherwise
 // ("scalable") the requested key is used (ENOKEY if it is taken in the
 // domain): the application's choice, which only the job key protects
 // (docs/hfi.md, "Threat model"); an RMA address is then an offset:
@@ -66,7 +69,7 @@ func (d *Domain) RegMR(iov []MRIov, access, offset, requestedKey, flags uint64, 
 	if !provKey {
 		mr.offset = uint64(first) - offset
 	}
-	key, err := d.mrs.reserve(mr, requestedKey, provKey)
+	key, err := d.mrs.reserve(mr, requestedKey, provKey, d.freeMRSlot())
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +216,9 @@ func (t *mrTable) init() {
 }
 
 // reserve enters mr under a key: the requested one (ENOKEY if taken), or
-// with provKey a random one that is free and not 0.
-func (t *mrTable) reserve(mr *MR, requested uint64, provKey bool) (uint64, error) {
+// with provKey a random one that is free and not 0, whose slot (key mod
+// domMRCap) is slot if that is not negative.
+func (t *mrTable) reserve(mr *MR, requested uint64, provKey bool, slot int) (uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byKey == nil {
@@ -233,6 +237,9 @@ func (t *mrTable) reserve(mr *MR, requested uint64, provKey bool) (uint64, error
 			return 0, fi.ENOMEM
 		}
 		key := binary.LittleEndian.Uint64(r[:])
+		if slot >= 0 {
+			key = key - key%domMRCap + uint64(slot)
+		}
 		if _, used := t.byKey[key]; key != 0 && !used {
 			t.byKey[key] = mr
 			return key, nil

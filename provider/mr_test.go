@@ -265,3 +265,28 @@ func TestMRConcurrent(t *testing.T) {
 		seen[k] = true
 	}
 }
+
+// TestProviderKeysFillTheCTable: random provider keys still give every
+// region with remote access a slot of the C side's MR table while one is
+// free (keys counted from 1 did; random ones would collide and leave
+// those regions' requests to Go).
+func TestProviderKeysFillTheCTable(t *testing.T) {
+	d := ctlTestDomain(t, fi.MR_PROV_KEY|fi.MR_VIRT_ADDR|fi.MR_ALLOCATED)
+	if d.fast == nil || !d.fastLock {
+		t.Skip("no C fast path in this domain")
+	}
+	var mrs []*MR
+	for i := 0; i < domMRCap; i++ {
+		mr, err := d.RegMR([]MRIov{{Base: uintptr(0x10000 + i*0x1000), Len: 64}}, fi.REMOTE_READ|fi.REMOTE_WRITE, 0, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mrs = append(mrs, mr)
+	}
+	for i, mr := range mrs {
+		if !mr.published {
+			t.Errorf("region %d (key %#x) not in the C table", i, mr.Key())
+		}
+		mr.Close()
+	}
+}
