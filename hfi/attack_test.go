@@ -789,3 +789,54 @@ func FuzzHandshake(f *testing.F) {
 		}
 	})
 }
+
+// TestGapsHeldOpen (memory): peers that each send a window of packets
+// past a gap they never fill make the receiver keep at most OOOBytes of
+// them, whatever their number; the rest are dropped (and would be sent
+// again). A job member that then fills its gap is served as before.
+func TestGapsHeldOpen(t *testing.T) {
+	net := newMemNet()
+	cfg := Config{Job: [16]byte{7}, OOOBytes: 256 << 10, Credits: 128}
+	b, err := Open(Config{Job: cfg.Job, OOOBytes: cfg.OOOBytes, Credits: cfg.Credits, Backend: net.open()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rb := newRecorder(t)
+	rb.ep = b
+	var peers []*Endpoint
+	for i := 0; i < 8; i++ {
+		cc := cfg
+		cc.Backend = net.open()
+		x, err := Open(cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		rx := newRecorder(t)
+		rx.ep = x
+		c := connect(t, x, b)
+		h := transport.Header{Len: 1}
+		x.Send(c, &h, [][]byte{{1}}, 1, 0)
+		if !drive(t, x, b, rx, rb, 2*time.Second, func() bool { return len(rb.msgs) == i+1 }) {
+			t.Fatal("no connection")
+		}
+		peers = append(peers, x)
+	}
+	pkt := make([]byte, 1400)
+	for _, x := range peers {
+		px := x.peers[0]
+		for k := uint32(1); k < 128; k++ { // PSN nextPSN never comes
+			putHdr(pkt, tEager, 0, 0, (px.nextPSN+k)&psnMask, px.expect, px.remote, px.connID(), px.rsess)
+			put64(pkt, 56, uint64(len(pkt)-64))
+			net.inject(portOf(b), pkt, addrOf(net, x))
+		}
+		for b.Poll(rb, 1<<20) > 0 || b.Arrived() {
+		}
+	}
+	drive(t, b, b, rb, rb, 100*time.Millisecond, func() bool { return false })
+	if kept := b.keptN * b.keptSize; kept > cfg.OOOBytes || b.keptN == 0 {
+		t.Fatalf("%d buffers (%d bytes) kept past gaps, limit %d", b.keptN, kept, cfg.OOOBytes)
+	}
+	t.Logf("8 peers x 127 packets past a gap: %d kept (%d bytes), %d out of order", b.keptN, b.keptN*b.keptSize, b.Stats().OutOfOrder)
+}

@@ -88,10 +88,16 @@ type Dest struct {
 
 // NewDest makes the Dest of ip:port.
 func NewDest(ip [4]byte, port uint16) *Dest {
-	d := &Dest{IP: ip, Port: port}
+	d := &Dest{}
+	d.set(ip, port)
+	return d
+}
+
+// set makes d the Dest of ip:port.
+func (d *Dest) set(ip [4]byte, port uint16) {
+	d.IP, d.Port = ip, port
 	d.raw.Family = unix.AF_INET
 	d.raw.Addr = ip
 	p := (*[2]byte)(unsafe.Pointer(&d.raw.Port))
 	p[0], p[1] = byte(port>>8), byte(port)
-	return d
 }

@@ -203,6 +203,7 @@ type Endpoint struct {
 	busy     []*peer         // peers with timers or queued work (peer.inBusy)
 
 	keys     keys     // the handshake's MACs (auth.go)
+	chDest   Dest     // where a challenge goes (no allocation per request)
 	eagerMax uint64   // the largest eager message we take (handshake)
 	adm      admitter // the handler's admission check, if it has one (admit.go)
 	admH     transport.Handler

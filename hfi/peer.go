@@ -433,7 +433,8 @@ func (e *Endpoint) challenge(b []byte, h *hdr, from Addr) {
 	ck := e.cookie(b, from, e.epoch())
 	copy(c[chCookie:chCookie+16], ck[:])
 	e.stats.Challenges++
-	e.sendTo(&Dest{IP: from.IP, Port: from.Port, raw: NewDest(from.IP, from.Port).raw}, c)
+	e.chDest.set(from.IP, from.Port)
+	e.sendTo(&e.chDest, c)
 }
 
 // onChallenge: the responder wants our request again with its cookie.
