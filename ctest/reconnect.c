@@ -128,6 +128,7 @@ static int receiver(const char *namefile)
 	}
 	printf("reconnect: receiver: rounds to %ld received and verified\n", last);
 	free(buf);
+	ct_close_node(&n);
 	return 0;
 }
 
@@ -207,6 +208,7 @@ static int sender(const char *namefile)
 		die("fi_av_insert", ret);
 	send_rounds(&n, peer, 0, rounds, &failures, NULL);
 	printf("reconnect: sender: %ld rounds delivered, %ld attempts failed on the way\n", rounds, failures);
+	ct_close_node(&n);
 	return 0;
 }
 
@@ -280,6 +282,7 @@ static int local(void)
 	rounds = 12;
 	kill_at = 5;
 	send_rounds(&n, peer, 0, rounds, &failures, maybe_restart);
+	ct_close_node(&n);
 	k2 = read_name(namefile, name2, sizeof(name2));
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "reconnect: the restarted receiver failed\n");
