@@ -428,6 +428,7 @@ func (ep *Endpoint) Close() error {
 		}
 	}
 	rma := ep.engine.rmaStats
+	refused := ep.engine.refusals
 	served, posted := ep.cCounts()
 	rma.Served += served
 	rma.Atomics += posted
@@ -445,7 +446,7 @@ func (ep *Endpoint) Close() error {
 	}
 	err := ep.tp.Close()
 	if r, ok := ep.tp.(transport.Reporter); ok {
-		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s; rma %+v", ep.epid, r.Report(), rma)
+		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s; rma %+v; messages held back at the limits %d", ep.epid, r.Report(), rma, refused)
 	}
 	ep.closeFast()
 	d.prov.freeContext(ep.ctxNum)
