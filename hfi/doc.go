@@ -6,13 +6,20 @@
 // port, context), the packet format (packet.go), the per-peer reliable
 // flows (flow.go: 31-bit PSNs, cumulative and coalesced ACKs, a NAK with
 // a selective-acknowledgement bitmap on a gap, selective retransmission,
-// an adaptive PSM2_ERRCHK_TIMEOUT, flow credits, duplicate suppression),
-// peers and connection set-up with the job key (peer.go), the eager and
-// rendezvous protocols (msg.go), and the receive side (recv.go): a thread
-// that drains the network into an arrival ring the C side can probe, and
-// that hands the socket to the polling thread while packets flow
-// (endpoint.go, pollDirect). It implements transport.Endpoint; package
-// route puts it beside shm under one provider endpoint.
+// an adaptive PSM2_ERRCHK_TIMEOUT, flow credits, duplicate suppression,
+// ACKs checked against what was sent, the path MTU), peers and their
+// slots and connection set-up (peer.go: a handshake with a stateless
+// cookie and proofs of the job key, random per-connection secrets,
+// reconnection), the wire's secrets and per-packet authentication
+// (auth.go), the bounds on what a peer can make an endpoint hold and the
+// busy answer that holds a sender back (admit.go), the eager and
+// rendezvous protocols (msg.go: input checks every packet against its
+// connection), and the receive side (recv.go): a thread that drains the
+// network into an arrival ring the C side can probe, and that hands the
+// socket to the polling thread while packets flow (endpoint.go,
+// pollDirect). It implements transport.Endpoint; package route puts it
+// beside shm under one provider endpoint. docs/hfi.md has the threat
+// model the checks answer.
 //
 // The network itself is a Backend (backend.go): a datagram service that
 // may drop, reorder or duplicate. The one here is UDP (udp.go); a
