@@ -692,16 +692,7 @@ func TestAuthenticated(t *testing.T) {
 	ca := Config{Job: [16]byte{7}, Auth: true, ErrchkMin: 20 * time.Millisecond, ErrchkMax: 80 * time.Millisecond, ErrchkAdaptive: true}
 	cb := ca
 	cb.Auth = false
-	ca.Backend, cb.Backend = net.open(), net.open()
-	a, err := Open(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(cb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
+	a, b := openPairOf(t, net, ca, cb)
 	ra, rb := recorders(t, a, b)
 	c := connect(t, a, b)
 	net.loss, net.reorder, net.dup = 0.03, 0.03, 0.01

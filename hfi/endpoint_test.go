@@ -100,7 +100,12 @@ func pattern(seq, n int) []byte {
 
 func openPair(t testing.TB, net *memNet, cfg Config) (*Endpoint, *Endpoint) {
 	t.Helper()
-	ca, cb := cfg, cfg
+	return openPairOf(t, net, cfg, cfg)
+}
+
+// openPairOf is openPair with a configuration for each side.
+func openPairOf(t testing.TB, net *memNet, ca, cb Config) (*Endpoint, *Endpoint) {
+	t.Helper()
 	ca.Backend, cb.Backend = net.open(), net.open()
 	a, err := Open(ca)
 	if err != nil {
