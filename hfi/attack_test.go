@@ -194,7 +194,7 @@ func TestForgedAckBeforePSN(t *testing.T) {
 	ack := make([]byte, hdrLen)
 	putHdr(ack, tAck, 0, 0, 0, (pa.sentEnd+100)&psnMask, pa.connID(), pb.connID(), pa.sess)
 	net.inject(portOf(a), ack, addrOf(net, b))
-	drive(t, a, b, ra, rb, 50*time.Millisecond, func() bool { return a.Stats().BadAck > 0 })
+	drive(t, a, b, ra, rb, 5*time.Second, func() bool { return a.Stats().BadAck > 0 })
 	if a.Stats().BadAck == 0 || pa.unacked.len() == 0 {
 		t.Fatalf("the forged ACK was taken: BadAck %d, unacked %d", a.Stats().BadAck, pa.unacked.len())
 	}
@@ -356,7 +356,11 @@ func TestReflection(t *testing.T) {
 		sentByEvil += 2 * len(req)
 	}
 	rv, rt := recorders(t, victim, third)
-	drive(t, victim, third, rv, rt, 100*time.Millisecond, func() bool { return false })
+	drive(t, victim, third, rv, rt, 5*time.Second, func() bool {
+		s := victim.Stats()
+		return s.Forged == 100 && s.Challenges == 100
+	})
+	drive(t, victim, third, rv, rt, 20*time.Millisecond, func() bool { return false }) // (anything more it would send)
 	if got > sentByEvil/2 || victim.live != 0 || victim.Stats().Forged != 100 {
 		t.Errorf("the third host got %d bytes for %d the attacker sent; victim: %d peers, %+v", got, sentByEvil, victim.live, victim.Stats())
 	}
@@ -393,7 +397,7 @@ func TestMalformedLengths(t *testing.T) {
 		}
 	}
 	pa.sentEnd = pa.nextPSN // (b acknowledges what we forged)
-	drive(t, a, b, ra, rb, 200*time.Millisecond, func() bool { return b.peers[0].expect == pa.nextPSN })
+	drive(t, a, b, ra, rb, 5*time.Second, func() bool { return b.peers[0].expect == pa.nextPSN })
 	runtime.GC()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
@@ -428,7 +432,7 @@ func (g *admitGate) Admit(h *transport.Header, src uint64, rndv bool) bool {
 // connection stays up (busy answers are signs of life), and once the
 // receiver takes messages again every one arrives, once, intact.
 func TestBusyHoldsSender(t *testing.T) {
-	cfg := Config{Job: [16]byte{7}, ConnTimeout: 300 * time.Millisecond, ErrchkMin: 10 * time.Millisecond,
+	cfg := Config{Job: [16]byte{7}, ConnTimeout: time.Second, ErrchkMin: 10 * time.Millisecond,
 		ErrchkMax: 40 * time.Millisecond, OOOBytes: 64 << 10}
 	a, b, ra, rb0, c, _ := connectedPair(t, cfg)
 	gate := &admitGate{recorder: rb0, shut: true}
@@ -502,7 +506,7 @@ func TestBusyHoldsSender(t *testing.T) {
 // the other way (the peer had declared nothing: it takes the new
 // connection in place of the old one).
 func TestReconnectAfterTimeout(t *testing.T) {
-	cfg := Config{Job: [16]byte{7}, ConnTimeout: 200 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
+	cfg := Config{Job: [16]byte{7}, ConnTimeout: 500 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
 	a, b, ra, rb, c, net := connectedPair(t, cfg)
 	net.filter = func(p []byte) bool { return false }
 	h := transport.Header{Len: 3000}
@@ -605,7 +609,7 @@ func TestEagerDoneWhenConnected(t *testing.T) {
 // peers of one address, a new peer from it still connects.
 func TestPeerTableReclaims(t *testing.T) {
 	net := newMemNet()
-	cfg := Config{Job: [16]byte{7}, ConnTimeout: 100 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 10 * time.Millisecond, PeersPerHost: 4}
+	cfg := Config{Job: [16]byte{7}, ConnTimeout: time.Second, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 10 * time.Millisecond, PeersPerHost: 4}
 	_, b := openPair(t, net, cfg)
 	rb := newRecorder(t)
 	rb.ep = b
@@ -651,7 +655,7 @@ func TestRefusedCopyDropped(t *testing.T) {
 	h := transport.Header{Tag: 1, Len: 100}
 	a.Send(c, &h, [][]byte{pattern(1, 100)}, 2, 0)
 	a.Poll(ra, 64)
-	for i := 0; i < 100 && b.Stats().Refused == 0; i++ {
+	for end := time.Now().Add(5 * time.Second); b.Stats().Refused == 0 && time.Now().Before(end); {
 		b.Poll(gate, 64)
 		time.Sleep(time.Millisecond)
 	}
@@ -664,7 +668,7 @@ func TestRefusedCopyDropped(t *testing.T) {
 	for end := time.Now().Add(time.Second); !b.Arrived() && time.Now().Before(end); {
 	}
 	b.peers[0].rnrAt = b.clock.Now() + int64(time.Hour) // (b's retry must not come first)
-	for i := 0; i < 100 && len(gate.msgs) < 2; i++ {
+	for end := time.Now().Add(5 * time.Second); len(gate.msgs) < 2 && time.Now().Before(end); {
 		b.Poll(gate, 64)
 		time.Sleep(time.Millisecond)
 	}
@@ -723,7 +727,7 @@ func TestAuthenticated(t *testing.T) {
 		}
 		net.inject(portOf(b), p, addrOf(net, a))
 	}
-	drive(t, a, b, ra, rb, 200*time.Millisecond, func() bool { return b.Stats().BadMAC-bad0 == uint64(len(grabbed)) })
+	drive(t, a, b, ra, rb, 5*time.Second, func() bool { return b.Stats().BadMAC-bad0 == uint64(len(grabbed)) })
 	if got := b.Stats().BadMAC - bad0; got != uint64(len(grabbed)) || len(grabbed) == 0 {
 		t.Fatalf("%d of %d altered packets refused", got, len(grabbed))
 	}
