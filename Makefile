@@ -22,7 +22,7 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
 export CGO_ENABLED := 1
 
-.PHONY: multihost all deps demo check test gotest ctest abi mpi mpich bench clean
+.PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench clean
 
 all: $(LIB) $(DLLIB)
 
@@ -55,8 +55,21 @@ $(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast.h $(SHIM)/layout.h $(shell fi
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
 
-gotest:
+# staticcheck, at a version the Go module proxy serves, built into build/bin
+# the first time (go.mod is not touched).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BUILD)/bin/staticcheck-$(STATICCHECK_VERSION)
+
+$(STATICCHECK):
+	@mkdir -p $(BUILD)/bin
+	GOBIN=$(CURDIR)/$(BUILD)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BUILD)/bin/staticcheck $@
+
+lint: $(STATICCHECK)
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+gotest: lint
 	CGO_ENABLED=0 $(GO) test ./internal/... ./provider/... ./shm/...
 	$(GO) test -race ./...
 

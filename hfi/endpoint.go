@@ -3,7 +3,6 @@ package hfi
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -245,9 +244,8 @@ type Endpoint struct {
 	failed  []failure // operations to fail at the next Poll (after Close)
 	stats   Stats
 
-	wake    chan struct{}
-	woken   atomic.Bool
-	closeMu sync.Mutex
+	wake  chan struct{}
+	woken atomic.Bool
 }
 
 // failure is an operation that fails at the next Poll.

@@ -46,7 +46,6 @@ type fetchOp struct {
 	want    uint64
 	got     uint64
 	granted uint64
-	failed  error
 }
 
 func opID(i uint32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(i) }

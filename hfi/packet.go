@@ -16,7 +16,7 @@ import "encoding/binary"
 //	        its handshake packet, to the address that proved it receives
 //
 // followed by the fields of its type. Types with a sequence number
-// (isSequenced) travel in the connection's reliable flow. On a connection
+// (tEager to tPing) travel in the connection's reliable flow. On a connection
 // with authentication (auth.go) every packet after the handshake ends in
 // an authTrailer.
 const (
@@ -110,9 +110,6 @@ var typeHdrLen = [tMax]int{
 
 // hasPayload: types whose packet carries message bytes after the header.
 func hasPayload(t uint8) bool { return t == tEager || t == tCont || t == tData }
-
-// isSequenced: types that take a PSN in the reliable flow.
-func isSequenced(t uint8) bool { return t >= tEager && t <= tPing }
 
 // isHandshake: types whose header word is the sender's endpoint id.
 func isHandshake(t uint8) bool { return t == tConnReq || t == tConnRep || t == tChallenge }

@@ -73,7 +73,6 @@ type peer struct {
 	probeEnd uint32   // the last PSN sent before the probe
 	probeAt  int64    // when the probe went
 	busy     bool     // the peer refused our packets at its limits (fBusy): wait, do not resend
-	nextPath uint8
 
 	// Receive flow.
 	expect   uint32 // next PSN expected

@@ -194,7 +194,6 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 		return errno
 	}
 	o.rdata = data
-	c := o.rma.conn
 	if len(vecs) == 1 {
 		o.buf = uintptr(vecs[0].base)
 	} else if !write {
@@ -228,7 +227,7 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	if !started {
 		return errno
 	}
-	c = o.rma.conn // (a stale one was resolved again)
+	c := o.rma.conn // (after the request: a stale one was resolved again)
 	if write {
 		e.rmaStats.Writes++
 	} else {

@@ -258,7 +258,3 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
-
-func fastWord(b []byte, off int) *uint64 {
-	return (*uint64)(unsafe.Pointer(&b[off : off+8 : off+8][0]))
-}
