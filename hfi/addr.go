@@ -2,7 +2,6 @@ package hfi
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,47 +10,9 @@ import (
 	"strings"
 )
 
-// An endpoint id (the first word of the psm2 endpoint name) carries what
-// a peer needs to reach the endpoint:
-//
-//	bits 63..32  IPv4 address (network byte order read as a big-endian number)
-//	bits 31..16  UDP port of the endpoint's receive socket
-//	bits 15..8   context (the endpoint's number in its process)
-//	bit  3       shm only: the endpoint has no network wire
-//	bits 2..0    version, 2
-//
-// Two endpoints are on the same host exactly when their addresses are
-// equal (each host's endpoints bind the host's address; an address is
-// never shared by two hosts of one job). The port is unique per host and
-// address, so the id is unique in the job.
-const (
-	epidVersion  = 2
-	epidShmOnly  = 1 << 3
-	epidVerMask  = 7
-	epidCtxShift = 8
-)
-
-// MakeEPID builds an endpoint id.
-func MakeEPID(ip [4]byte, port uint16, ctx uint8, shmOnly bool) uint64 {
-	v := uint64(binary.BigEndian.Uint32(ip[:]))<<32 | uint64(port)<<16 | uint64(ctx)<<epidCtxShift | epidVersion
-	if shmOnly {
-		v |= epidShmOnly
-	}
-	return v
-}
-
-// EPIDAddr returns the network address inside endpoint id epid, and
-// whether the endpoint can be reached over the network at all.
-func EPIDAddr(epid uint64) (ip [4]byte, port uint16, ok bool) {
-	binary.BigEndian.PutUint32(ip[:], uint32(epid>>32))
-	port = uint16(epid >> 16)
-	ok = epid&epidVerMask == epidVersion && epid&epidShmOnly == 0 && port != 0 && ip != [4]byte{}
-	return ip, port, ok
-}
-
-// SameHost reports whether endpoint ids a and b name endpoints of one
-// host: their addresses are equal.
-func SameHost(a, b uint64) bool { return a>>32 == b>>32 }
+// Endpoint ids (package transport owns their encoding: NetEPID,
+// EPIDAddr) carry the address and port a peer's packets go to, the ones
+// ChooseAddr and the UDP backend pick.
 
 // ChooseAddr picks the IPv4 address endpoints bind, from iface
 // (FI_PSM2_IFACE): an interface name ("eth0"), an address ("10.0.0.5") or a

@@ -272,7 +272,7 @@ func TestHandshakeFlood(t *testing.T) {
 	for i := 0; i < total; i++ {
 		ip := [4]byte{10, byte(1 + rng.IntN(200)), byte(rng.Uint32()), byte(rng.Uint32())}
 		port := uint16(1024 + rng.IntN(60000))
-		src := MakeEPID(ip, port, 0, false)
+		src := transport.NetEPID(ip, port, 0)
 		putHdr(req, tConnReq, 0, 0, 0, 0, 0, rng.Uint32(), src)
 		put64(req, hsDstEPID, b.epid)
 		put64(req, hsInstance, rng.Uint64())
@@ -770,7 +770,7 @@ func FuzzHandshake(f *testing.F) {
 		rv.t = t
 		from := Addr{net.memAddr, 1}
 		if fromClaim && len(p) >= hdrLen {
-			if ip, port, ok := EPIDAddr(get64(p, 24)); ok {
+			if ip, port, ok := transport.EPIDAddr(get64(p, 24)); ok {
 				from = Addr{ip, port}
 			}
 		}

@@ -2,8 +2,9 @@
 // on different hosts, as PSM2's hfi device does over Omni-Path, but over
 // any IPv4 network.
 //
-// It owns the endpoint id's network half (addr.go: IPv4 address, UDP
-// port, context), the packet format (packet.go), the per-peer reliable
+// It owns the choice of the address endpoints bind (addr.go; package
+// transport encodes address, port and context in the endpoint id), the
+// packet format (packet.go), the per-peer reliable
 // flows (flow.go: 31-bit PSNs, cumulative and coalesced ACKs, a NAK with
 // a selective-acknowledgement bitmap on a gap, selective retransmission,
 // an adaptive PSM2_ERRCHK_TIMEOUT, flow credits, duplicate suppression,

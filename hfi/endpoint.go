@@ -269,7 +269,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	ip, port := be.Addr()
 	e := &Endpoint{cfg: cfg, be: be, clock: cfg.Clock, byEPID: make(map[uint64]*peer),
 		perHost: make(map[[4]byte]int), wake: make(chan struct{}, 1)}
-	e.epid = MakeEPID(ip, port, cfg.Ctx, false)
+	e.epid = transport.NetEPID(ip, port, cfg.Ctx)
 	if err := e.initKeys(); err != nil {
 		be.Close()
 		return nil, err
@@ -313,9 +313,6 @@ func (e *Endpoint) arrived() {
 // EPID is the endpoint's id (addr.go).
 func (e *Endpoint) EPID() uint64 { return e.epid }
 
-// Token marks the transport.Rndv values of this endpoint: their W[5].
-func (e *Endpoint) Token() uint64 { return e.token }
-
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
@@ -327,10 +324,7 @@ func (e *Endpoint) Stats() Stats {
 // Report describes the counters (transport.Reporter).
 func (e *Endpoint) Report() string { return fmt.Sprintf("hfi %+v", e.Stats()) }
 
-// RingProbe: the wire has no ring of shm messages.
-func (e *Endpoint) RingProbe() uint64 { return 0 }
-
-// Probes appends the arrival ring's word.
+// Probes appends the arrival ring's word (transport.Prober).
 func (e *Endpoint) Probes(dst []uint64) []uint64 {
 	if e.closed {
 		return dst

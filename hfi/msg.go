@@ -611,7 +611,7 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 	case tRTS:
 		e.inHdr = transport.Header{Tag: h.tag, Data: h.data, Flags: h.hflags, Len: h.msgLen}
 		e.inMsg = transport.Incoming{Src: e.srcOf(p), SrcEPID: p.epid, IsRndv: true}
-		e.inMsg.Rndv.W = [6]uint64{uint64(p.idx), uint64(p.connID()), h.msgLen, h.sendID, 0, e.token}
+		e.inMsg.Rndv = transport.Rndv{W: [6]uint64{uint64(p.idx), uint64(p.connID()), h.msgLen, h.sendID, 0, e.token}, Wire: transport.WireHfi}
 		e.h.Deliver(&e.inHdr, &e.inMsg)
 		n = 1
 		urgent = false

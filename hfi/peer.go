@@ -124,7 +124,7 @@ func (p *peer) from(a Addr) bool {
 // and PeersPerHost of one address. At a limit a dead peer's slot is
 // taken back first (reclaim); with none, the new one is refused.
 func (e *Endpoint) newPeer(epid uint64) (*peer, error) {
-	ip, port, ok := EPIDAddr(epid)
+	ip, port, ok := transport.EPIDAddr(epid)
 	if !ok {
 		return nil, fmt.Errorf("hfi: %#x has no network address: %w", epid, transport.ErrUnreachable)
 	}
@@ -216,7 +216,7 @@ func (e *Endpoint) pathFor(epid uint64) uint8 {
 	n := uint64(e.be.Paths())
 	switch e.cfg.PathSel {
 	case PathStaticDest:
-		return uint8((epid >> epidCtxShift & 0xff) % n)
+		return uint8(uint64(transport.EPIDCtx(epid)) % n)
 	case PathStaticBase:
 		return 0
 	default: // adaptive and static_src start at the own context
@@ -358,7 +358,7 @@ func (e *Endpoint) sendTo(d *Dest, b []byte) {
 // handshake takes a connect request, challenge or reply from from.
 func (e *Endpoint) handshake(b []byte, h *hdr, from Addr) {
 	src := h.word
-	ip, port, ok := EPIDAddr(src)
+	ip, port, ok := transport.EPIDAddr(src)
 	if !ok || from != (Addr{ip, port}) {
 		// The sender is not where its id says: a forged source (the
 		// answer would go to someone else), or a NAT we cannot work

@@ -489,7 +489,24 @@ func (ep *Endpoint) poll() int {
 }
 
 // RingProbe is the wire's receive ring, for the C side's idle check.
-func (ep *Endpoint) RingProbe() uint64 { return ep.tp.RingProbe() }
+func (ep *Endpoint) RingProbe() uint64 { return ringProbe(ep.tp) }
+
+// probes appends the arrival words of wire tp (transport.Prober) to dst:
+// none if it is no Prober (then C never takes the domain for idle).
+func probes(tp transport.Endpoint, dst []uint64) []uint64 {
+	if p, ok := tp.(transport.Prober); ok {
+		return p.Probes(dst)
+	}
+	return dst
+}
+
+// ringProbe is wire tp's message ring (transport.MessageRing), 0 if none.
+func ringProbe(tp transport.Endpoint) uint64 {
+	if r, ok := tp.(transport.MessageRing); ok {
+		return r.RingProbe()
+	}
+	return 0
+}
 
 // pollBudget bounds the packets one poll takes, so one busy peer cannot
 // hold the lock for long.

@@ -183,7 +183,7 @@ func (ep *Endpoint) syncFastLocked() {
 	}
 	atomic.StoreUint64(fastWord(p, epfRxCQ), uint64(cqPage))
 	atomic.StoreUint64(fastWord(p, epfRxSel), b2u(ep.rxSel))
-	ring := ep.tp.RingProbe()
+	ring := ringProbe(ep.tp)
 	ep.hasRing = ring != 0
 	atomic.StoreUint64(fastWord(p, epfRing), ring)
 	ep.syncServeLocked()

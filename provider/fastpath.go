@@ -191,7 +191,7 @@ func (d *Domain) publishRings() {
 	n, blind := 0, false
 	var words [maxFastRings]uint64
 	for _, ep := range d.eps {
-		ws := ep.tp.Probes(words[:0])
+		ws := probes(ep.tp, words[:0])
 		if len(ws) == 0 || n+len(ws) > maxFastRings {
 			blind = true // a queue C cannot see: never call the domain idle
 			continue

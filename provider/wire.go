@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/hfi"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/shm"
@@ -237,18 +235,12 @@ func (p *Provider) disableCMA() bool {
 // and whose owner lives; one of another host is taken to be open (its
 // wire finds out when it connects).
 func (p *Provider) wireOpen(job UUID, epid uint64) bool {
-	if _, _, net := hfi.EPIDAddr(epid); net {
-		ours, err := p.wireAddr()
-		if ip, _, _ := hfi.EPIDAddr(epid); err != nil || ip != ours {
+	if ip, _, net := transport.EPIDAddr(epid); net {
+		if ours, err := p.wireAddr(); err != nil || ip != ours {
 			return true
 		}
 	}
-	seg, err := shm.Open(shm.SegmentName(job, epid))
-	if err != nil {
-		return false
-	}
-	defer seg.Close()
-	return !seg.Closed() && unix.Kill(seg.Owner(), 0) != unix.ESRCH
+	return shm.EndpointOpen(job, epid)
 }
 
 // wireErrno is the FI_E* code for a failure to open an endpoint's wire:

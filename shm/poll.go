@@ -273,7 +273,7 @@ func (e *Endpoint) onRTS(h transport.Handler) int {
 		get64(b, offCellW6), // send id
 		uint64(p.gen)<<32 | uint64(p.idx+1),
 		e.token,
-	}}
+	}, Wire: transport.WireShm}
 	return e.deliver(h)
 }
 

@@ -131,6 +131,7 @@ type Segment struct {
 	owned   bool // made by CreateSegment: Close retires the range (vm.go)
 	ring    *Ring
 	pid     int
+	start   uint64 // the owner's start time (ProcIdentity.Start), 0: unknown
 	job     [16]byte
 	epid    uint64
 	pool    []byte // nbuf*bufSize bytes of bounce buffers; nil if none
@@ -339,6 +340,7 @@ func Open(name string) (seg *Segment, err error) {
 	h.poolSize = wordAt(mem, offSegPoolSize).Load()
 	h.splitOff = wordAt(mem, offSegSplitOff).Load()
 	h.splits = wordAt(mem, offSegSplits).Load()
+	h.start = wordAt(mem, offSegStart).Load()
 	if err := h.check(size); err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
@@ -346,7 +348,7 @@ func Open(name string) (seg *Segment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	seg = &Segment{name: name, path: path, mem: mem, ring: ring, pid: int(h.pid), job: h.job, epid: h.epid,
+	seg = &Segment{name: name, path: path, mem: mem, ring: ring, pid: int(h.pid), start: h.start, job: h.job, epid: h.epid,
 		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino,
 		splitOff: int(h.splitOff), splits: int(h.splits)}
 	if h.poolBufs > 0 {

@@ -93,3 +93,20 @@ func staleSegment(name string) bool {
 	changed := time.Unix(st.Ctim.Unix())
 	return time.Since(changed) > staleGrace
 }
+
+// EndpointOpen reports whether the endpoint of job with id epid is open on
+// this host, as far as its segment tells: the segment exists, is not
+// marked closed, and the process that made it still runs (not a pid
+// reused since: ownerAlive). Any doubt about the owner answers true.
+func EndpointOpen(job [16]byte, epid uint64) bool {
+	seg, err := Open(SegmentName(job, epid))
+	if err != nil {
+		return false
+	}
+	defer seg.Close()
+	if seg.Closed() {
+		return false
+	}
+	alive, err := segHeader{pid: uint64(seg.pid), start: seg.start}.ownerAlive()
+	return err != nil || alive
+}

@@ -15,9 +15,16 @@
 // implements, and the Header passed to a Handler is borrowed for the call.
 //
 // Besides Endpoint, a wire may implement optional interfaces the provider
-// looks for: FastSender (descriptors for the C side's inline sends),
-// Reporter (counters logged at close) and Watcher (liveness of a peer the
-// provider waits on with no operation of the wire pending: an RMA answer).
-// RMA and atomics are not wire operations: the provider builds them from
-// Send, Fetch and Discard, so every wire carries them.
+// looks for: Prober (arrival words the C side checks before it calls into
+// Go), MessageRing (the shm ring the C side delivers from), FastSender
+// (descriptors for the C side's inline sends), Reporter (counters logged
+// at close) and Watcher (liveness of a peer the provider waits on with no
+// operation of the wire pending: an RMA answer). A Handler may implement
+// Admitter (bounds on what it keeps, which a wire that can hold its
+// senders back asks first). RMA and atomics are not wire operations: the
+// provider builds them from Send, Fetch and Discard, so every wire carries
+// them.
+//
+// The package also owns the endpoint id's encoding (epid.go): where an
+// endpoint is, which every wire and the router read.
 package transport

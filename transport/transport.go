@@ -33,11 +33,23 @@ type Incoming struct {
 	IsRndv  bool
 }
 
-// Rndv identifies the data of a rendezvous message at its sender. The
-// fields are the wire's; the provider only stores and hands back the value.
+// Rndv identifies the data of a rendezvous message at its sender. Wire
+// says which wire the message came on (a router hands Fetch and Discard to
+// it); the words are that wire's. The provider only stores and hands back
+// the value.
 type Rndv struct {
-	W [6]uint64
+	W    [6]uint64
+	Wire Wire
 }
+
+// Wire names a kind of wire.
+type Wire uint8
+
+// The wires.
+const (
+	WireShm Wire = 1 + iota // this host: shared memory (package shm)
+	WireHfi                 // the network (package hfi)
+)
 
 // Conn is a wire's handle for a connected peer, returned by
 // Endpoint.Connect. 0 is never a valid Conn.
@@ -142,42 +154,34 @@ type Endpoint interface {
 	// any goroutine.
 	Wake()
 
-	// RingProbe describes the endpoint's shared-memory receive ring (a
-	// shm.Ring whose cells are shm messages), so the C side can deliver
-	// from it without a call into Go: the ring's base address, which is
-	// 64-byte aligned, with log2 of its cell count in the low 6 bits; 0
-	// if the wire has no such ring. One word, so a reader racing with a
-	// change never pairs one ring's base with another's size.
-	RingProbe() uint64
-
-	// Probes appends to dst the arrival words of every receive queue of
-	// the endpoint, whatever its wire, so code outside Go can tell that
-	// Poll has something to do without a call into Go. Each word has
-	// RingProbe's form and names a ring with shm.Ring's cell protocol
-	// (cell i at +384+64*i, its sequence word at +0; consumer counter at
-	// +256; a cell has arrived iff the sequence word of cell cons&(N-1)
-	// equals cons+1); what the cells hold is the wire's business. A wire
-	// that receives into such a ring (shm's own ring, hfi's arrival ring
-	// filled by its receive thread) is idle-checkable from C; one that
-	// appends nothing is always called. Work that no ring shows (timers,
-	// queued control traffic) is reported by Idle.
-	Probes(dst []uint64) []uint64
-
 	// Close stops the endpoint: sends and fetches still pending fail with
 	// ErrClosed (through the handler, if Poll is called again) and
 	// peers see this endpoint disappear.
 	Close() error
 }
 
-// FastSender is implemented by a wire whose small sends code outside Go
-// can make itself, without a call into Go (the C side of the library does
-// this for fi_inject). FastPeer returns, for connection c, the address of
-// a descriptor in memory outside the Go heap that says whether such a send
-// may go ahead and where to put it (shm.Endpoint.FastPeer documents the
-// layout), or nil if c has none. The descriptor stays at that address
-// until the endpoint closes; the wire updates it whenever the connection's
-// state changes, and both sides touch it only under the lock that
-// serializes the endpoint (the provider's domain lock).
+// Prober is implemented by a wire whose arrivals code outside Go can see:
+// Probes appends to dst a word for each of the endpoint's receive queues,
+// so that the C side can tell that Poll has something to do without a
+// call into Go. A word is a ring's base address, 64-byte aligned, with
+// log2 of its cell count in the low 6 bits (one word, so that a reader
+// racing with a change never pairs one ring's base with another's size);
+// the ring follows shm.Ring's cell protocol (shm/ring.go documents the
+// layout C reads); what its cells hold is the wire's business. A wire
+// whose queues show in no word, or that is no Prober, is always called.
+// Work that no ring shows (timers, queued control traffic) is reported by
+// Idle.
+type Prober interface {
+	Probes(dst []uint64) []uint64
+}
+
+// MessageRing is implemented by a wire that receives its messages in a
+// shm.Ring of shm's cells, from which the C side delivers them itself:
+// RingProbe describes it as a Probes word does, 0 while there is none.
+type MessageRing interface {
+	RingProbe() uint64
+}
+
 // Reporter is implemented by wires that count what they did. Report
 // describes the counters in one line; the provider logs it (FI_LOG_LEVEL
 // info) when the endpoint closes, so a user can see retransmissions and
@@ -200,6 +204,15 @@ type Watcher interface {
 	PeerErr(c Conn) error
 }
 
+// FastSender is implemented by a wire whose small sends code outside Go
+// can make itself, without a call into Go (the C side of the library does
+// this for fi_inject). FastPeer returns, for connection c, the address of
+// a descriptor in memory outside the Go heap that says whether such a send
+// may go ahead and where to put it (shm.Endpoint.FastPeer documents the
+// layout), or nil if c has none. The descriptor stays at that address
+// until the endpoint closes; the wire updates it whenever the connection's
+// state changes, and both sides touch it only under the lock that
+// serializes the endpoint (the provider's domain lock).
 type FastSender interface {
 	FastPeer(c Conn) unsafe.Pointer
 }

@@ -75,8 +75,8 @@ type Config struct {
 	// Arrived, if set, runs on hfi's receive thread after it published
 	// packets (hfi.Config.Notify), without any lock.
 	Arrived func()
-	// PID makes the id of an endpoint without a network wire:
-	// pid<<32 | ctx<<8 | shm-only | version, as PSM2's shm-only ids.
+	// PID makes the id of an endpoint without a network wire
+	// (transport.ShmEPID), as PSM2's shm-only ids.
 	PID int
 }
 
@@ -109,7 +109,7 @@ func Open(cfg Config) (*Endpoint, error) {
 		e.hfi = h
 		e.epid = h.EPID()
 	} else {
-		e.epid = uint64(uint32(cfg.PID))<<32 | uint64(cfg.Ctx)<<8 | 1<<3 | 2
+		e.epid = transport.ShmEPID(cfg.PID, cfg.Ctx)
 	}
 	if cfg.Devices&(Self|Shm) != 0 {
 		sc := cfg.Shm
@@ -156,9 +156,9 @@ func (e *Endpoint) local(epid uint64) bool {
 	if e.devs&Shm == 0 {
 		return false
 	}
-	_, _, net := hfi.EPIDAddr(epid)
-	_, _, ours := hfi.EPIDAddr(e.epid)
-	return !net || !ours || hfi.SameHost(epid, e.epid)
+	_, _, net := transport.EPIDAddr(epid)
+	_, _, ours := transport.EPIDAddr(e.epid)
+	return !net || !ours || transport.SameHost(epid, e.epid)
 }
 
 // Connect hands epid to the first wire that reaches it.
@@ -196,7 +196,9 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 
 var errBadConn = errors.New("route: not a connection of this endpoint")
 
-func (e *Endpoint) rndvHfi(r *transport.Rndv) bool { return e.hfi != nil && r.W[5] == e.hfi.Token() }
+func (e *Endpoint) rndvHfi(r *transport.Rndv) bool {
+	return e.hfi != nil && r.Wire == transport.WireHfi
+}
 
 // Fetch fetches on the wire r came from.
 func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, int, error) {
