@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -511,36 +510,3 @@ func ringProbe(tp transport.Endpoint) uint64 {
 // pollBudget bounds the packets one poll takes, so one busy peer cannot
 // hold the lock for long.
 const pollBudget = 64
-
-// errnoOf maps a wire error to the libfabric error reported for it.
-func errnoOf(err error) fi.Errno {
-	switch {
-	case err == nil:
-		return fi.SUCCESS
-	case isErrno(err):
-		return err.(fi.Errno)
-	case errors.Is(err, transport.ErrAgain):
-		return fi.EAGAIN
-	case errors.Is(err, transport.ErrUnreachable):
-		return fi.EHOSTUNREACH
-	case errors.Is(err, transport.ErrPeerDead):
-		return fi.ECONNRESET
-	case errors.Is(err, transport.ErrTimeout):
-		return fi.ETIMEDOUT
-	case errors.Is(err, transport.ErrTooLong):
-		return fi.EMSGSIZE
-	case errors.Is(err, transport.ErrClosed):
-		return fi.ECANCELED
-	case errors.Is(err, transport.ErrFault):
-		// The application's own buffer: FI_EFAULT, as a system call
-		// would answer.
-		return fi.EFAULT
-	case errors.Is(err, transport.ErrPeerFault):
-		// The peer's buffer: nothing wrong here, the transfer failed.
-		return fi.EIO
-	}
-	return fi.EIO
-}
-
-// isErrno reports whether err is itself an FI_E* code.
-func isErrno(err error) bool { _, ok := err.(fi.Errno); return ok }

@@ -1,11 +1,9 @@
 package provider
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/hfi"
@@ -241,31 +239,4 @@ func (p *Provider) wireOpen(job UUID, epid uint64) bool {
 		}
 	}
 	return shm.EndpointOpen(job, epid)
-}
-
-// wireErrno is the FI_E* code for a failure to open an endpoint's wire:
-// the operating system's reason where there is one (a full /dev/shm is
-// -FI_ENOSPC, a segment directory taken by another user -FI_EACCES, no
-// descriptors left -FI_EMFILE), -FI_ENOMEM otherwise.
-func wireErrno(err error) fi.Errno {
-	var e fi.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	var sys syscall.Errno
-	if !errors.As(err, &sys) {
-		return fi.ENOMEM
-	}
-	switch sys {
-	case syscall.EACCES, syscall.EPERM, syscall.EROFS:
-		return fi.EACCES
-	case syscall.EMFILE, syscall.ENFILE:
-		return fi.EMFILE
-	case syscall.ENOSPC, syscall.EDQUOT:
-		return fi.ENOSPC
-	case syscall.EEXIST, syscall.EADDRINUSE:
-		// libfabric has no FI_EEXIST: the endpoint's name is in use.
-		return fi.EADDRINUSE
-	}
-	return fi.ENOMEM
 }
