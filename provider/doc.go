@@ -1,0 +1,25 @@
+// Package provider is libfabric's psm2 provider in Go: what every fid
+// means and does. The C shim (cmd/libfabric-psm2) unpacks the ABI's
+// arguments and calls it; the wires under it (transport, shm, hfi) move
+// bytes. It owns:
+//
+//   - what fi_getinfo answers and how hints match (getinfo.go, check.go,
+//     attr.go), the FI_PSM2_* parameters (params.go) and the endpoint
+//     names and addresses (addr.go, av.go, nameserver.go);
+//   - the objects: fabric, domain (its lock and progress: domain.go,
+//     lock.go, progress.go), endpoint (ep.go), CQ, counter, EQ, MR, wait
+//     and poll sets;
+//   - the matching engine: posted receives, unexpected messages and their
+//     limits, the ops in flight, the sends the wire has no room for
+//     (msg.go, sendq.go);
+//   - the protocols it builds over any wire's Send and Fetch: RMA
+//     (rma.go), atomics (atomic.go), collectives (coll.go), triggered
+//     calls (trigger.go);
+//   - the pages the C fast path reads and writes, and the rules for when
+//     C may act without Go (fastpath.go, fastep.go, fastrma.go; their
+//     layout is described to C through internal/cabi);
+//   - the one map from the errors below it to FI_E* codes (errno.go).
+//
+// docs/provider.md describes it; docs/architecture.md places it among
+// the rest.
+package provider
