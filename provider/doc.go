@@ -3,9 +3,10 @@
 // arguments and calls it; the wires under it (transport, shm, hfi) move
 // bytes. It owns:
 //
-//   - what fi_getinfo answers and how hints match (getinfo.go, check.go,
-//     attr.go), the FI_PSM2_* parameters (params.go) and the endpoint
-//     names and addresses (addr.go, av.go, nameserver.go);
+//   - what fi_getinfo answers and how hints match (provider.go, check.go,
+//     attr.go), the FI_PSM2_* parameters (params.go), the endpoint names
+//     and addresses (addr.go, av.go, nameserver.go), and the wires an
+//     endpoint opens (wire.go);
 //   - the objects: fabric, domain (its lock and progress: domain.go,
 //     lock.go, progress.go), endpoint (ep.go), CQ, counter, EQ, MR, wait
 //     and poll sets;
