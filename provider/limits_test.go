@@ -191,41 +191,31 @@ func TestRMAClaimedLength(t *testing.T) {
 	}
 }
 
-// partitionable is a backend that drops every packet while cut.
-type partitionable struct {
-	hfi.Backend
-	cut *bool
-}
-
-func (p *partitionable) Send(path int, d *hfi.Dest, b []byte) error {
-	if *p.cut {
-		return nil
-	}
-	return p.Backend.Send(path, d, b)
-}
-
-func (p *partitionable) SendBatch(path int, d *hfi.Dest, pkts [][]byte) error {
-	if *p.cut {
-		return nil
-	}
-	return p.Backend.SendBatch(path, d, pkts)
-}
-
 // TestReconnectAfterPartition (row 10): a partition longer than twice the
 // connection timeout fails the send pending in it (-FI_ETIMEDOUT); once
 // it heals, the next send to the same address connects again and
 // arrives (it failed for good: the dead connection stayed cached).
 func TestReconnectAfterPartition(t *testing.T) {
 	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "FI_PSM2_CONN_TIMEOUT": "1"}
-	var cut bool // (set while no node sends: between calls)
-	wrap := func(be hfi.Backend) hfi.Backend { return &partitionable{Backend: be, cut: &cut} }
+	// Both sides drop everything they send while the link is cut.
+	var links []*lossyBackend
+	wrap := func(be hfi.Backend) hfi.Backend {
+		l := &lossyBackend{Backend: be}
+		links = append(links, l)
+		return l
+	}
+	cut := func(on bool) {
+		for _, l := range links {
+			if on {
+				l.drop.Store(1 << 62)
+			} else {
+				l.drop.Store(0)
+			}
+		}
+	}
 	a, b := openHfiNodeOn(t, env, wrap), openHfiNodeOn(t, env, wrap)
 	bAddr, aAddr := connectNodes(t, a, b)
-	a.ep.dom.lock()
-	b.ep.dom.lock()
-	cut = true
-	b.ep.dom.unlock()
-	a.ep.dom.unlock()
+	cut(true)
 	big := make([]byte, 200000)
 	v := iovec{base: unsafe.Pointer(&big[0]), len: uint64(len(big))}
 	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 3, 0, nil, fi.TAGGED); err != nil {
@@ -249,11 +239,7 @@ func TestReconnectAfterPartition(t *testing.T) {
 		t.Fatal("the send in the partition never failed")
 	}
 	time.Sleep(2*time.Second - time.Since(start))
-	a.ep.dom.lock()
-	b.ep.dom.lock()
-	cut = false
-	b.ep.dom.unlock()
-	a.ep.dom.unlock()
+	cut(false)
 	msg := []byte("after the partition")
 	got := make([]byte, len(msg))
 	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
