@@ -16,7 +16,7 @@ SHIM     := cmd/libfabric-psm2
 LIB      := $(LIBDIR)/libfabric.so.1
 DLLIB    := $(LIBDIR)/libfabric/libpsm2-fi.so
 GOSRC    := $(shell find . -name '*.go' -not -path './build/*') \
-            $(wildcard $(SHIM)/*.c $(SHIM)/*.h $(SHIM)/*.map $(SHIM)/*.sh) go.mod go.sum \
+            $(wildcard $(SHIM)/*.c $(SHIM)/*.h $(SHIM)/fast/*.c $(SHIM)/fast/*.h $(SHIM)/*.map $(SHIM)/*.sh) go.mod go.sum \
             $(shell find include -name '*.h')
 CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
@@ -51,9 +51,15 @@ demo: deps all
 
 # The C programs of ctest/ are built against our headers only.
 CTESTS := $(patsubst ctest/%.c,$(BUILD)/ctest/%,$(wildcard ctest/*.c))
-$(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast.h $(SHIM)/layout.h $(shell find include -name '*.h') | $(LIB)
+$(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast/layout.h $(shell find include -name '*.h') | $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
+
+# fastfuzz drives the C fast path's own translation units.
+FASTC := $(wildcard $(SHIM)/fast/*.c)
+$(BUILD)/ctest/fastfuzz: ctest/fastfuzz.c ctest/*.h $(FASTC) $(wildcard $(SHIM)/fast/*.h) | $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CTEST_CFLAGS) -o $@ $< $(FASTC) -L$(LIBDIR) -lfabric
 
 # staticcheck, at a version the Go module proxy serves, built into build/bin
 # the first time (go.mod is not touched).

@@ -6,7 +6,7 @@
  * 1 on one 64-bit word of it, every eighth as a compare-swap loop
  * instead (read, then CSWAP old -> old+1 until it hits), and record
  * every old value they fetched in memory shared with the parent. The
- * target serves most of them in C inside fi_cq_read (fast.h:
+ * target serves most of them in C inside fi_cq_read (cmd/libfabric-psm2/fast/serve.c:
  * psm2_fast_serve) and the initiators complete most in C too
  * (psm2_fast_answers); the first of each initiator, and any that meet a
  * busy domain, go through Go. The word must end at INITIATORS * ITERS and

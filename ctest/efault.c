@@ -20,7 +20,7 @@
  * send alone, one that cannot be written fails the receive alone (the send
  * was complete). Both sizes are ones the C fast path copies itself.
  * And a streamed eager message (the C sender pushes its cell, then fills
- * the bounce buffer while the receiver copies out: fast.h, STREAM_MIN)
+ * the bounce buffer while the receiver copies out: fast/send.c, STREAM_MIN)
  * whose send buffer faults after its first 8 KiB, before and after the
  * receive is posted: the send fails with FI_EFAULT, the receiver drops
  * the part it had, and the next message with the tag arrives intact. */

@@ -2,7 +2,7 @@
  *
  * A peer process can write anything into the rings C reads and pushes
  * into. This drives the library's own fast-path code (cmd/libfabric-psm2/
- * fast.h, included as is) with random ring contents: counters, sequence
+ * fast/, its .c files built into this program) with random ring contents: counters, sequence
  * words, cell kinds, lengths and flags, receive queues of random shapes.
  * Every ring, receive buffer and output buffer ends at a guard page, so a
  * read or write past any of them kills the test. After each call it checks
@@ -17,8 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "check.h"
-#include "../cmd/libfabric-psm2/fast.h"
-#include "../cmd/libfabric-psm2/ucopy.c"	/* fast.h copies user memory with it */
+#include "../cmd/libfabric-psm2/fast/fast.h"
+#include "../cmd/libfabric-psm2/fast/ring.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -1,5 +1,5 @@
 /* fastpath.c: the calls the library answers in C without entering Go
- * (fi_inject*, plain fi_recv/fi_trecv: cmd/libfabric-psm2/fast.h), mixed
+ * (fi_inject*, plain fi_recv/fi_trecv: cmd/libfabric-psm2/fast), mixed
  * with the calls that go through Go, must keep every libfabric rule:
  *   - data, tag, CQ data and length arrive intact, for 0..inject_size bytes
  *     and at eager sizes (198 bytes to 32 KiB, bounce buffers);
@@ -235,7 +235,7 @@ static void test_order(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab)
  * first posted matches first. */
 /* Eager sizes (198 bytes to 32 KiB) one at a time, each receive queued
  * before its message comes: C sends them through a bounce buffer and C
- * delivers them (fast.h), once the receiver knows the sender (it sent to
+ * delivers them (fast/deliver.c), once the receiver knows the sender (it sent to
  * it first). Every byte, the CQ data and the flags are checked. */
 static void test_eager(struct ct_ep *a, struct ct_ep *b, fi_addr_t ab, fi_addr_t ba)
 {
@@ -592,7 +592,7 @@ int main(void)
 		MT_N = 100;
 
 	/* b shares its domain with c: C delivers for each of them through
-	 * its own CQ (fast.h, psm2_fast_deliver lists the domain's endpoints). */
+	 * its own CQ (fast/deliver.c, psm2_fast_deliver lists the domain's endpoints). */
 	test_sizes(&a, &b, ab);
 	test_order(&a, &b, ab);
 	test_eager(&a, &b, ab, ba);
@@ -604,7 +604,7 @@ int main(void)
 	test_threads(&a, &c, &b, ab, cb);
 
 	/* d is alone in its domain: C delivers inline messages to the
-	 * receives it queued (fast.h, psm2_fast_deliver). */
+	 * receives it queued (fast/deliver.c, psm2_fast_deliver). */
 	test_sizes(&a, &d, ad);
 	test_order(&a, &d, ad);
 	test_eager(&a, &d, ad, da);

@@ -161,7 +161,7 @@ static void putv(int dt, void *p, int i, int64_t v)
 /* small_atomics runs fetch-add, fetch-min, compare-swap and atomic read
  * and write on 1 to 300 elements of every integer type in the target,
  * which serves the ones whose request and answer are inline messages in C
- * (fast.h: psm2_fast_serve; up to 1713 operand bytes, 856 for a compare)
+ * (cmd/libfabric-psm2/fast/serve.c: psm2_fast_serve; up to 1713 operand bytes, 856 for a compare)
  * and the others in Go, and checks the old values and the memory after
  * each. The elements from the second on straddle a page boundary of the
  * target's region (C reads such a region whole first). */
@@ -325,7 +325,7 @@ static void after_kill(struct ct_node *a, fi_addr_t peer, unsigned long key)
 	double took;
 	int ret;
 
-	/* First a small fetch-add, which C may post itself (fast.h:
+	/* First a small fetch-add, which C may post itself (fast/atomic.c:
 	 * psm2_fast_fetch; the peer's death is not known yet) and nothing in
 	 * Go waits for until Go adopts it. */
 	{

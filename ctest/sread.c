@@ -1,5 +1,5 @@
 /* sread.c: CQs with a wait object (FI_WAIT_UNSPEC) and fi_cq_sread, now
- * that the C fast path serves them too (cmd/libfabric-psm2/fast.h sends
+ * that the C fast path serves them too (cmd/libfabric-psm2/fast sends
  * queue their completions in C; cq.c's sread hands out what is there
  * before it lets Go wait):
  *   - a ping-pong in which both sides wait in fi_cq_sread only: every

@@ -171,7 +171,7 @@ func (cq *CQ) push() *cqEntry {
 	return e
 }
 
-// absorb moves the completions C queued in the CQ's page (fast.h:
+// absorb moves the completions C queued in the CQ's page (fast/send.c:
 // psm2_fast_send) into the ring, in their order, after every entry
 // already there: C queues only behind the ring, and Domain.lock calls
 // absorb before anything else under the lock adds an entry.

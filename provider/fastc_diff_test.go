@@ -13,7 +13,7 @@ import (
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
-// TestFastCMatchesLikeTheEngine gives the C matcher (fast.h:
+// TestFastCMatchesLikeTheEngine gives the C matcher (fast/match.h:
 // psm2_rq_match, which delivers inline messages to the receives C queued)
 // and the engine's rule (matchKey and matches, as recvLocked posts a
 // receive) the same random receive queues, tag masks, ignore bits,

@@ -17,7 +17,7 @@ import (
 //	CQ page:     +0  entries queued (successes and errors)
 //	             +8  address of the domain block
 //	             +16 the entry size: 8, 24, 40 or 48 (the CQ format)
-//	             +24 completions C queued (fast.h, psm2_fast_send), newer
+//	             +24 completions C queued (fast/send.c, psm2_fast_send), newer
 //	                 than every entry in the Go ring; Go takes them over
 //	                 (CQ.absorb) first thing under the lock
 //	             +32 threads about to block or blocked in fi_cq_sread
@@ -51,6 +51,11 @@ import (
 // sees late only delays that no by one poll.
 
 const maxFastRings = 8
+
+// fastPageBytes is the size the domain, endpoint and CQ pages are laid
+// out in (layout.go checks that every field fits and none overlaps):
+// the smallest page, which fastPage's mapping is at least.
+const fastPageBytes = 4096
 
 // Offsets in the domain page (bytes).
 const (

@@ -14,7 +14,7 @@ import (
 // The atomic fast path at the target. A small atomic request (one whose
 // operands and answer fit in a cell or two) that arrives in an endpoint's
 // ring while the domain is otherwise idle is served by C inside fi_cq_read
-// (fast.h: psm2_fast_serve): C checks the key against the domain's MR
+// (cmd/libfabric-psm2/fast/serve.c: psm2_fast_serve): C checks the key against the domain's MR
 // table below, applies the op under the process's atomic lock and pushes
 // the answer into the initiator's ring, without entering Go. Anything
 // else (an unknown key, an access the table does not grant, a datatype C

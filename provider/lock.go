@@ -14,7 +14,7 @@ import (
 // domLock is the domain lock. Normally it is a futex word in the domain
 // page, so the C fast paths (fastep.go) take the very same lock as Go:
 // 0 free, 1 held, 2 held with possible sleepers (the three-state futex
-// mutex; C implements the same protocol in fast.h). Without a domain page,
+// mutex; C implements the same protocol in cmd/libfabric-psm2/fast/lock.h). Without a domain page,
 // and in race-detector builds (whose tests have no C side and want the
 // detector to see the lock), it is a sync.Mutex.
 //

@@ -43,7 +43,7 @@ import "encoding/binary"
 //	cellAnswerBuf like cellEager, but the bounce buffer named is one of
 //	            the receiver's own: the answer to an atomic request that
 //	            came in it, whose old values the sender (the target,
-//	            fast.h: psm2_serve_one) wrote over the request; the
+//	            fast/serve.c: psm2_serve_one) wrote over the request; the
 //	            receiver frees the buffer once it has them
 //
 // Ids are (generation<<32 | slot) of a table in the process that made
@@ -77,7 +77,7 @@ const (
 	// inline payload starts at offCellW3, 8 bytes earlier.
 	cellHasData = 1
 	// cellStream marks an eager cell pushed before its bounce buffer was
-	// filled: the C fast path (fast.h) copies a long message in chunks
+	// filled: the C fast path (cmd/libfabric-psm2/fast: send.c) copies a long message in chunks
 	// and publishes the bytes filled in the sender's stream word
 	// (offSegStream), so the receiver copies out while the sender copies
 	// in. W5 holds the stream's number; the receiver waits for the
@@ -88,13 +88,33 @@ const (
 	// faulted; the message is void (its send failed with FI_EFAULT).
 	streamBroken = 0xffffffff
 
+	// A C sender streams an eager message of streamMin bytes or more: it
+	// pushes the cell once the first streamFirst bytes are in the bounce
+	// buffer, then copies the rest in streamChunk pieces, publishing the
+	// bytes filled after each. The two copies, each a line at a time from
+	// the other core, overlap instead of adding up.
+	streamMin   = 8192
+	streamFirst = 4096
+	streamChunk = 8192
+	// From streamNTMin bytes the sender's stores are non-temporal: measured
+	// between two cores here, a plain copy into a buffer the other core
+	// read last costs 0.5 us at 8 KiB, 2 at 16 and 4.7 at 32 (each line
+	// taken back from that core); around the caches, 0.2, 0.3 and 0.9, but
+	// the reader then loads from memory (1.4, 1.5-1.9 and 2.2-3.0 against
+	// 0.4, 0.6 and 1.0).
+	streamNTMin = 16384
+	// streamWaitNS is how long a C receiver waits for a stream's next
+	// bytes before it leaves the message to Go (which waits with liveness
+	// checks): a sender taken off its CPU.
+	streamWaitNS = 2000000
+
 	// inlineHead is the payload a head cell carries, without and with the
 	// Data word; contPayload is what a continuation cell carries.
 	inlineHead     = CellPayload - offCellW3
 	inlineHeadData = CellPayload - offCellW4
 	contPayload    = CellPayload - offContPayload
 
-	// FastInlineCells is the most cells the C fast path (fast.h) puts in
+	// FastInlineCells is the most cells the C fast path (send.c) puts in
 	// one inline message it sends: up to 197 bytes (189 with CQ data).
 	// Longer messages up to the eager threshold go, from C too, through
 	// one of the sender's bounce buffers and one cell, and fi_cq_read

@@ -1194,12 +1194,17 @@ func TestEndpointWaitConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	for i := range 200 {
+	// At least 200 messages, and on until a sleeper has woken: on a busy
+	// machine the sleepers may not reach Wait before the first 200 are
+	// through. A minute of messages with no wake-up is a lost wake-up.
+	deadline := time.Now().Add(time.Minute)
+	i := 0
+	for ; i < 200 || (len(wokeUp) == 0 && time.Now().Before(deadline)); i++ {
 		n := []int{8, 1000, 50000}[i%3]
 		transfer(t, a, b, ab, n, byte(i))
 	}
 	if len(wokeUp) == 0 {
-		t.Error("no sleeper woke up for 200 messages")
+		t.Errorf("no sleeper woke up for %d messages", i)
 	}
 	close(stop)
 	b.Wake()

@@ -14,7 +14,7 @@ import (
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
-// The C fast path (cmd/libfabric-psm2/fast.h) builds inline cells for
+// The C fast path (cmd/libfabric-psm2/fast: cell.h) builds inline cells for
 // fi_inject and parses them in fi_cq_read. These differential tests give C
 // and this package the same random messages and compare: cells C builds
 // must be delivered by Poll exactly as sent, and cells sendInline builds
@@ -266,7 +266,7 @@ func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
 
 // TestFastCCellCounts checks that C counts an inline message's cells as
 // this package does at every length up to the longest, and that the
-// error answer C pads to fill the cells it reserved (fast.h: psm2_pad_len)
+// error answer C pads to fill the cells it reserved (fast/cell.h: psm2_pad_len)
 // takes exactly those cells.
 func TestFastCCellCounts(t *testing.T) {
 	for _, data := range []bool{false, true} {

@@ -5,7 +5,7 @@ import "github.com/gopsm2/libfabric-psm2/internal/cabi"
 // CLayout lists the shm memory the C side reads and writes: the ring
 // (ring.go, version 3), its cells as an inline send builds and a C
 // delivery parses them (cell.go), the probe word (RingProbe) and the
-// fast-peer descriptor (fastpeer.go), for cmd/libfabric-psm2/layout.h.
+// fast-peer descriptor (fastpeer.go), for cmd/libfabric-psm2/fast/layout.h.
 func CLayout() []cabi.Group {
 	return []cabi.Group{
 		{Title: "Ring, bytes", Source: "shm/ring.go", Consts: []cabi.Const{
@@ -21,6 +21,11 @@ func CLayout() []cabi.Group {
 			cabi.Word("SLOT_POS", 0, "a producer slot, from its pos word (FP_SLOT): first position reserved"),
 			cabi.Word("SLOT_N", offSlotN-offSlotPos, "... its number of cells"),
 		}},
+		{Title: "Memory", Source: "shm/sys_unsafe.go", Consts: []cabi.Const{
+			cabi.Value("PAGE_BYTES", pageBytes, "the smallest page: a copy within one faults on its first byte or not at all"),
+			cabi.Value("ALIAS_SPAN", aliasSpan, "a copy to 1..ALIAS_NEAR-1 bytes past its source modulo ALIAS_SPAN stalls"),
+			cabi.Value("ALIAS_NEAR", aliasNear, ""),
+		}},
 		{Title: "Cells, bytes from the payload's start", Source: "shm/cell.go", Consts: []cabi.Const{
 			cabi.Value("CELL_INLINE", cellInline, "kind: head cell of an inline message"),
 			cabi.Value("CELL_CONT", cellCont, "kind: continuation cell"),
@@ -31,6 +36,11 @@ func CLayout() []cabi.Group {
 			cabi.Value("CELL_HAS_DATA", cellHasData, "flag: the data word is present"),
 			cabi.Value("CELL_STREAM", cellStream, "flag: an eager cell whose buffer the sender still fills (stream CELL_W5)"),
 			cabi.Value("STREAM_BROKEN", streamBroken, "stream word, low half: the sender's copy faulted"),
+			cabi.Value("STREAM_MIN", streamMin, "bytes: an eager message this long or longer is streamed"),
+			cabi.Value("STREAM_FIRST", streamFirst, "bytes copied before the cell is pushed"),
+			cabi.Value("STREAM_CHUNK", streamChunk, "bytes copied between stream word updates"),
+			cabi.Value("STREAM_NT_MIN", streamNTMin, "bytes: from here the copy is non-temporal"),
+			cabi.Value("STREAM_WAIT_NS", streamWaitNS, "a C receiver waits this long for progress"),
 			cabi.Value("CELL_KIND", offCellKind, "uint8"),
 			cabi.Value("CELL_FLAGS", offCellFlags, "uint8"),
 			cabi.Value("CELL_SHORT", offCellShort, "uint16: inline length"),

@@ -275,7 +275,7 @@ func (r *Ring) TryPush(payload []byte) error {
 // MaxPushCells is the most cells TryPushCells takes at once, and so the
 // longest inline message a receiver takes (4377 bytes): enough for an
 // atomic request or answer of 4 KiB of operands, which C sends and serves
-// as inline messages (cmd/libfabric-psm2/fast.h: ATOMIC_MAX).
+// as inline messages (cmd/libfabric-psm2/fast/atomic.h: ATOMIC_MAX).
 const MaxPushCells = 80
 
 // TryPushCells pushes len(cells)/CellPayload consecutive cells as one

@@ -70,17 +70,31 @@ const cmaRetries = 100
 // either moves at least a byte or ends the copy, so a buffer the kernel
 // refuses ends it at once (EFAULT) and is never retried.
 func cmaCopy(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
-	if len(buf) >= 4096 {
+	if len(buf) >= aliasSpan {
 		here, there := uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(addr)
 		if trap == unix.SYS_PROCESS_VM_WRITEV {
 			here, there = there, here // (destination, source)
 		}
-		if rel := (here - there) & 4095; rel != 0 && rel < 64 {
+		if rel := (here - there) & (aliasSpan - 1); rel != 0 && rel < aliasNear {
 			return cmaStaged(trap, pid, addr, buf)
 		}
 	}
 	return cmaDirect(trap, pid, addr, buf)
 }
+
+// A copy whose destination lies 1 to aliasNear-1 bytes past its source
+// modulo aliasSpan runs several times slower in the kernel's string-move
+// copy (x86 compares load and store addresses modulo 4 KiB): cmaCopy, and
+// the C fast path's CMA read (deliver.c), stage those.
+const (
+	aliasSpan = 4096
+	aliasNear = 64
+)
+
+// pageBytes is the smallest page of the platforms the library runs on: a
+// copy inside one such page faults on its first byte or not at all (the C
+// fast path's atomics, serve.c, rely on it).
+const pageBytes = 4096
 
 // cmaStageChunk is the part of a copy cmaStaged moves at a time.
 const cmaStageChunk = 64 << 10

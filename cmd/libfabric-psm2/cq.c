@@ -1,5 +1,8 @@
 /* cq.c: the completion queue fid. read/readfrom are the completion hot
- * path: one call into Go with the CQ's slot. */
+ * path: the C fast path first (completions it queued, messages it
+ * delivers, atomics it serves or completes, the idle answer: fast/), then
+ * one call into Go with the CQ's slot, with yields when the CPUs are
+ * crowded. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,63 +29,7 @@ struct psm2_cq *psm2_cq_new(void *context, int32_t wait_obj)
 	return c;
 }
 
-/* cq_idle answers, without calling into Go, that a read would find
- * nothing: no entry queued, no work Go knows of, and no cell arrived in
- * any receive ring of the domain (provider/fastpath.go has the layout;
- * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
-static inline int cq_idle(const struct psm2_cq *c)
-{
-	const uint64_t *f = c->fast, *d;
-	uint64_t n;
-
-	if (!f || __atomic_load_n(&f[CQF_COUNT], __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
-		return 0;
-	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	if (!d || __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
-		return 0;
-	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
-		/* Receives queued by fast.h: Go posts them, unless C delivers
-		 * to them itself (psm2_fast_deliver) through this CQ, which it
-		 * does for whatever arrives in the rings checked below. So
-		 * every endpoint holding some must be one C delivers for. */
-		uint64_t neps = __atomic_load_n(&d[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
-
-		if (!neps)
-			return 0;
-		for (uint64_t i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
-			const uint64_t *ep = (const uint64_t *) (uintptr_t)
-				__atomic_load_n(&d[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
-
-			if (!ep)
-				return 0;
-			if (!__atomic_load_n(&ep[EPF_RQ_COUNT], __ATOMIC_ACQUIRE))
-				continue;
-			if (!__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
-			    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
-				return 0;
-		}
-	}
-	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
-	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {
-		/* One word: the ring and its validated size together. A ring
-		 * of an endpoint closing meanwhile stays mapped (retired, not
-		 * unmapped: shm/vm.go), so a stale word reads harmless memory. */
-		uint64_t w = __atomic_load_n(&d[DOMF_RINGS / 8 + i], __ATOMIC_ACQUIRE), cons, seq;
-		const char *r = psm2_probe_ring(w);
-
-		if (!r)
-			return 0;
-		cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
-		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE +
-							  CELL_SEQ), __ATOMIC_ACQUIRE);
-		if (seq == cons + 1)
-			return 0;
-	}
-	return 1;
-}
-
-/* cq_quiet is cq_idle, except that an idle answer is not given for more
+/* cq_quiet is psm2_fast_idle, except that an idle answer is not given for more
  * than IDLE_NET_NS in a row: then the read goes to Go anyway. A safety net,
  * so that work Go has but the idle words do not show (a bug; none is
  * known) costs at most that long, never a hang. The clock (the coarse one,
@@ -187,7 +134,7 @@ static inline int cq_quiet(struct psm2_cq *c)
 {
 	uint64_t now;
 
-	if (!cq_idle(c)) {
+	if (!psm2_fast_idle(c->fast)) {
 		c->idle_polls = 0;
 		return 0;
 	}
@@ -223,7 +170,7 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 			return n;
 		/* Atomic requests C served leave no entry here; if they were
 		 * all there was, the read ends without Go. */
-		if (psm2_fast_serve(c->fast) > 0 && cq_idle(c))
+		if (psm2_fast_serve(c->fast) > 0 && psm2_fast_idle(c->fast))
 			return -FI_EAGAIN;
 	}
 	return psm2go_cq_read(c->slot, buf, count, NULL);
@@ -238,7 +185,7 @@ static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 	if (buf && count) {
 		if (cq_quiet(c))
 			return -FI_EAGAIN;
-		if (psm2_fast_serve(c->fast) > 0 && cq_idle(c))
+		if (psm2_fast_serve(c->fast) > 0 && psm2_fast_idle(c->fast))
 			return -FI_EAGAIN;
 	}
 	return psm2go_cq_read(c->slot, buf, count, src_addr);

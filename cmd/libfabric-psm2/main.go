@@ -2,12 +2,9 @@
 // C shared object: libfabric.so.1 (a standalone libfabric with only the
 // psm2 provider) or, built with the dl tag, libpsm2-fi.so (a provider
 // plugin for an installed libfabric). It holds the exported C entry points,
-// the static ops tables and the C<->Go conversions, and nothing else: the
-// behaviour lives in provider/ and internal/.
-//
-// layout.h, the memory layouts C shares with Go, is generated:
-//
-//go:generate go run ../../internal/cabi/cabigen -o layout.h
+// the static ops tables and the C<->Go conversions; the behaviour lives in
+// provider/ and internal/, except the same-host calls the C fast path
+// answers without Go (package fast, in fast/, which ep.c and cq.c call).
 package main
 
 /*
@@ -16,5 +13,7 @@ package main
 #include "shim.h"
 */
 import "C"
+
+import _ "github.com/gopsm2/libfabric-psm2/cmd/libfabric-psm2/fast"
 
 func main() {}

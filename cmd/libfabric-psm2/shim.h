@@ -1,7 +1,8 @@
 /* shim.h: declarations shared by the C side of the libfabric-psm2 shim.
  *
- * The C side is only what the ABI needs: exported entry points, static ops
- * tables and one-line trampolines into Go (psm2go_*). Objects handed to the
+ * The shim is what the ABI needs: exported entry points, static ops tables
+ * and trampolines into Go (psm2go_*), which the data-path calls skip when
+ * the C fast path (fast/fast.h) does the call whole. Objects handed to the
  * application are C structs whose first member is the libfabric fid, with
  * the Go handle of the object behind it. */
 #ifndef PSM2_SHIM_H
@@ -153,7 +154,7 @@ struct psm2_ep {
 	int32_t aliases;	/* open aliases (atomic), on the endpoint itself */
 	uint64_t tx_op_flags;	/* fid op flags: sends without explicit flags */
 	uint64_t rx_op_flags;	/* receives without explicit flags */
-	uint64_t *fast;		/* the posting fast path's page (fast.h), or NULL */
+	uint64_t *fast;		/* the fast path's endpoint page (fast/), or NULL */
 	struct psm2_ep *base;	/* NULL for an endpoint, the endpoint for an alias */
 };
 

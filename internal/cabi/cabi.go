@@ -1,9 +1,9 @@
 // Package cabi is the one description of the memory that the C side of
-// the library (cmd/libfabric-psm2: fast.h, cq.c) shares with Go: every
+// the library (cmd/libfabric-psm2/fast) shares with Go: every
 // offset, size and flag both of them read or write. The package that owns
 // a layout lists it (provider.CLayout, shm.CLayout), computed from the
-// constants its Go code uses; cmd/libfabric-psm2/layout.h is generated
-// from those lists (go generate ./cmd/libfabric-psm2), and a test fails
+// constants its Go code uses; cmd/libfabric-psm2/fast/layout.h is generated
+// from those lists (go generate ./cmd/libfabric-psm2/fast), and a test fails
 // when the checked-in header differs from what the lists say. C code uses
 // the header's names only, never a number of its own.
 package cabi
@@ -13,11 +13,42 @@ import (
 	"fmt"
 )
 
-// Const is one C macro: a name and its value, with a comment.
+// Const is one C macro: a name and its value (or, for a table, its
+// values), with a comment.
 type Const struct {
 	Name  string
 	Value uint64
+	List  []uint64 // a table: the macro is a braced initializer
 	Doc   string
+
+	// A field of a page (Group.Page): the bytes [Off, Off+Span) it takes.
+	// Span 0: not a field (a count, a flag, an offset inside an entry).
+	Off, Span int
+}
+
+// WordField is field name of a page: Span bytes at byte offset off,
+// rendered as the index of its first uint64 word, off/8.
+func WordField(name string, off, span int, doc string) Const {
+	c := Word(name, off, doc)
+	c.Off, c.Span = off, span
+	return c
+}
+
+// ByteField is field name of a page: Span bytes at byte offset off,
+// rendered as off.
+func ByteField(name string, off, span int, doc string) Const {
+	c := Value(name, off, doc)
+	c.Off, c.Span = off, span
+	return c
+}
+
+// List is a table of values, for a C array's initializer.
+func List[T ~int | ~uint32 | ~uint64](name string, vs []T, doc string) Const {
+	c := Const{Name: name, Doc: doc, List: []uint64{}}
+	for _, v := range vs {
+		c.List = append(c.List, uint64(v))
+	}
+	return c
 }
 
 // Word is the constant for the native-endian uint64 word at byte offset
@@ -36,6 +67,37 @@ type Group struct {
 	Title  string // what the layout is
 	Source string // the Go file that owns and documents it
 	Consts []Const
+	// Page, if not 0, is the size in bytes of the memory the group lays
+	// out: its fields (Const.Span > 0) must lie inside it, word fields
+	// aligned, and no two may overlap (Check).
+	Page int
+}
+
+// Check reports the first field of g that lies outside its page, is a
+// misaligned word, or overlaps another field.
+func (g Group) Check() error {
+	if g.Page == 0 {
+		return nil
+	}
+	var fs []Const
+	for _, c := range g.Consts {
+		if c.Span == 0 {
+			continue
+		}
+		if c.Off < 0 || c.Off+c.Span > g.Page {
+			return fmt.Errorf("%s: %s [%d, %d) is outside the %d-byte page", g.Title, c.Name, c.Off, c.Off+c.Span, g.Page)
+		}
+		if c.List == nil && c.Value != uint64(c.Off) && (c.Off%8 != 0 || c.Value != uint64(c.Off/8)) {
+			return fmt.Errorf("%s: %s is neither byte offset %d nor its word", g.Title, c.Name, c.Off)
+		}
+		for _, f := range fs {
+			if c.Off < f.Off+f.Span && f.Off < c.Off+c.Span {
+				return fmt.Errorf("%s: %s [%d, %d) overlaps %s [%d, %d)", g.Title, c.Name, c.Off, c.Off+c.Span, f.Name, f.Off, f.Off+f.Span)
+			}
+		}
+		fs = append(fs, c)
+	}
+	return nil
 }
 
 // Header renders the groups as a C header with include guard guard.
@@ -48,6 +110,9 @@ func Header(guard, generator string, groups ...Group) []byte {
 	fmt.Fprintf(&b, "#ifndef %s\n#define %s\n", guard, guard)
 	seen := map[string]bool{}
 	for _, g := range groups {
+		if err := g.Check(); err != nil {
+			panic("cabi: " + err.Error())
+		}
 		fmt.Fprintf(&b, "\n/* %s (%s) */\n", g.Title, g.Source)
 		for _, c := range g.Consts {
 			if seen[c.Name] {
@@ -56,6 +121,15 @@ func Header(guard, generator string, groups ...Group) []byte {
 			seen[c.Name] = true
 			v := fmt.Sprintf("%d", c.Value)
 			switch {
+			case c.List != nil:
+				v = "{"
+				for i, x := range c.List {
+					if i > 0 {
+						v += ","
+					}
+					v += fmt.Sprintf(" %d", x)
+				}
+				v += " }"
 			case c.Value > 1<<31:
 				v = fmt.Sprintf("0x%xULL", c.Value)
 			case c.Value > 1<<16:

@@ -1,1 +1,1 @@
-../../cmd/libfabric-psm2/fast.h
+../../cmd/libfabric-psm2/fast/fast.h

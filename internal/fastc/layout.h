@@ -1,1 +1,1 @@
-../../cmd/libfabric-psm2/layout.h
+../../cmd/libfabric-psm2/fast/layout.h

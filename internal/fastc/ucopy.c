@@ -1,1 +1,1 @@
-../../cmd/libfabric-psm2/ucopy.c
+../../cmd/libfabric-psm2/fast/ucopy.c

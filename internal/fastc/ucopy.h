@@ -1,1 +1,1 @@
-../../cmd/libfabric-psm2/ucopy.h
+../../cmd/libfabric-psm2/fast/ucopy.h

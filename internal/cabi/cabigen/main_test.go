@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestHeaderFresh fails when cmd/libfabric-psm2/layout.h is not what the
+// TestHeaderFresh fails when cmd/libfabric-psm2/fast/layout.h is not what the
 // Go constants say: a layout changed in Go without the C side following.
 func TestHeaderFresh(t *testing.T) {
-	have, err := os.ReadFile("../../../cmd/libfabric-psm2/layout.h")
+	have, err := os.ReadFile("../../../cmd/libfabric-psm2/fast/layout.h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestHeaderFresh(t *testing.T) {
 				w = wl[i]
 			}
 			if h != w {
-				t.Fatalf("cmd/libfabric-psm2/layout.h is stale (run go generate ./cmd/libfabric-psm2); line %d:\n have %q\n want %q", i+1, h, w)
+				t.Fatalf("cmd/libfabric-psm2/fast/layout.h is stale (run go generate ./cmd/libfabric-psm2/fast); line %d:\n have %q\n want %q", i+1, h, w)
 			}
 		}
 	}

@@ -1,11 +1,11 @@
 /* ucopy.c: copies between the application's buffers and shared memory
  * that survive a buffer the kernel refuses.
  *
- * The C fast path (fast.h) copies a send's bytes out of the caller's
+ * The C fast path (send.c, deliver.c) copies a send's bytes out of the caller's
  * buffer and a message's bytes into a receive buffer. Either may be
  * PROT_NONE, unmapped or read-only; a plain memcpy would kill the process
  * with SIGSEGV, where the same call through Go fails the operation with
- * FI_EFAULT (internal/umem). So fast.h copies with psm2_ucopy: a fault
+ * FI_EFAULT (internal/umem). So the fast path copies with psm2_ucopy: a fault
  * during it returns -1, the fast path leaves the operation to Go, and Go's
  * guarded copy reports it.
  *
@@ -27,6 +27,7 @@
 #include <emmintrin.h>
 #endif
 #include <rdma/fi_domain.h>
+#include "layout.h"
 #include "ucopy.h"
 
 static __thread sigjmp_buf *ucopy_env __attribute__((tls_model("initial-exec")));
@@ -77,7 +78,7 @@ static void ucopy_install(void)
 }
 
 /* psm2_ucopy_ready installs the handler (once) and says whether it is in
- * place; without it, fast.h leaves copies of user memory to Go. */
+ * place; without it, the fast path leaves copies of user memory to Go. */
 int psm2_ucopy_ready(void)
 {
 	if (__builtin_expect(__atomic_load_n(&ucopy_ready, __ATOMIC_ACQUIRE), 1))
@@ -182,9 +183,9 @@ static inline __attribute__((always_inline)) void ucopy_mem(void *dst, const voi
 		return;
 	}
 #if defined(__x86_64__)
-	size_t rel = ((uintptr_t) dst - (uintptr_t) src) & 4095;
+	size_t rel = ((uintptr_t) dst - (uintptr_t) src) & (ALIAS_SPAN - 1);
 
-	if (n >= 1024 && rel != 0 && rel < 64) {
+	if (n >= 1024 && rel != 0 && rel < ALIAS_NEAR) {
 		ucopy_blocks(dst, src, n, 0);
 		return;
 	}
@@ -305,7 +306,7 @@ UAPPLY(uint64_t, uint64_t)
 int psm2_uapply(int op, int dt, void *dst, const void *src, const void *cmp, void *old, size_t count)
 {
 	sigjmp_buf env;
-	static const size_t size[] = { 1, 1, 2, 2, 4, 4, 8, 8 };
+	static const size_t size[] = ATOMIC_DT_SIZES;
 
 	if (dt < FI_INT8 || dt > FI_UINT64 || op < FI_MIN || op > FI_MSWAP ||
 	    ((uintptr_t) dst & (size[dt] - 1)) || (!src && op != FI_ATOMIC_READ) || (op >= FI_CSWAP && !cmp))

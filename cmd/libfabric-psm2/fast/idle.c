@@ -1,0 +1,58 @@
+/* idle.c: the idle answer of fi_cq_read, given without calling into Go. */
+#include "ring.h"
+
+/* psm2_fast_idle answers, without calling into Go, that a read would find
+ * nothing: no entry queued, no work Go knows of, and no cell arrived in
+ * any receive ring of the domain (provider/fastpath.go has the layout;
+ * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
+int psm2_fast_idle(const uint64_t *cqf)
+{
+	const uint64_t *f = cqf, *d;
+	uint64_t n;
+
+	if (!f || __atomic_load_n(&f[CQF_COUNT], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
+		return 0;
+	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_DOMAIN], __ATOMIC_ACQUIRE);
+	if (!d || __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
+		return 0;
+	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
+		/* Receives queued by psm2_fast_recv: Go posts them, unless C delivers
+		 * to them itself (psm2_fast_deliver) through this CQ, which it
+		 * does for whatever arrives in the rings checked below. So
+		 * every endpoint holding some must be one C delivers for. */
+		uint64_t neps = __atomic_load_n(&d[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
+
+		if (!neps)
+			return 0;
+		for (uint64_t i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
+			const uint64_t *ep = (const uint64_t *) (uintptr_t)
+				__atomic_load_n(&d[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
+
+			if (!ep)
+				return 0;
+			if (!__atomic_load_n(&ep[EPF_RQ_COUNT], __ATOMIC_ACQUIRE))
+				continue;
+			if (!__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
+			    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
+				return 0;
+		}
+	}
+	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
+	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {
+		/* One word: the ring and its validated size together. A ring
+		 * of an endpoint closing meanwhile stays mapped (retired, not
+		 * unmapped: shm/vm.go), so a stale word reads harmless memory. */
+		uint64_t w = __atomic_load_n(&d[DOMF_RINGS / 8 + i], __ATOMIC_ACQUIRE), cons, seq;
+		const char *r = psm2_probe_ring(w);
+
+		if (!r)
+			return 0;
+		cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE +
+							  CELL_SEQ), __ATOMIC_ACQUIRE);
+		if (seq == cons + 1)
+			return 0;
+	}
+	return 1;
+}
