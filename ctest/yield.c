@@ -43,10 +43,17 @@ static struct {
 } ylog[MAXY];
 static int ny;
 
+/* busy: more threads were runnable than there are CPUs when the test
+ * began, before its spinners (so this thread may lose its CPU for any
+ * time, beyond the spinners' share). */
+static int busy;
+
 /* sched_yield: the library's calls resolve to this definition (the
  * executable's comes first), which notes them and yields for real. */
 int sched_yield(void)
 {
+	/* Nothing slower than the clock here: the library times this call
+	 * and decides by how long it took. */
 	double t0 = ct_now();
 	int ret = (int) syscall(SYS_sched_yield);
 
@@ -73,10 +80,26 @@ static int polls(struct ct_node *n, double secs)
 	}
 }
 
+/* kinds counts the yields of ylog[from..ny) that came straight back and
+ * those that were taken: the rule can be judged only when the machine
+ * showed both. */
+static void kinds(int from, int *fast, int *slow)
+{
+	*fast = *slow = 0;
+	for (int i = from; i < ny; i++) {
+		double took = ylog[i].t1 - ylog[i].t0;
+
+		*fast += took < 1.5e-6;
+		*slow += took > 3e-6;
+	}
+}
+
 /* judge checks yields ylog[from..ny) against the rule. The idle time the
  * library waits for before yield i+1 (want) follows from how long yield i
  * took and what it waited for before; the gap seen here is never shorter,
- * and is late only when this thread lost the CPU meanwhile. */
+ * and is late only when this thread lost the CPU meanwhile, which on a
+ * machine busy with other processes happens at any time: there lateness
+ * is shown, not judged. */
 static void judge(int from)
 {
 	double want = 0;	/* 0: not known */
@@ -103,8 +126,33 @@ static void judge(int from)
 	}
 	printf("yield: %d yields, %d judged (%d straight back, %d taken), %d late\n",
 	       ny - from, judged, fast, slow, late);
-	CHECK(fast >= 1 && slow >= 1, "too few yields to judge: %d straight back, %d taken", fast, slow);
+	if (fast < 1 || slow < 1) {
+		/* A machine this busy (every yield taken) or this idle cannot
+		 * show the rule; the gaps that were judged are checked. */
+		printf("# yield: %d straight back, %d taken in 3 s: the back-off rule is not judged here\n",
+		       fast, slow);
+		return;
+	}
+	if (busy) {
+		printf("# yield: other processes were runnable: %d of %d late is not judged\n", late, judged);
+		return;
+	}
 	CHECK(late * 2 <= judged, "%d of %d yields came late: the wait is not brought back", late, judged);
+}
+
+/* runnable is the number of runnable threads on the machine, this one
+ * included (/proc/loadavg's fourth field), or a large number if unknown. */
+static int runnable(void)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	int run = 1 << 20;
+
+	if (f) {
+		if (fscanf(f, "%*f %*f %*f %d/", &run) != 1)
+			run = 1 << 20;
+		fclose(f);
+	}
+	return run;
 }
 
 static int stop;
@@ -135,6 +183,8 @@ int main(int argc, char **argv)
 	if (ret)
 		return finish("yield");
 
+	busy = runnable() > sysconf(_SC_NPROCESSORS_ONLN);
+
 	/* A spinning thread on every CPU, this one pinned to one of them. */
 	me = sched_getcpu();
 	CPU_ZERO(&cpu);
@@ -147,6 +197,16 @@ int main(int argc, char **argv)
 			ncpu++;
 	usleep(20000);
 	ret = polls(&n, argc > 1 ? 0.1 : 0.3);
+	/* On a busy machine one kind of yield may be rare: poll on for up to
+	 * 3 s until both have been seen. */
+	for (int round = 0; argc == 1 && ret == 0 && round < 9 && ny < MAXY / 2; round++) {
+		int fast, slow;
+
+		kinds(0, &fast, &slow);
+		if (fast >= 1 && slow >= 1)
+			break;
+		ret = polls(&n, 0.3);
+	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ncpu; i++)
 		pthread_join(t[i], NULL);
