@@ -22,7 +22,7 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
 export CGO_ENABLED := 1
 
-.PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench clean
+.PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench bench-tools clean
 
 all: $(LIB) $(DLLIB)
 
@@ -100,11 +100,28 @@ mpich: all
 	scripts/mpich.sh
 
 # Benchmarks beside the references (Debian's libfabric shm, Open MPI's vader).
-bench: deps all
+bench: deps all bench-tools
 	@scripts/deps.sh bench
-	scripts/bench.sh
+	bench/bench.sh
 
-check: deps all gotest abi ctest mpi multihost
+# The C benchmarks of bench/, built with one set of flags; those that use
+# libfabric link our library (LD_LIBRARY_PATH picks the one a run wants).
+BENCH_CFLAGS := -std=gnu11 -O2 -Wall -Werror -Iinclude
+BENCHBIN := $(BUILD)/bench/bin
+BENCH_FI := $(addprefix $(BENCHBIN)/,msgrate rmabench mtlpp)
+BENCH_PLAIN := $(addprefix $(BENCHBIN)/,udppp floor)
+
+bench-tools: $(BENCH_FI) $(BENCH_PLAIN)
+
+$(BENCH_FI): $(BENCHBIN)/%: bench/%.c bench/benchutil.h ctest/node.h $(shell find include -name '*.h') | $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
+
+$(BENCH_PLAIN): $(BENCHBIN)/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+check: deps all gotest abi ctest bench-tools mpi multihost
 
 test: check
 

@@ -1,9 +1,12 @@
-/* node.h: what several C tests share: a clock, the valgrind check, and a
- * "node": one psm2 RDM endpoint for tagged messages with its own fabric,
- * domain, AV and CQ (the shape a separate MPI process would have). */
+/* node.h: what the C tests and the C benchmarks (bench/) share: a clock,
+ * the valgrind check, and a "node": one RDM endpoint with its own fabric,
+ * domain, AV and CQ (the shape a separate MPI process would have), opened
+ * by ct_open for any provider and shape, or for psm2 tagged messages by
+ * ct_open_node. */
 #ifndef CTEST_NODE_H
 #define CTEST_NODE_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,27 +41,49 @@ struct ct_node {
 	struct fid_av *av;
 	struct fid_cq *cq;
 	struct fid_ep *ep;
-	char name[64];		/* the endpoint's name (fi_getname) */
+	char name[256];		/* the endpoint's name (fi_getname) */
 	size_t namelen;
 };
 
-/* ct_open_node_hook opens n (zeroed first) with capabilities caps,
- * calling hook(n, arg) (if not NULL) just before fi_enable, to bind more:
- * 0 or the failing call's -FI_E*. */
-static inline int ct_open_node_hook(struct ct_node *n, uint64_t caps,
-				    int (*hook)(struct ct_node *, void *), void *arg)
+/* ct_opts: how ct_open opens a node. Every field may be left 0. */
+struct ct_opts {
+	const char *prov;		/* provider name; NULL: "psm2" */
+	uint32_t version;		/* fi_getinfo's; 0: FI_VERSION(1, 17) */
+	uint64_t caps, mode, mr_mode;	/* hints; mode 0: FI_CONTEXT */
+	int threading;			/* enum fi_threading; 0: the provider's */
+	uint64_t tx_op_flags;
+	enum fi_av_type av_type;	/* 0: FI_AV_TABLE */
+	enum fi_cq_format cq_format;	/* 0: FI_CQ_FORMAT_TAGGED */
+	size_t cq_size;
+	enum fi_wait_obj cq_wait;	/* 0: FI_WAIT_NONE */
+	/* The CQ's bind flags for the two directions; both 0: one bind with
+	 * FI_TRANSMIT | FI_RECV, else a bind for each. */
+	uint64_t tx_bind, rx_bind;
+	/* Called, if set, just before fi_enable, to bind more. */
+	int (*hook)(struct ct_node *n, void *arg);
+	void *arg;
+};
+
+/* ct_open opens n (zeroed first) as o says: fi_getinfo for an RDM
+ * endpoint, then fabric, domain, AV, CQ and endpoint, bound and enabled,
+ * and its name: 0 or the failing call's -FI_E*. */
+static inline int ct_open(struct ct_node *n, const struct ct_opts *o)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = o->av_type ? o->av_type : FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = o->cq_format ? o->cq_format : FI_CQ_FORMAT_TAGGED,
+				      .size = o->cq_size, .wait_obj = o->cq_wait ? o->cq_wait : FI_WAIT_NONE };
 	int ret;
 
 	memset(n, 0, sizeof(*n));
-	hints->caps = caps;
-	hints->mode = FI_CONTEXT;
+	hints->caps = o->caps;
+	hints->mode = o->mode ? o->mode : FI_CONTEXT;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("psm2");
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info);
+	hints->domain_attr->mr_mode = (int) o->mr_mode;
+	hints->domain_attr->threading = (enum fi_threading) o->threading;
+	hints->tx_attr->op_flags = o->tx_op_flags;
+	hints->fabric_attr->prov_name = strdup(o->prov ? o->prov : "psm2");
+	ret = fi_getinfo(o->version ? o->version : FI_VERSION(1, 17), NULL, NULL, 0, hints, &n->info);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;
@@ -68,13 +93,27 @@ static inline int ct_open_node_hook(struct ct_node *n, uint64_t caps,
 	    (ret = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
 	    (ret = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
 	    (ret = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
-	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)) ||
-	    (ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (hook && (ret = hook(n, arg))) ||
+	    (ret = fi_ep_bind(n->ep, &n->av->fid, 0)))
+		return ret;
+	if (!o->tx_bind && !o->rx_bind)
+		ret = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV);
+	else if (!(ret = fi_ep_bind(n->ep, &n->cq->fid, o->tx_bind ? o->tx_bind : FI_TRANSMIT)))
+		ret = fi_ep_bind(n->ep, &n->cq->fid, o->rx_bind ? o->rx_bind : FI_RECV);
+	if (ret || (o->hook && (ret = o->hook(n, o->arg))) ||
 	    (ret = fi_enable(n->ep)) ||
 	    (ret = fi_getname(&n->ep->fid, n->name, &n->namelen)))
 		return ret;
 	return 0;
+}
+
+/* ct_open_node_hook opens n for psm2 with capabilities caps, calling
+ * hook(n, arg) (if not NULL) just before fi_enable, to bind more. */
+static inline int ct_open_node_hook(struct ct_node *n, uint64_t caps,
+				    int (*hook)(struct ct_node *, void *), void *arg)
+{
+	struct ct_opts o = { .caps = caps, .hook = hook, .arg = arg };
+
+	return ct_open(n, &o);
 }
 
 /* ct_open_node_caps opens n with capabilities caps. */

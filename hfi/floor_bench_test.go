@@ -10,7 +10,7 @@ import (
 
 // BenchmarkRawUDPPingPong is the floor for BenchmarkUDPPingPong: two
 // UDP sockets on 127.0.0.1, each busy-polled by its own thread with
-// non-blocking recvfrom, no protocol at all (what scripts/udppp.c does
+// non-blocking recvfrom, no protocol at all (what bench/udppp.c does
 // between hosts), through the same raw system calls as the backend (the
 // runtime's Syscall, with its scheduler hand-off, costs a microsecond
 // more per round trip). One op is a round trip. The ratio of the two,

@@ -189,14 +189,14 @@ func shmThreshold(n int) int {
 // (fi_pingpong -e rdm one-way, pinned, best of 3, same run, eager against
 // rendezvous: 24 KiB 3.63 against 5.35 us, shm 3.95-4.01; 32 KiB 4.68
 // against 5.32, shm 4.14-4.22; 40 KiB 5.74 against 5.98; 48 KiB 7.18
-// against 6.27). scripts/msgrate.c (64 in flight) is even or better with
+// against 6.27). bench/msgrate.c (64 in flight) is even or better with
 // it: 24 KiB 293-327 K against 271-273 K messages/s, 32 KiB 239-249 K
 // against 234-236 K (shm 273 K and 241 K). Since the C sender streams
 // eager messages (the receiver copies out while it fills the buffer, with
 // non-temporal stores from 16 KiB: docs/shm.md), eager beats rendezvous
 // up to 64 KiB (fi_pingpong, 5 runs alternating, medians: 48 KiB 5.82
 // against 8.33 us, shm 6.74; 64 KiB 7.24 against 9.22, shm 8.21; 96 and
-// 128 KiB, rendezvous either way, even), and scripts/msgrate.c at 64 KiB
+// 128 KiB, rendezvous either way, even), and bench/msgrate.c at 64 KiB
 // goes from 117-137 K to 186-221 K messages/s (shm 142-146 K), 32 KiB
 // from 326-342 K to 328-389 K. Bounce buffers are 64 KiB each, 2 MiB an
 // endpoint.

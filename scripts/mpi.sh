@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 lib=$PWD/build/lib
 out=build/mpi
 mkdir -p "$out"
-. scripts/report.sh
+. bench/report.sh
 
 # mpirun.sh's yield setting comes from mpirun's own options only: a
 # program's -n (NetPIPE's iteration count) once counted as 20000 ranks and

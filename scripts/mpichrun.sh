@@ -9,7 +9,7 @@
 #
 # MPICH_DIR is where mpich.sh put it (default
 # ~/.cache/libfabric-psm2/mpich-4.0.2). Across the namespace hosts, pass
-# hydra its launcher: -launcher ssh -launcher-exec scripts/nsrsh -f HOSTFILE
+# hydra its launcher: -launcher ssh -launcher-exec nshost/nsrsh -f HOSTFILE
 # (multihost.sh does). MPIRUN_DRYRUN=1 prints the command instead.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # multihost.sh: the inter-node (hfi) wire between "hosts" made by
-# scripts/nshosts.sh (network, mount and UTS namespaces; see there):
+# nshost/nshosts.sh (network, mount and UTS namespaces; see there):
 #   - Debian's unmodified fi_pingpong -p psm2 across two hosts, rdm and
 #     dgram, with and without -c (data checks), 64 B and 1 MiB;
 #   - endpoints of different jobs (FI_PSM2_UUID) across hosts: nothing is
@@ -33,11 +33,11 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 export NSHOSTS_PREFIX=${NSHOSTS_PREFIX:-mh}
 export NSHOSTS_NET=${NSHOSTS_NET:-78}
-ns=$repo/scripts/nshosts.sh
+ns=$repo/nshost/nshosts.sh
 lib=$repo/build/lib
 out=$repo/build/multihost
 mkdir -p "$out"
-. scripts/report.sh
+. bench/report.sh
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP multihost: needs root for network namespaces"
@@ -138,7 +138,7 @@ else
 		: >"$hf"
 		for ((i = 1; i <= hosts; i++)); do echo "$($ns ip $i) slots=$per" >>"$hf"; done
 		$ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpirun.sh" --hostfile "$hf" \
-			--mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
+			--mca plm_rsh_agent "$repo/nshost/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
 			-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET \
 			-np $((hosts * per)) --map-by node "$@" 2>&1
 	}
@@ -172,7 +172,7 @@ else
 			: >"$hf"
 			for ((i = 1; i <= hosts; i++)); do echo "$($ns ip $i) slots=$per" >>"$hf"; done
 			if o=$($ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpirun.sh" --osc --hostfile "$hf" \
-				--mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
+				--mca plm_rsh_agent "$repo/nshost/nsrsh" --bind-to none --mca oob_tcp_if_include "$net" \
 				-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET \
 				-np $((hosts * per)) --map-by node "$out/onesided" 2>&1) &&
 				grep -q '^onesided: [0-9]* passed, 0 failed' <<<"$o"; then
@@ -217,7 +217,7 @@ if scripts/mpichrun.sh --have; then
 			continue
 		fi
 		if o=$($ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 "$repo/scripts/mpichrun.sh" -f "$out/hostfile-mpich" \
-			-launcher ssh -launcher-exec "$repo/scripts/nsrsh" -n 2 "$out/mpich-$prog" 2>&1) &&
+			-launcher ssh -launcher-exec "$repo/nshost/nsrsh" -n 2 "$out/mpich-$prog" 2>&1) &&
 			grep -q "^$prog: .* 0 failed" <<<"$o"; then
 			ok "MPICH ch4:ofi over psm2, $prog, 2 hosts x 1 rank: $(grep "^$prog:" <<<"$o")"
 		else

@@ -42,7 +42,7 @@ const (
 	// DefaultSplitThreshold is the smallest rendezvous always copied by
 	// both sides. fi_pingpong here (pinned, medians of 6 alternating
 	// runs, split against not): 256 KiB 17.2 against 24.4 us, 512 KiB
-	// 29.7 against 48.8 (Debian's shm 46.5). scripts/msgrate.c (64 in
+	// 29.7 against 48.8 (Debian's shm 46.5). bench/msgrate.c (64 in
 	// flight): 512 KiB 34.6-36.2 K against 30.9-33.4 K messages/s, but
 	// 256 KiB 48-53 K against 60-63 K: in a stream, a receiver copying
 	// alone beats two sides sharing each message below 512 KiB.

@@ -70,7 +70,7 @@
 # MTU; TCP is slow then, ~25 MB/s here), NSHOSTS_GSO=1 keeps them all
 # (rules then act on whole batches).
 # The kernel here has no netem and nftables no `queue`: reordering diverts
-# packets ("fwd to") to a tap device read by scripts/nsdelay.c (compiled
+# packets ("fwd to") to a tap device read by nshost/nsdelay.c (compiled
 # on first use with gcc), which holds each and writes it back to the
 # bridge. Duplicates are made with nftables' netdev `dup to`.
 #
@@ -90,12 +90,12 @@
 # Open MPI. mpirun must run inside host 1 (`nshosts.sh mpirun ...`, or
 # `nshosts.sh exec 1 mpirun ...`), since the daemons it starts on the other
 # hosts connect back to it over TCP and the root namespace is not on the
-# hosts' network. It starts them with the agent scripts/nsrsh (called as
+# hosts' network. It starts them with the agent nshost/nsrsh (called as
 # ssh would be: `nsrsh [options] HOST command`), which runs the command in
 # HOST's namespaces with a clean environment, as ssh would (PATH, HOME, ...
 # and NSHOSTS_*; NSHOSTS_RSH_ENV=all keeps everything): pass variables to
 # the ranks with -x. Example:
-#   scripts/nshosts.sh run 2 -- scripts/nshosts.sh mpirun -np 4 \
+#   nshost/nshosts.sh run 2 -- nshost/nshosts.sh mpirun -np 4 \
 #       --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 ./a.out
 # On real hosts none of this is needed: run mpirun where you are, with its
 # normal ssh launcher (no plm_rsh_agent) and a hostfile of the real host
@@ -617,7 +617,7 @@ proto_match() {
 nsdelay_bin() {
 	local bin=$dir/nsdelay
 	if [ ! -x "$bin" ]; then
-		command -v gcc >/dev/null || die "reorder needs gcc (to build scripts/nsdelay.c)"
+		command -v gcc >/dev/null || die "reorder needs gcc (to build nshost/nsdelay.c)"
 		gcc -O2 -o "$bin" "$here/nsdelay.c" || die "could not build $here/nsdelay.c"
 	fi
 	echo "$bin"

@@ -1,6 +1,6 @@
 /* nsdelay: holds the Ethernet frames that reach a tap device for a while
  * and then sends them on, in the order their (randomised) hold times run
- * out, not the order they came in. scripts/nshosts.sh uses it to reorder
+ * out, not the order they came in. nshost/nshosts.sh uses it to reorder
  * packets between its namespace hosts (the kernel here has no netem, and
  * nftables has no queue statement): an nftables rule in the switch
  * namespace diverts a random share of a host's packets to the tap

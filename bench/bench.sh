@@ -10,19 +10,19 @@
 #  (b) NetPIPE (NPopenmpi) with 2 ranks through scripts/mpirun.sh:
 #        psm2  = Open MPI cm PML + ofi MTL on our library, FI_PROVIDER=psm2
 #        vader = Open MPI ob1 PML + vader BTL (shared memory)
-#  (c) inter-node, between two "hosts" of scripts/nshosts.sh (network,
+#  (c) inter-node, between two "hosts" of nshost/nshosts.sh (network,
 #      mount and UTS namespaces joined by veth pairs to a bridge, MTU 1500;
 #      needs root, else skipped): fi_pingpong -e rdm with our psm2 (its hfi
-#      wire, UDP) against Debian's tcp provider; udppp (scripts/udppp.c), a
+#      wire, UDP) against Debian's tcp provider; udppp (bench/udppp.c), a
 #      UDP ping-pong busy-polling its socket, the floor of any UDP design;
 #      psm2 with FI_PSM2_PATHS=4 at 1 MiB; and NetPIPE across the two
 #      hosts, cm/ofi on our psm2 against Open MPI's ob1 + btl tcp.
-#  (d) RMA and atomics on this host (scripts/rmabench.c): 8-byte write,
+#  (d) RMA and atomics on this host (bench/rmabench.c): 8-byte write,
 #      read and fetch-add latency and 1 MiB write and read bandwidth, our
 #      psm2 against Debian's shm (targets: latency <= 1.0x, bandwidth
 #      >= 1.0x); and across the hosts of (c) against Debian's tcp provider
 #      (targets: latency <= 0.6x, bandwidth >= 1.0x).
-#  (e) one message in flight (scripts/msgrate.c -w 1), 8 B and 256 B
+#  (e) one message in flight (bench/msgrate.c -w 1), 8 B and 256 B
 #      messages per second, our psm2 against Debian's shm (target >=
 #      1.0x): with one more idle endpoint in each process's domain (-e 1),
 #      with completions awaited in fi_cq_sread (-s), and counted by a
@@ -30,7 +30,7 @@
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. Each run is made
-# inside a fast phase of the host (scripts/steady.sh: the virtual CPUs'
+# inside a fast phase of the host (bench/steady.sh: the virtual CPUs'
 # cache-line hand-off, checked before and after; BENCH_STEADY=0 turns it
 # off). fi_pingpong's
 # server and client are not pinned by default: taskset pins every thread of
@@ -54,7 +54,7 @@
 # run failed (a failed transport is reported as "psm2 run failed" and its
 # remaining measurements are skipped).
 #
-# Then scripts/sweep.sh compares every size (fi_pingpong 1 B - 4 MiB and a
+# Then bench/sweep.sh compares every size (fi_pingpong 1 B - 4 MiB and a
 # message rate against shm, NetPIPE 1 B - 8 MiB against vader; as root,
 # fi_pingpong and NetPIPE 1 B - 8 MiB across two namespace hosts against
 # tcp), with a plot in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
@@ -71,6 +71,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 libdir=$repo/build/lib
+bin=$repo/build/bench/bin   # make bench-tools
 
 REPEAT=${BENCH_REPEAT:-3}
 TMO=${BENCH_TIMEOUT:-120}
@@ -99,8 +100,8 @@ port=$(( 20000 + RANDOM % 20000 ))
 
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
-# Each run inside a fast phase of the host (scripts/steady.sh).
-source scripts/steady.sh
+# Each run inside a fast phase of the host (bench/steady.sh).
+source bench/steady.sh
 steady_init "$work"
 
 # why FILE...: the first lines that look like the reason a run failed.
@@ -236,7 +237,7 @@ for s in $NP_SMALL $NP_BIG; do
 	measure "mpi-vader:$s" netpipe vader "$s" "$( [ "$s" = $NP_SMALL ] && echo $NP_SMALL_ITERS || echo $NP_BIG_ITERS)"
 done
 
-# (d) RMA and atomics on this host: scripts/rmabench.c (8-byte write, read
+# (d) RMA and atomics on this host: bench/rmabench.c (8-byte write, read
 # and fetch-add latency, one at a time; 1 MiB write and read bandwidth, 16
 # in flight) on our psm2 and on Debian's shm; best of REPEAT per figure.
 declare -A RMA
@@ -255,14 +256,14 @@ rma_merge() {
 rmabench_run() { # rmabench_run TRANSPORT: one run on this host
 	local out
 	if [ "$1" = psm2 ]; then
-		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/rmabench" -p psm2 -t 0.5) || return 1
+		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$bin/rmabench" -p psm2 -t 0.5) || return 1
 	else
-		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/rmabench" -p "$1" -t 0.5) || return 1
+		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$bin/rmabench" -p "$1" -t 0.5) || return 1
 	fi
 	rma_merge "$1" "$out"
 }
 note "bench: RMA and atomics (best of $REPEAT)"
-if gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
+if [ -x "$bin/rmabench" ]; then
 	for ((i = 0; i < REPEAT; i++)); do
 		if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[rma-psm2]:-}" ]; then
 			rmabench_run psm2 || { FAILED[rma-psm2]=1; run_failed=1; note "  rmabench psm2 failed"; }
@@ -270,12 +271,12 @@ if gcc -O2 -Wall -Iinclude -o "$work/rmabench" scripts/rmabench.c -L"$libdir" -l
 		[ -n "${FAILED[rma-shm]:-}" ] || rmabench_run shm || { FAILED[rma-shm]=1; run_failed=1; note "  rmabench shm failed"; }
 	done
 else
-	note "bench: cc scripts/rmabench.c failed: $(cat "$work/cc.log")"
+	note "bench: no $bin/rmabench (make bench-tools)"
 	run_failed=1
 fi
 
 # (e) Two cases a fast path for the common one can leave slow, each a
-# one-message-in-flight scripts/msgrate.c (-w 1: a ping-pong), 8 B and
+# one-message-in-flight bench/msgrate.c (-w 1: a ping-pong), 8 B and
 # 256 B, our psm2 against Debian's shm, best of REPEAT: one more idle
 # endpoint, with a CQ of its own, in each process's domain (-e 1); and
 # CQs with a wait object, completions awaited in fi_cq_sread (-s); and
@@ -284,9 +285,9 @@ declare -A MEP
 mep_run() { # mep_run TRANSPORT KEY OPTION
 	local out size rate rest old
 	if [ "$1" = psm2 ]; then
-		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$work/msgrate" -p psm2 -w 1 $3 -t 0.3 8 256) || return 1
+		out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$bin/msgrate" -p psm2 -w 1 $3 -t 0.3 8 256) || return 1
 	else
-		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$work/msgrate" -p "$1" -w 1 $3 -t 0.3 8 256) || return 1
+		out=$(env -u LD_LIBRARY_PATH timeout "$TMO" "$bin/msgrate" -p "$1" -w 1 $3 -t 0.3 8 256) || return 1
 	fi
 	while read -r size rate rest; do
 		old=${MEP[$1:$2$size]:-0}
@@ -296,7 +297,7 @@ mep_run() { # mep_run TRANSPORT KEY OPTION
 	done <<<"$out"
 }
 note "bench: one message in flight: two endpoints per domain, fi_cq_sread, fi_cntr_wait (best of $REPEAT)"
-if gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfabric 2>"$work/cc.log"; then
+if [ -x "$bin/msgrate" ]; then
 	for ((i = 0; i < REPEAT; i++)); do
 		for m in "e:-e 1" "s:-s" "c:-c"; do
 			k=${m%%:*} o=${m#*:}
@@ -307,7 +308,7 @@ if gcc -O2 -Wall -Iinclude -o "$work/msgrate" scripts/msgrate.c -L"$libdir" -lfa
 		done
 	done
 else
-	note "bench: cc scripts/msgrate.c failed: $(cat "$work/cc.log")"
+	note "bench: no $bin/msgrate (make bench-tools)"
 	run_failed=1
 fi
 
@@ -324,7 +325,7 @@ if [ "${BENCH_INTERNODE:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
 	# A veth keeps its offloads by default (UDP segmentation too); so do
 	# these hosts unless NSHOSTS_GSO says otherwise.
 	export NSHOSTS_PREFIX=bench NSHOSTS_NET=${NSHOSTS_NET:-82} NSHOSTS_GSO=${NSHOSTS_GSO:-1}
-	ns=$repo/scripts/nshosts.sh
+	ns=$repo/nshost/nshosts.sh
 	trap 'rm -rf "$work"; $ns down >/dev/null 2>&1' EXIT
 	if ! $ns up 2 >/dev/null; then
 		note "bench: nshosts up failed; no inter-node section"
@@ -334,10 +335,10 @@ fi
 # udppp SIZE ITERS: the raw UDP busy-poll ping-pong between the hosts.
 udppp() {
 	local size=$1 iters=$2 spid out
-	"${PP_SRV[@]}" timeout "$TMO" "$work/udppp" -s -p "$port" -I "$iters" >"$work/udp-srv.out" 2>&1 &
+	"${PP_SRV[@]}" timeout "$TMO" "$bin/udppp" -s -p "$port" -I "$iters" >"$work/udp-srv.out" 2>&1 &
 	spid=$!
 	sleep 0.3
-	out=$("${PP_CLI[@]}" timeout "$TMO" "$work/udppp" -c "$PP_DEST" -p "$port" -S "$size" -I "$iters" 2>&1)
+	out=$("${PP_CLI[@]}" timeout "$TMO" "$bin/udppp" -c "$PP_DEST" -p "$port" -S "$size" -I "$iters" 2>&1)
 	kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 	awk '{ print $2, $3; found = 1 } END { exit !found }' <<<"$out" || { note "  udppp: $out"; return 1; }
 }
@@ -347,7 +348,7 @@ npnet() {
 	rm -f "$work/np.out"
 	printf '%s slots=1\n%s slots=1\n' "$PP_DEST" "$($ns ip 2)" >"$work/np.hosts"
 	"${PP_SRV[@]}" env FI_PSM2_IFACE="$net" timeout "$TMO" scripts/mpirun.sh "--$mode" \
-		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none \
+		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/nshost/nsrsh" --bind-to none \
 		--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net" \
 		-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET -np 2 --map-by node \
 		NPopenmpi -l "$size" -u "$size" -p 0 -n "$iters" -o "$work/np.out" >"$work/np.log" 2>&1
@@ -360,7 +361,7 @@ npnet() {
 }
 if [ "$internode" = 1 ]; then
 	note "bench: across two namespace hosts (best of $REPEAT)"
-	gcc -O2 -o "$work/udppp" scripts/udppp.c || exit 1
+	[ -x "$bin/udppp" ] || { note "bench: no $bin/udppp (make bench-tools)"; exit 1; }
 	PP_SRV=("$ns" exec 1) PP_CLI=("$ns" exec 2) PP_DEST=$($ns ip 1) PP_ENV=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
 	for s in "${NET_SIZES[@]}"; do
 		[ "$SKIP_PSM2" = 1 ] || measure "net-psm2:$s" pingpong psm2 psm2 "$libdir" "$s" "${NET_ITERS[$s]}"
@@ -372,7 +373,7 @@ if [ "$internode" = 1 ]; then
 		fi
 		measure "net-tcp:$s" pingpong tcp tcp "" "$s" "${NET_ITERS[$s]}"
 	done
-	# Message rate across the hosts (scripts/msgrate.c, 64 in flight),
+	# Message rate across the hosts (bench/msgrate.c, 64 in flight),
 	# with and without authentication: mr_host KEY [env...] keeps the best
 	# rate of each size in MR[KEY:size].
 	mr_host() {
@@ -380,9 +381,9 @@ if [ "$internode" = 1 ]; then
 		shift
 		local e=(env LD_LIBRARY_PATH="$libdir" FI_PSM2_IFACE=eth0 "$@")
 		mport=$((port + 1000 + RANDOM % 1000))
-		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$work/msgrate" -p psm2 -S "$mport" -t 0.3 8 1024 65536 >"$work/mrh-srv.out" 2>&1 &
+		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$bin/msgrate" -p psm2 -S "$mport" -t 0.3 8 1024 65536 >"$work/mrh-srv.out" 2>&1 &
 		spid=$!
-		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$work/msgrate" -p psm2 -S "$mport" -C "$PP_DEST" -t 0.3 8 1024 65536 2>&1)
+		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$bin/msgrate" -p psm2 -S "$mport" -C "$PP_DEST" -t 0.3 8 1024 65536 2>&1)
 		rc=$?
 		wait "$spid" 2>/dev/null
 		[ $rc = 0 ] || { note "  msgrate $key across hosts: $out"; return 1; }
@@ -393,7 +394,7 @@ if [ "$internode" = 1 ]; then
 		done <<<"$out"
 	}
 	declare -A MR
-	if [ "$SKIP_PSM2" != 1 ] && [ -x "$work/msgrate" ]; then
+	if [ "$SKIP_PSM2" != 1 ] && [ -x "$bin/msgrate" ]; then
 		for ((i = 0; i < REPEAT; i++)); do
 			mr_host off || break
 			mr_host auth FI_PSM2_AUTH=1 || break
@@ -419,15 +420,15 @@ if [ "$internode" = 1 ]; then
 		else
 			e=(env -u LD_LIBRARY_PATH FI_TCP_IFACE=eth0)
 		fi
-		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$work/rmabench" -p "$tr" -S "$port" >"$work/rb-srv.out" 2>&1 &
+		"$ns" exec 1 "${e[@]}" timeout "$TMO" "$bin/rmabench" -p "$tr" -S "$port" >"$work/rb-srv.out" 2>&1 &
 		srv=$!
-		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$work/rmabench" -p "$tr" -S "$port" -C "$PP_DEST" -t 0.5 2>&1)
+		out=$("$ns" exec 2 "${e[@]}" timeout "$TMO" "$bin/rmabench" -p "$tr" -S "$port" -C "$PP_DEST" -t 0.5 2>&1)
 		rc=$?
 		wait "$srv" 2>/dev/null
 		[ $rc = 0 ] || { note "  rmabench $tr across hosts: $out"; return 1; }
 		rma_merge "net-$tr" "$out"
 	}
-	if [ -x "$work/rmabench" ]; then
+	if [ -x "$bin/rmabench" ]; then
 		for ((i = 0; i < REPEAT; i++)); do
 			if [ "$SKIP_PSM2" != 1 ] && [ -z "${FAILED[rmanet-psm2]:-}" ]; then
 				rmabench_net psm2 || { FAILED[rmanet-psm2]=1; run_failed=1; }
@@ -564,7 +565,7 @@ if [ "$internode" = 1 ]; then
 	target "hosts: fetch-add lat./UDP RTT" "${RMA[net-psm2:fadd_lat]:-}" "$udp_rtt" "<=" 1.5 rmanet-psm2 net-udp
 fi
 if [ "${BENCH_SWEEP:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
-	scripts/sweep.sh || run_failed=1
+	bench/sweep.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

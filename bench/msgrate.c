@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #define BENCH_NAME "msgrate"
 #include "benchutil.h"
+#include "../ctest/node.h"
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -49,57 +50,41 @@
 #define TAG_ACK 0x2
 
 struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
+	struct ct_node c;
 	fi_addr_t peer;
 	struct fi_context2 ctx[MAXW + 1];
 };
 
 static int cntr_mode; /* -c: completions counted, awaited in fi_cntr_wait */
 
-static void open_node(struct node *n, const char *prov)
+/* bind_cntr binds the completion counter (-c) to the endpoint. */
+static int bind_cntr(struct ct_node *c, void *arg)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW,
-				      .wait_obj = bench_sread ? FI_WAIT_UNSPEC : FI_WAIT_NONE };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
 	int rc;
 
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if ((rc = fi_getinfo(FI_VERSION(1, 6), NULL, NULL, 0, hints, &n->info)))
-		die("fi_getinfo", rc);
-	if (n->info->domain_attr->mr_mode & FI_MR_LOCAL)
-		die("provider needs FI_MR_LOCAL (not supported here)", -FI_ENOSYS);
-	fi_freeinfo(hints);
-	if ((rc = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)))
-		die("fi_fabric", rc);
-	if ((rc = fi_domain(n->fabric, n->info, &n->domain, NULL)))
-		die("fi_domain", rc);
-	if ((rc = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)))
-		die("fi_cq_open", rc);
-	if ((rc = fi_av_open(n->domain, &av_attr, &n->av, NULL)))
-		die("fi_av_open", rc);
-	if ((rc = fi_endpoint(n->domain, n->info, &n->ep, NULL)))
-		die("fi_endpoint", rc);
-	if (cntr_mode) {
-		struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	(void) arg;
+	if ((rc = fi_cntr_open(c->domain, &cattr, &bench_cntr, NULL)))
+		return rc;
+	return fi_ep_bind(c->ep, &bench_cntr->fid, FI_SEND | FI_RECV);
+}
 
-		if ((rc = fi_cntr_open(n->domain, &cattr, &bench_cntr, NULL)) ||
-		    (rc = fi_ep_bind(n->ep, &bench_cntr->fid, FI_SEND | FI_RECV)))
-			die("counter set-up", rc);
-	}
-	if ((rc = fi_ep_bind(n->ep, &n->cq->fid,
-			     FI_TRANSMIT | FI_RECV | (cntr_mode ? FI_SELECTIVE_COMPLETION : 0))) ||
-	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
-		die("endpoint set-up", rc);
+static void open_node(struct node *n, const char *prov)
+{
+	uint64_t sel = cntr_mode ? FI_SELECTIVE_COMPLETION : 0;
+	struct ct_opts o = {
+		.prov = prov, .version = FI_VERSION(1, 6), .caps = FI_TAGGED, .mode = FI_CONTEXT | FI_CONTEXT2,
+		.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+		.av_type = FI_AV_MAP, .cq_size = 4 * MAXW, .cq_wait = bench_sread ? FI_WAIT_UNSPEC : FI_WAIT_NONE,
+		.tx_bind = sel ? FI_TRANSMIT | sel : 0, .rx_bind = sel ? FI_RECV | sel : 0,
+		.hook = cntr_mode ? bind_cntr : NULL,
+	};
+	int rc;
+
+	if ((rc = ct_open(&n->c, &o)))
+		die("set-up", rc);
+	if (n->c.info->domain_attr->mr_mode & FI_MR_LOCAL)
+		die("provider needs FI_MR_LOCAL (not supported here)", -FI_ENOSYS);
 }
 
 /* open_extra opens k more endpoints in n's domain, each with its own CQ,
@@ -113,10 +98,10 @@ static void open_extra(struct node *n, int k)
 		struct fid_ep *ep;
 		int rc;
 
-		if ((rc = fi_cq_open(n->domain, &cq_attr, &cq, NULL)) ||
-		    (rc = fi_endpoint(n->domain, n->info, &ep, NULL)) ||
+		if ((rc = fi_cq_open(n->c.domain, &cq_attr, &cq, NULL)) ||
+		    (rc = fi_endpoint(n->c.domain, n->c.info, &ep, NULL)) ||
 		    (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) ||
-		    (rc = fi_ep_bind(ep, &n->av->fid, 0)) || (rc = fi_enable(ep)))
+		    (rc = fi_ep_bind(ep, &n->c.av->fid, 0)) || (rc = fi_enable(ep)))
 			die("extra endpoint", rc);
 	}
 }
@@ -128,21 +113,21 @@ static void swap(struct node *n, int r, int w)
 	size_t len = sizeof(name);
 	int rc;
 
-	if ((rc = fi_getname(&n->ep->fid, name, &len)))
+	if ((rc = fi_getname(&n->c.ep->fid, name, &len)))
 		die("fi_getname", rc);
 	if (write(w, &len, sizeof(len)) != sizeof(len) || write(w, name, len) != (ssize_t) len)
 		die("write name", -FI_EIO);
 	if (read(r, &len, sizeof(len)) != sizeof(len) || len > sizeof(peer) ||
 	    read(r, peer, len) != (ssize_t) len)
 		die("read name", -FI_EIO);
-	if ((rc = fi_av_insert(n->av, peer, 1, &n->peer, 0, NULL)) != 1)
+	if ((rc = fi_av_insert(n->c.av, peer, 1, &n->peer, 0, NULL)) != 1)
 		die("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
 }
 
 static void post_recvs(struct node *n, char *buf, size_t size, int win, int *done)
 {
 	for (int i = 0; i < win; i++)
-		POST(n->cq, fi_trecv(n->ep, buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &n->ctx[i]), done);
+		POST(n->c.cq, fi_trecv(n->c.ep, buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &n->ctx[i]), done);
 }
 
 /* One round: the sender sends win messages and waits for the ack; the
@@ -151,10 +136,10 @@ static void round_send(struct node *n, char *buf, size_t size, int win, char *ac
 {
 	int done = 0;
 
-	POST(n->cq, fi_trecv(n->ep, ack, 4, NULL, FI_ADDR_UNSPEC, TAG_ACK, 0, &n->ctx[MAXW]), &done);
+	POST(n->c.cq, fi_trecv(n->c.ep, ack, 4, NULL, FI_ADDR_UNSPEC, TAG_ACK, 0, &n->ctx[MAXW]), &done);
 	for (int i = 0; i < win; i++)
-		POST(n->cq, fi_tsend(n->ep, buf, size, NULL, n->peer, TAG_DATA, &n->ctx[i]), &done);
-	wait_comps(n->cq, win + 1 - done);
+		POST(n->c.cq, fi_tsend(n->c.ep, buf, size, NULL, n->peer, TAG_DATA, &n->ctx[i]), &done);
+	wait_comps(n->c.cq, win + 1 - done);
 }
 
 /* round_recv: every receive of the round was posted before the sender
@@ -164,11 +149,11 @@ static void round_recv(struct node *n, char *buf, size_t size, int win, char *ac
 {
 	int done = 0;
 
-	wait_comps(n->cq, win);
+	wait_comps(n->c.cq, win);
 	if (!last)
 		post_recvs(n, buf, size, win, &done);
-	POST(n->cq, fi_tsend(n->ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
-	wait_comps(n->cq, 1 - done);
+	POST(n->c.cq, fi_tsend(n->c.ep, ack, 4, NULL, n->peer, TAG_ACK, &n->ctx[MAXW]), &done);
+	wait_comps(n->c.cq, 1 - done);
 }
 
 int main(int argc, char **argv)

@@ -2,7 +2,7 @@
 # the host hands cache lines between the benchmark cores at its usual speed.
 #
 # On the virtual machines this project is measured on, the one-way hand-off
-# of a cache line between CPU 0 and CPU 1 (scripts/floor.c) is ~55 ns most
+# of a cache line between CPU 0 and CPU 1 (bench/floor.c) is ~55 ns most
 # of the time and 4-5 times that for stretches of 2-10 s, about a third of
 # the time: the hypervisor moves the virtual CPUs. Every intra-node latency
 # and rate moves with it, ours and the references' alike, so a comparison
@@ -14,7 +14,7 @@
 # through it. BENCH_STEADY=0 turns it off. The median hand-off and how
 # often it waited or ran again are printed by steady_report.
 #
-#   steady_init WORKDIR    build floor, take 10 samples
+#   steady_init WORKDIR    take 10 samples of floor (make bench-tools)
 #   steady_run CMD...      CMD's output from a run inside a fast phase
 #   steady_report          one line: the floor and the waits and reruns
 STEADY=${BENCH_STEADY:-1}
@@ -26,9 +26,9 @@ steady_init() {
 	[ "$STEADY" = 1 ] || return 0
 	# State in files: steady_run often runs in a command substitution.
 	steady_dir=$1/steady
-	steady_bin=$steady_dir/floor
+	steady_bin=$PWD/build/bench/bin/floor   # make bench-tools
 	mkdir -p "$steady_dir" && : >"$steady_dir/events" && : >"$steady_dir/samples"
-	if ! gcc -O2 -o "$steady_bin" scripts/floor.c 2>/dev/null; then
+	if [ ! -x "$steady_bin" ]; then
 		steady_bin= STEADY=0
 		return 0
 	fi
@@ -83,6 +83,6 @@ steady_run() {
 steady_report() {
 	if [ "$STEADY" = 1 ]; then
 		local e=$steady_dir/events
-		echo "host: cache-line hand-off CPU 0 <-> 1: median $(sort -n "$steady_dir/samples" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') ns of $(wc -l <"$steady_dir/samples") samples (scripts/floor.c); waited for a fast phase $(grep -c waited "$e") times ($(grep -c gaveup "$e") in vain), ran again $(grep -c rerun "$e") times"
+		echo "host: cache-line hand-off CPU 0 <-> 1: median $(sort -n "$steady_dir/samples" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }') ns of $(wc -l <"$steady_dir/samples") samples (bench/floor.c); waited for a fast phase $(grep -c waited "$e") times ($(grep -c gaveup "$e") in vain), ran again $(grep -c rerun "$e") times"
 	fi
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mtlpp.sh: where a small MPI message's time goes, ours against vader.
 # Interleaved rounds of, at each size, one-way latency of
-#   - scripts/mtlpp.c on our library: the provider alone, making the calls
+#   - bench/mtlpp.c on our library: the provider alone, making the calls
 #     Open MPI's ofi MTL makes for a NetPIPE ping-pong;
 #   - NetPIPE over cm/ofi on our library (scripts/mpirun.sh --psm2);
 #   - NetPIPE over ob1 + vader (scripts/mpirun.sh --vader);
@@ -9,7 +9,7 @@
 # third says whether the provider is behind vader; the second minus the
 # first is Open MPI's cm PML and ofi MTL.
 #
-#   scripts/mtlpp.sh [ROUNDS [SIZE...]]     (default: 8 rounds; 1 8 64 256)
+#   bench/mtlpp.sh [ROUNDS [SIZE...]]     (default: 8 rounds; 1 8 64 256)
 #
 # Needs make (build/lib) and the Open MPI packages (scripts/deps.sh). A
 # benchmark, not a test: run it on a quiet machine.
@@ -22,7 +22,7 @@ sizes=("$@")
 lib=$PWD/build/lib
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gcc -O2 -Wall -Iinclude -o "$work/mtlpp" scripts/mtlpp.c -L"$lib" -lfabric || exit 1
+make -s bench-tools >/dev/null || exit 1
 lo=${sizes[0]} hi=${sizes[0]}
 for s in "${sizes[@]}"; do ((s < lo)) && lo=$s; ((s > hi)) && hi=$s; done
 
@@ -35,7 +35,7 @@ netpipe() {
 }
 
 for ((r = 0; r < rounds; r++)); do
-	LD_LIBRARY_PATH=$lib timeout 120 "$work/mtlpp" -n 200000 "${sizes[@]}" | sed "s/^/$r prov /" >>"$work/all" ||
+	LD_LIBRARY_PATH=$lib timeout 120 "$PWD/build/bench/bin/mtlpp" -n 200000 "${sizes[@]}" | sed "s/^/$r prov /" >>"$work/all" ||
 		{ echo "mtlpp failed" >&2; exit 1; }
 	netpipe psm2 | sed "s/^/$r cmofi /" >>"$work/all" || exit 1
 	netpipe vader | sed "s/^/$r vader /" >>"$work/all" || exit 1

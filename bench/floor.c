@@ -7,7 +7,7 @@
  * Every intra-node latency here sits on top of this hand-off. On the
  * virtual machines this project is measured on, it is ~55 ns most of the
  * time and 4-5 times that for seconds at a stretch (the hypervisor places
- * the two virtual CPUs far apart), so scripts/steady.sh checks it before
+ * the two virtual CPUs far apart), so bench/steady.sh checks it before
  * and after each measurement. */
 #define _GNU_SOURCE
 #include <sched.h>

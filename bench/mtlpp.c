@@ -7,7 +7,7 @@
  * default to FI_COMPLETION and the CQ is bound with
  * FI_SELECTIVE_COMPLETION for them, as the MTL does. Set beside
  * NetPIPE over cm/ofi on the same library, it splits a one-way trip into
- * the provider's share and Open MPI's (scripts/mtlpp.sh).
+ * the provider's share and Open MPI's (bench/mtlpp.sh).
  *
  *   mtlpp [-p PROVIDER] [-n ITERATIONS] [SIZE...]
  *
@@ -27,6 +27,7 @@
 
 #define BENCH_NAME "mtlpp"
 #include "benchutil.h"
+#include "../ctest/node.h"
 
 /* Round trips before the clock starts, per size: tens of milliseconds.
  * Right after the endpoints open, the first few milliseconds of a
@@ -39,50 +40,29 @@
 #define CHECK(call) do { int rc_ = (int) (call); if (rc_) die(#call, rc_); } while (0)
 
 struct rank {
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_ep *ep;
+	struct ct_node c;
 	fi_addr_t peer;
 	size_t inject;
 };
 
 static void open_rank(struct rank *r, const char *prov, int to_peer, int from_peer)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-	char name[256], peer[256];
-	size_t len = sizeof(name);
+	struct ct_opts o = {
+		.prov = prov, .caps = FI_TAGGED, .threading = FI_THREAD_DOMAIN, .av_type = FI_AV_MAP,
+		.tx_op_flags = FI_COMPLETION, .tx_bind = FI_TRANSMIT | FI_SELECTIVE_COMPLETION, .rx_bind = FI_RECV,
+	};
+	char peer[256];
+	size_t len;
 
-	hints->caps = FI_TAGGED;
-	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	hints->domain_attr->av_type = FI_AV_MAP;
-	hints->tx_attr->op_flags = FI_COMPLETION;
-	hints->fabric_attr->prov_name = strdup(prov);
-	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
-	r->inject = info->tx_attr->inject_size;
-	CHECK(fi_fabric(info->fabric_attr, &r->fabric, NULL));
-	CHECK(fi_domain(r->fabric, info, &r->domain, NULL));
-	CHECK(fi_cq_open(r->domain, &cq_attr, &r->cq, NULL));
-	CHECK(fi_av_open(r->domain, &av_attr, &r->av, NULL));
-	CHECK(fi_endpoint(r->domain, info, &r->ep, NULL));
-	CHECK(fi_ep_bind(r->ep, &r->av->fid, 0));
-	CHECK(fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_SELECTIVE_COMPLETION));
-	CHECK(fi_ep_bind(r->ep, &r->cq->fid, FI_RECV));
-	CHECK(fi_enable(r->ep));
-	CHECK(fi_getname(&r->ep->fid, name, &len));
-	if (write(to_peer, &len, sizeof(len)) != sizeof(len) || write(to_peer, name, len) != (ssize_t) len ||
+	CHECK(ct_open(&r->c, &o));
+	r->inject = r->c.info->tx_attr->inject_size;
+	len = r->c.namelen;
+	if (write(to_peer, &len, sizeof(len)) != sizeof(len) || write(to_peer, r->c.name, len) != (ssize_t) len ||
 	    read(from_peer, &len, sizeof(len)) != sizeof(len) || len > sizeof(peer) ||
 	    read(from_peer, peer, len) != (ssize_t) len)
 		die("name exchange", -FI_EIO);
-	if (fi_av_insert(r->av, peer, 1, &r->peer, 0, NULL) != 1)
+	if (fi_av_insert(r->c.av, peer, 1, &r->peer, 0, NULL) != 1)
 		die("fi_av_insert", -FI_EINVAL);
-	fi_freeinfo(hints);
-	fi_freeinfo(info);
 }
 
 /* recv_wait posts a receive and reads the CQ until its entry comes. */
@@ -91,8 +71,8 @@ static void recv_wait(struct rank *r, void *buf, size_t size, struct fi_context 
 	struct fi_cq_tagged_entry e[100];
 	ssize_t n;
 
-	CHECK(fi_trecv(r->ep, buf, size, NULL, r->peer, 1, 0, ctx));
-	while ((n = fi_cq_read(r->cq, e, 100)) == -FI_EAGAIN)
+	CHECK(fi_trecv(r->c.ep, buf, size, NULL, r->peer, 1, 0, ctx));
+	while ((n = fi_cq_read(r->c.cq, e, 100)) == -FI_EAGAIN)
 		;
 	if (n < 0)
 		die("fi_cq_read", (int) n);
@@ -106,17 +86,17 @@ static void send_one(struct rank *r, const void *buf, size_t size, struct fi_con
 	ssize_t rc;
 
 	if (size <= r->inject) {
-		while ((rc = fi_tinjectdata(r->ep, buf, size, 0, r->peer, 1)) == -FI_EAGAIN)
-			(void) fi_cq_read(r->cq, e, 100);
+		while ((rc = fi_tinjectdata(r->c.ep, buf, size, 0, r->peer, 1)) == -FI_EAGAIN)
+			(void) fi_cq_read(r->c.cq, e, 100);
 		if (rc)
 			die("fi_tinjectdata", (int) rc);
 		return;
 	}
-	while ((rc = fi_tsenddata(r->ep, buf, size, NULL, 0, r->peer, 1, ctx)) == -FI_EAGAIN)
-		(void) fi_cq_read(r->cq, e, 100);
+	while ((rc = fi_tsenddata(r->c.ep, buf, size, NULL, 0, r->peer, 1, ctx)) == -FI_EAGAIN)
+		(void) fi_cq_read(r->c.cq, e, 100);
 	if (rc)
 		die("fi_tsenddata", (int) rc);
-	while ((rc = fi_cq_read(r->cq, e, 100)) == -FI_EAGAIN)
+	while ((rc = fi_cq_read(r->c.cq, e, 100)) == -FI_EAGAIN)
 		;
 	if (rc < 0)
 		die("fi_cq_read", (int) rc);
@@ -147,11 +127,11 @@ static void run(int me, const char *prov, long iters, int nsizes, size_t *sizes,
 			printf("%zu %.4f\n", sizes[s], (now() - t0) / iters / 2 * 1e6);
 	}
 	fflush(stdout);
-	fi_close(&r.ep->fid);
-	fi_close(&r.av->fid);
-	fi_close(&r.cq->fid);
-	fi_close(&r.domain->fid);
-	fi_close(&r.fabric->fid);
+	fi_close(&r.c.ep->fid);
+	fi_close(&r.c.av->fid);
+	fi_close(&r.c.cq->fid);
+	fi_close(&r.c.domain->fid);
+	fi_close(&r.c.fabric->fid);
 }
 
 int main(int argc, char **argv)

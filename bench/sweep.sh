@@ -6,20 +6,20 @@
 #     (build/lib) against Debian's libfabric shm; one-way latency and MB/s
 #   NetPIPE (NPopenmpi -p 0) from 1 B to 8 MiB: Open MPI cm + ofi on our
 #     psm2 against ob1 + vader; one-way latency at every power of two
-#   scripts/msgrate.c, 8 B to 64 KiB, 64 tagged sends in flight: our psm2
+#   bench/msgrate.c, 8 B to 64 KiB, 64 tagged sends in flight: our psm2
 #     against libfabric shm; messages per second
-#   scripts/rmabench.c -F: fi_fetch_atomic of 8 B to 4 KiB of uint64 (sum)
+#   bench/rmabench.c -F: fi_fetch_atomic of 8 B to 4 KiB of uint64 (sum)
 #     between two processes: our psm2 against libfabric shm; latency
-#   across two namespace hosts (scripts/nshosts.sh; root only, SWEEP_INTERNODE=0
+#   across two namespace hosts (nshost/nshosts.sh; root only, SWEEP_INTERNODE=0
 #     skips it): fi_pingpong 1 B to 8 MiB, our psm2 (UDP) against Debian's
 #     tcp provider; NetPIPE 1 B to 8 MiB, cm/ofi on our psm2 against ob1 +
-#     btl tcp; scripts/msgrate.c 8 B to 64 KiB (64 in flight, receiver on
+#     btl tcp; bench/msgrate.c 8 B to 64 KiB (64 in flight, receiver on
 #     one host, sender on the other), psm2 against tcp. These are not gated
 #     by steady.sh (the network path, not a cache-line hand-off, dominates
 #     them); the best of the runs counts.
 #
 # Each is run SWEEP_REPEAT times (default 2) and the best kept, each run
-# inside a fast phase of the host (scripts/steady.sh). It prints
+# inside a fast phase of the host (bench/steady.sh). It prints
 # one table per sweep with the ratio at each size and the worst ratio (the
 # target: latency ours/reference <= 1.0, bandwidth and rate >= 1.0), and
 # writes the data and a plot of ours against each reference to
@@ -28,6 +28,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 libdir=$repo/build/lib
+bin=$repo/build/bench/bin
+make -s bench-tools >/dev/null || exit 1
 out=$repo/build/bench
 REPEAT=${SWEEP_REPEAT:-2}
 TMO=${BENCH_TIMEOUT:-120}
@@ -37,7 +39,7 @@ mkdir -p "$out"
 port=$(( 20000 + RANDOM % 20000 ))
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
-source scripts/steady.sh # each run inside a fast phase of the host
+source bench/steady.sh # each run inside a fast phase of the host
 steady_init "$work"
 
 # best FILE: keeps, per size (column 1), the lowest value of column 2 and
@@ -146,9 +148,9 @@ run_rate() {
 	[ "$2" = psm2 ] && env=(env LD_LIBRARY_PATH="$libdir")
 	if [ "$1" = msgrate ]; then
 		# Columns for best: size, -rate (lowest = highest rate), rate.
-		"${env[@]}" timeout "$TMO" "$work/msgrate" -p "$2" -t 0.3 | awk '{ print $1, -$2, $2 }'
+		"${env[@]}" timeout "$TMO" "$bin/msgrate" -p "$2" -t 0.3 | awk '{ print $1, -$2, $2 }'
 	else
-		"${env[@]}" timeout "$TMO" "$work/rmabench" -p "$2" -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }'
+		"${env[@]}" timeout "$TMO" "$bin/rmabench" -p "$2" -t 0.3 -F | awk '$1 == "fadd" { print $2, $3, $3 }'
 	fi
 }
 
@@ -156,7 +158,6 @@ run_rate() {
 # $work/PROG-psm2 and $work/PROG-shm.
 rate_sweep() {
 	local prov
-	gcc -O2 -Wall -Iinclude -o "$work/$1" "scripts/$1.c" -L"$libdir" -lfabric || exit 1
 	: >"$work/$1-psm2" && : >"$work/$1-shm"
 	for ((r = 0; r < REPEAT; r++)); do
 		for prov in psm2 shm; do
@@ -177,7 +178,7 @@ join <(best "$work/rmabench-psm2" | awk '{ print $1, $2 }') <(best "$work/rmaben
 internode=0
 if [ "${SWEEP_INTERNODE:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
 	export NSHOSTS_PREFIX=sweep NSHOSTS_NET=${SWEEP_NET:-84} NSHOSTS_GSO=${NSHOSTS_GSO:-1}
-	ns=$repo/scripts/nshosts.sh
+	ns=$repo/nshost/nshosts.sh
 	trap 'rm -rf "$work"; $ns down >/dev/null 2>&1' EXIT
 	if $ns up 2 >/dev/null; then
 		internode=1
@@ -194,7 +195,7 @@ np_net() {
 	rm -f "$work/np.out"
 	printf '%s slots=1\n%s slots=1\n' "$($ns ip 1)" "$($ns ip 2)" >"$work/np.hosts"
 	$ns exec 1 env FI_PSM2_IFACE="$net" timeout 600 scripts/mpirun.sh "--$1" \
-		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/scripts/nsrsh" --bind-to none \
+		--hostfile "$work/np.hosts" --mca plm_rsh_agent "$repo/nshost/nsrsh" --bind-to none \
 		--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net" \
 		-x FI_PSM2_IFACE -x NSHOSTS_PREFIX -x NSHOSTS_NET -np 2 --map-by node \
 		NPopenmpi -l "$2" -u "$3" -p 0 -n "$4" -o "$work/np.out" >"$work/np.log" 2>&1 || return 1
@@ -208,9 +209,9 @@ mr_net() {
 	if [ -n "$lp" ]; then env+=("LD_LIBRARY_PATH=$lp"); else env+=(-u LD_LIBRARY_PATH); fi
 	env+=(FI_PSM2_IFACE=eth0 FI_TCP_IFACE=eth0)
 	port=$(( port + 1 ))
-	$ns exec 1 "${env[@]}" timeout "$TMO" "$work/msgrate" -p "$prov" -S "$port" -t 0.3 >"$work/mr-srv.out" 2>&1 &
+	$ns exec 1 "${env[@]}" timeout "$TMO" "$bin/msgrate" -p "$prov" -S "$port" -t 0.3 >"$work/mr-srv.out" 2>&1 &
 	spid=$!
-	$ns exec 2 "${env[@]}" timeout "$TMO" "$work/msgrate" -p "$prov" -S "$port" -C "$($ns ip 1)" -t 0.3 >"$work/mr-cli.out" 2>&1
+	$ns exec 2 "${env[@]}" timeout "$TMO" "$bin/msgrate" -p "$prov" -S "$port" -C "$($ns ip 1)" -t 0.3 >"$work/mr-cli.out" 2>&1
 	rc=$?
 	wait "$spid"
 	[ $rc = 0 ] || return 1

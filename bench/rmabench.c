@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #define BENCH_NAME "rmabench"
 #include "benchutil.h"
+#include "../ctest/node.h"
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -51,12 +52,7 @@
 #define MAXW 256
 
 struct node {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
+	struct ct_node c;
 	struct fid_mr *mr;
 	fi_addr_t peer;
 	struct fi_context2 ctx[MAXW];
@@ -70,26 +66,14 @@ struct target_info {
 
 static void open_node(struct node *n, const char *prov)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 4 * MAXW };
-	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct ct_opts o = {
+		.prov = prov, .version = FI_VERSION(1, 6), .caps = FI_RMA | FI_ATOMIC, .mode = FI_CONTEXT | FI_CONTEXT2,
+		.mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, .av_type = FI_AV_MAP,
+		.cq_format = FI_CQ_FORMAT_CONTEXT, .cq_size = 4 * MAXW,
+	};
 	int rc;
 
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_RMA | FI_ATOMIC;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup(prov);
-	if ((rc = fi_getinfo(FI_VERSION(1, 6), NULL, NULL, 0, hints, &n->info)))
-		die("fi_getinfo", rc);
-	fi_freeinfo(hints);
-	if ((rc = fi_fabric(n->info->fabric_attr, &n->fabric, NULL)) ||
-	    (rc = fi_domain(n->fabric, n->info, &n->domain, NULL)) ||
-	    (rc = fi_cq_open(n->domain, &cq_attr, &n->cq, NULL)) ||
-	    (rc = fi_av_open(n->domain, &av_attr, &n->av, NULL)) ||
-	    (rc = fi_endpoint(n->domain, n->info, &n->ep, NULL)) ||
-	    (rc = fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (rc = fi_ep_bind(n->ep, &n->av->fid, 0)) || (rc = fi_enable(n->ep)))
+	if ((rc = ct_open(&n->c, &o)))
 		die("set-up", rc);
 }
 
@@ -103,15 +87,15 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 
 	memset(region, 0, size);
 	open_node(&n, prov);
-	if ((rc = fi_mr_reg(n.domain, region, size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &n.mr, NULL)))
+	if ((rc = fi_mr_reg(n.c.domain, region, size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &n.mr, NULL)))
 		die("fi_mr_reg", rc);
-	if ((n.info->domain_attr->mr_mode & FI_MR_ENDPOINT) &&
-	    ((rc = fi_mr_bind(n.mr, &n.ep->fid, 0)) || (rc = fi_mr_enable(n.mr))))
+	if ((n.c.info->domain_attr->mr_mode & FI_MR_ENDPOINT) &&
+	    ((rc = fi_mr_bind(n.mr, &n.c.ep->fid, 0)) || (rc = fi_mr_enable(n.mr))))
 		die("fi_mr_bind", rc);
 	ti.key = fi_mr_key(n.mr);
-	ti.addr = (n.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t) (uintptr_t) region : 0;
+	ti.addr = (n.c.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t) (uintptr_t) region : 0;
 	ti.namelen = sizeof(ti.name);
-	if ((rc = fi_getname(&n.ep->fid, ti.name, &ti.namelen)))
+	if ((rc = fi_getname(&n.c.ep->fid, ti.name, &ti.namelen)))
 		die("fi_getname", rc);
 	if (write(wfd, &ti, sizeof(ti)) != sizeof(ti))
 		die("write", -FI_EIO);
@@ -122,7 +106,7 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 		ssize_t r;
 
 		for (int i = 0; i < 1000; i++)
-			fi_cq_read(n.cq, e, 16);
+			fi_cq_read(n.c.cq, e, 16);
 		r = read(rfd, &c, 1);
 		if (r == 0 || (r < 0 && errno != EAGAIN))
 			break;
@@ -148,13 +132,13 @@ static double lat(struct node *n, int kind, const struct target_info *ti, double
 				int done = 0;
 
 				if (kind == 0)
-					POST(n->cq, fi_write(n->ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+					POST(n->c.cq, fi_write(n->c.ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else if (kind == 1)
-					POST(n->cq, fi_read(n->ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
+					POST(n->c.cq, fi_read(n->c.ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else
-					POST(n->cq, fi_fetch_atomic(n->ep, av, count, NULL, aold, NULL, n->peer, ti->addr + 64,
+					POST(n->c.cq, fi_fetch_atomic(n->c.ep, av, count, NULL, aold, NULL, n->peer, ti->addr + 64,
 								ti->key, FI_UINT64, FI_SUM, &n->ctx[0]), &done);
-				wait_comps(n->cq, 1 - done);
+				wait_comps(n->c.cq, 1 - done);
 			}
 			ops += 100;
 		}
@@ -179,11 +163,11 @@ static double bw(struct node *n, int kind, const struct target_info *ti, char *b
 
 			for (int i = 0; i < win; i++) {
 				if (kind == 0)
-					POST(n->cq, fi_write(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+					POST(n->c.cq, fi_write(n->c.ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
 				else
-					POST(n->cq, fi_read(n->ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
+					POST(n->c.cq, fi_read(n->c.ep, buf, size, NULL, n->peer, ti->addr, ti->key, &n->ctx[i]), &done);
 			}
-			wait_comps(n->cq, win - done);
+			wait_comps(n->c.cq, win - done);
 			bytes += (long) size * win;
 		}
 	}
@@ -238,7 +222,7 @@ int main(int argc, char **argv)
 	if (read(up[0], &ti, sizeof(ti)) != sizeof(ti))
 		die("the target did not start", -FI_EIO);
 	open_node(&n, prov);
-	if (fi_av_insert(n.av, ti.name, 1, &n.peer, 0, NULL) != 1)
+	if (fi_av_insert(n.c.av, ti.name, 1, &n.peer, 0, NULL) != 1)
 		die("fi_av_insert", -FI_EINVAL);
 	buf = aligned_alloc(4096, size);
 	memset(buf, 1, size);

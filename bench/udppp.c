@@ -1,4 +1,4 @@
-/* udppp: the floor of any UDP design, for scripts/bench.sh. A UDP
+/* udppp: the floor of any UDP design, for bench/bench.sh. A UDP
  * ping-pong whose both sides busy-poll their socket (non-blocking
  * recvfrom in a loop). One-way latency = round trip / 2.
  *
