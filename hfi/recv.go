@@ -8,8 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/shm"
 )
 
@@ -65,7 +64,7 @@ func newRxQueue(be Backend, bufSize int, handoff bool, clock Clock, notify func(
 	rxRings.Unlock()
 	if mem == nil {
 		var err error
-		mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		mem, err = sys.MapAnon(size)
 		if err != nil {
 			return nil, err
 		}

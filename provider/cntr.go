@@ -4,8 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -22,9 +20,8 @@ const cntrEventsComp = 0
 
 // Cntr is a completion counter.
 type Cntr struct {
-	dom     *Domain
-	waitObj int32
-	ws      *WaitSet
+	dom *Domain
+	waiter
 
 	val    atomic.Uint64
 	errVal atomic.Uint64
@@ -35,9 +32,8 @@ type Cntr struct {
 	sleepers atomic.Int32
 	wakeCh   chan struct{}
 
-	triggers []*trigger // deferred calls by threshold (trigger.go); domain lock
-	efd      int
-	fdArmed  atomic.Bool
+	triggers []*trigger  // deferred calls by threshold (trigger.go); domain lock
+	fdArmed  atomic.Bool // a waiter may block on efd: signal it on the next count
 }
 
 // OpenCntr opens a counter.
@@ -51,25 +47,16 @@ func (d *Domain) OpenCntr(attr *CntrAttr) (*Cntr, error) {
 	if attr.Flags != 0 {
 		return nil, fi.EBADFLAGS
 	}
-	c := &Cntr{dom: d, waitObj: attr.WaitObj, efd: -1, wakeCh: make(chan struct{}, 1)}
-	switch attr.WaitObj {
-	case fi.WAIT_NONE, fi.WAIT_UNSPEC, fi.WAIT_MUTEX_COND, fi.WAIT_YIELD:
-	case fi.WAIT_FD:
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			return nil, fi.ENOMEM
-		}
-		c.efd = fd
-	case fi.WAIT_SET:
-		if attr.WaitSet == nil {
-			return nil, fi.EINVAL
-		}
-		c.ws = attr.WaitSet
-		c.ws.add(c)
-	default:
-		return nil, fi.EINVAL
+	c := &Cntr{dom: d, wakeCh: make(chan struct{}, 1)}
+	w, err := openWaiter(attr.WaitObj, attr.WaitSet, false)
+	if err != nil {
+		return nil, err
 	}
-	if c.efd >= 0 || c.ws != nil {
+	c.waiter = w
+	if c.ws != nil {
+		c.ws.add(c)
+	}
+	if c.hasFD() || c.ws != nil {
 		d.startProgress(true)
 	}
 	d.refs.Add(1)
@@ -95,9 +82,8 @@ func (c *Cntr) notify() {
 		}
 		c.dom.wakeAllLocked()
 	}
-	if c.efd >= 0 && c.fdArmed.Swap(false) {
-		one := [8]byte{1}
-		unix.Write(c.efd, one[:])
+	if c.hasFD() && c.fdArmed.Swap(false) {
+		c.efd.Raise()
 	}
 	if c.ws != nil {
 		c.ws.signal()
@@ -172,16 +158,16 @@ func (c *Cntr) Wait(threshold uint64, timeout int) error {
 
 // WaitFD is fi_control(FI_GETWAIT) of a counter opened with FI_WAIT_FD.
 func (c *Cntr) WaitFD() (int, error) {
-	if c.efd < 0 {
-		return -1, fi.ENODATA
+	fd, err := c.waitFD()
+	if err == nil {
+		c.fdArmed.Store(true)
 	}
-	c.fdArmed.Store(true)
-	return c.efd, nil
+	return fd, err
 }
 
 // ready reports whether the counter has any count (for wait and poll sets).
 func (c *Cntr) ready() bool {
-	if c.efd >= 0 {
+	if c.hasFD() {
 		c.fdArmed.Store(true)
 	}
 	c.dom.progress()
@@ -206,9 +192,7 @@ func (c *Cntr) Close() error {
 	if c.ws != nil {
 		c.ws.remove(c)
 	}
-	if c.efd >= 0 {
-		unix.Close(c.efd)
-	}
+	c.closeWaiter()
 	c.dom.refs.Add(-1)
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -54,11 +52,10 @@ type cqEntry struct {
 // one ring in completion order; a read stops at an error entry, which
 // fi_cq_readerr then takes.
 type CQ struct {
-	dom     *Domain
-	format  int32
-	stride  uintptr
-	waitObj int32
-	ws      *WaitSet
+	dom    *Domain
+	format int32
+	stride uintptr
+	waiter
 
 	ring []cqEntry // circular; guarded by the domain lock
 	head int
@@ -71,7 +68,6 @@ type CQ struct {
 	signaled atomic.Bool  // fi_cq_signal since the last sread
 	wakeCh   chan struct{}
 
-	efd      int         // eventfd of FI_WAIT_FD, -1 otherwise
 	fdArmed  atomic.Bool // a waiter may block on efd: signal it on the next entry
 	fdRaised bool        // efd holds a count; guarded by the domain lock
 
@@ -86,7 +82,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 	if attr == nil {
 		return nil, fi.EINVAL
 	}
-	cq := &CQ{dom: d, format: attr.Format, waitObj: attr.WaitObj, efd: -1, wakeCh: make(chan struct{}, 1)}
+	cq := &CQ{dom: d, format: attr.Format, wakeCh: make(chan struct{}, 1)}
 	switch attr.Format {
 	case fi.CQ_FORMAT_UNSPEC:
 		cq.format = fi.CQ_FORMAT_TAGGED
@@ -95,22 +91,11 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 		return nil, fi.ENOSYS
 	}
 	cq.stride = [...]uintptr{0, cqContextSize, cqMsgSize, cqDataSize, cqTaggedSize}[cq.format]
-	switch attr.WaitObj {
-	case fi.WAIT_NONE, fi.WAIT_UNSPEC, fi.WAIT_MUTEX_COND, fi.WAIT_YIELD:
-	case fi.WAIT_FD:
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			return nil, fi.ENOMEM
-		}
-		cq.efd = fd
-	case fi.WAIT_SET:
-		if attr.WaitSet == nil {
-			return nil, fi.EINVAL
-		}
-		cq.ws = attr.WaitSet
-	default:
-		return nil, fi.EINVAL
+	w, err := openWaiter(attr.WaitObj, attr.WaitSet, false)
+	if err != nil {
+		return nil, err
 	}
+	cq.waiter = w
 	if attr.WaitCond != 0 && attr.WaitCond != 1 { // FI_CQ_COND_NONE, FI_CQ_COND_THRESHOLD
 		cq.closeFD()
 		return nil, fi.EINVAL
@@ -136,7 +121,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 		d.cqs = append(d.cqs, cq)
 		d.unlock()
 	}
-	if cq.efd >= 0 || cq.ws != nil {
+	if cq.hasFD() || cq.ws != nil {
 		d.startProgress(true)
 	}
 	d.refs.Add(1)
@@ -144,10 +129,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 }
 
 func (cq *CQ) closeFD() {
-	if cq.efd >= 0 {
-		unix.Close(cq.efd)
-		cq.efd = -1
-	}
+	cq.closeWaiter()
 }
 
 // push appends an entry. The caller holds the domain lock. The ring grows
@@ -202,9 +184,8 @@ func (cq *CQ) notify() {
 		}
 		cq.dom.wakeAllLocked()
 	}
-	if cq.efd >= 0 && cq.fdArmed.Swap(false) {
-		var one = [8]byte{1}
-		unix.Write(cq.efd, one[:])
+	if cq.hasFD() && cq.fdArmed.Swap(false) {
+		cq.efd.Raise()
 		cq.fdRaised = true
 	}
 	if cq.ws != nil {
@@ -313,8 +294,7 @@ func (cq *CQ) pop() {
 }
 
 func (cq *CQ) drainFD() {
-	var b [8]byte
-	unix.Read(cq.efd, b[:])
+	cq.efd.Lower()
 	cq.fdRaised = false
 }
 
@@ -391,7 +371,7 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 // milliseconds (negative: forever) until an entry (or, with a threshold
 // cond, that many) is there. EAGAIN on timeout or fi_cq_signal.
 func (cq *CQ) SRead(buf unsafe.Pointer, count int, src unsafe.Pointer, cond unsafe.Pointer, timeout int) (int, error) {
-	if cq.waitObj == fi.WAIT_NONE {
+	if cq.kind == fi.WAIT_NONE {
 		return 0, fi.ENOSYS
 	}
 	if count < 0 || (buf == nil && count > 0) {
@@ -492,17 +472,17 @@ func (cq *CQ) StrError(provErrno int) string {
 
 // WaitFD is fi_control(FI_GETWAIT) of a CQ opened with FI_WAIT_FD.
 func (cq *CQ) WaitFD() (int, error) {
-	if cq.efd < 0 {
-		return -1, fi.ENODATA
+	fd, err := cq.waitFD()
+	if err == nil {
+		cq.fdArmed.Store(true)
 	}
-	cq.fdArmed.Store(true)
-	return cq.efd, nil
+	return fd, err
 }
 
 // ready reports whether the CQ has an entry after a progress pass; it arms
 // the fd first so an entry that arrives after the check still raises it.
 func (cq *CQ) ready() bool {
-	if cq.efd >= 0 {
+	if cq.hasFD() {
 		cq.fdArmed.Store(true)
 	}
 	d := cq.dom

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
@@ -56,10 +54,8 @@ type eqEvent struct {
 // which becomes FI_WAIT_FD) the EQ's eventfd is readable exactly while
 // entries are queued.
 type EQ struct {
-	fabric  *Fabric
-	waitObj int32
-	ws      *WaitSet
-	efd     int
+	fabric *Fabric
+	waiter
 
 	mu       sync.Mutex
 	q        []eqEvent
@@ -81,41 +77,26 @@ func (f *Fabric) OpenEQ(attr *EQAttr) (*EQ, error) {
 	if attr.Flags&^fi.WRITE != 0 {
 		return nil, fi.EINVAL
 	}
-	eq := &EQ{fabric: f, waitObj: attr.WaitObj, efd: -1, wake: make(chan struct{})}
-	switch attr.WaitObj {
-	case fi.WAIT_NONE, fi.WAIT_MUTEX_COND, fi.WAIT_YIELD:
-	case fi.WAIT_UNSPEC, fi.WAIT_FD, fi.WAIT_POLLFD:
-		if attr.WaitObj == fi.WAIT_UNSPEC {
-			eq.waitObj = fi.WAIT_FD
-		}
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			return nil, fi.ENOMEM
-		}
-		eq.efd = fd
-	case fi.WAIT_SET:
-		if attr.WaitSet == nil {
-			return nil, fi.EINVAL
-		}
-		eq.ws = attr.WaitSet
+	eq := &EQ{fabric: f, wake: make(chan struct{})}
+	w, err := openWaiter(attr.WaitObj, attr.WaitSet, true)
+	if err != nil {
+		return nil, err
+	}
+	eq.waiter = w
+	if eq.ws != nil {
 		eq.ws.add(eq)
-	default:
-		return nil, fi.EINVAL
 	}
 	return eq, nil
 }
 
 // WaitObj is the EQ's wait object (FI_GETWAITOBJ); FI_WAIT_UNSPEC reads as
 // FI_WAIT_FD.
-func (eq *EQ) WaitObj() int32 { return eq.waitObj }
+func (eq *EQ) WaitObj() int32 { return eq.kind }
 
 // WaitFD is the EQ's eventfd (FI_GETWAIT); ENODATA without an fd wait
 // object.
 func (eq *EQ) WaitFD() (int, error) {
-	if eq.efd < 0 {
-		return -1, fi.ENODATA
-	}
-	return eq.efd, nil
+	return eq.waitFD()
 }
 
 // hold and drop count the objects bound to the EQ (AVs, endpoints):
@@ -140,9 +121,8 @@ func (eq *EQ) push(e eqEvent) {
 		return
 	}
 	eq.q = append(eq.q, e)
-	if eq.efd >= 0 && !eq.fdRaised {
-		one := [8]byte{1}
-		unix.Write(eq.efd, one[:])
+	if eq.hasFD() && !eq.fdRaised {
+		eq.efd.Raise()
 		eq.fdRaised = true
 	}
 	if eq.waiters > 0 {
@@ -162,8 +142,7 @@ func (eq *EQ) popLocked() {
 	if eq.head == len(eq.q) {
 		eq.q, eq.head = eq.q[:0], 0
 		if eq.fdRaised {
-			var b [8]byte
-			unix.Read(eq.efd, b[:])
+			eq.efd.Lower()
 			eq.fdRaised = false
 		}
 	} else if eq.head >= 64 && eq.head*2 >= len(eq.q) {
@@ -233,7 +212,7 @@ func (eq *EQ) ReadErr(out *EQErrEntry, flags uint64) (int, error) {
 // (negative: forever) for an event. EAGAIN when the time passes; ENOSYS
 // for an EQ without its own wait object (FI_WAIT_NONE or FI_WAIT_SET).
 func (eq *EQ) SRead(buf []byte, flags uint64, timeout int) (int, uint32, error) {
-	if eq.waitObj == fi.WAIT_NONE || eq.waitObj == fi.WAIT_SET {
+	if eq.kind == fi.WAIT_NONE || eq.kind == fi.WAIT_SET {
 		return 0, 0, fi.ENOSYS
 	}
 	var deadline time.Time
@@ -355,8 +334,6 @@ func (eq *EQ) Close() error {
 	if eq.ws != nil {
 		eq.ws.remove(eq)
 	}
-	if eq.efd >= 0 {
-		unix.Close(eq.efd)
-	}
+	eq.closeWaiter()
 	return nil
 }

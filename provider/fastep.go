@@ -6,8 +6,8 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
-	"golang.org/x/sys/unix"
 )
 
 // The posting fast path. Besides the idle check (fastpath.go), the C side
@@ -142,7 +142,7 @@ func (ep *Endpoint) openFast() {
 	if page == nil {
 		return
 	}
-	peers, err := unix.Mmap(-1, 0, maxFastPeers*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	peers, err := sys.MapAnon(maxFastPeers * 8)
 	if err != nil {
 		freeFastPage(page)
 		return
@@ -263,7 +263,7 @@ func (ep *Endpoint) setFastSender(epid uint64, desc unsafe.Pointer) {
 func (ep *Endpoint) closeFast() {
 	freeFastPage(ep.fast.page)
 	if ep.fast.peers != nil {
-		unix.Munmap(ep.fast.peers)
+		sys.Unmap(ep.fast.peers)
 	}
 	ep.fast = fastEP{}
 }

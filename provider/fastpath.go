@@ -6,8 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
-
-	"golang.org/x/sys/unix"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // The idle fast path. An application polling an empty CQ should not pay a
@@ -110,7 +109,7 @@ func fastPage() []byte {
 		return b
 	}
 	fastPages.mu.Unlock()
-	b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, err := sys.MapAnon(sys.PageSize())
 	if err != nil {
 		return nil
 	}

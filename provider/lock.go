@@ -6,9 +6,8 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // domLock is the domain lock. Normally it is a futex word in the domain
@@ -54,9 +53,8 @@ func (l *domLock) lockSlow() {
 			return
 		}
 	}
-	nap := unix.NsecToTimespec(int64(lockNap))
 	for atomic.SwapUint32(l.w, 2) != 0 {
-		futexPrivate(l.w, futexWaitPrivate, 2, &nap)
+		sys.FutexWait(unsafe.Pointer(l.w), 2, lockNap, true)
 	}
 }
 
@@ -70,20 +68,6 @@ func (l *domLock) unlock() {
 		return
 	}
 	if atomic.SwapUint32(l.w, 0) == 2 {
-		futexPrivate(l.w, futexWakePrivate, 1, nil)
+		sys.FutexWake(unsafe.Pointer(l.w), 1, true)
 	}
-}
-
-// futex(2) operations on a process-private word (FUTEX_WAIT and
-// FUTEX_WAKE with FUTEX_PRIVATE_FLAG, 128).
-const (
-	futexWaitPrivate = 0 | 128
-	futexWakePrivate = 1 | 128
-)
-
-// futexPrivate is futex(2) on a word of this process: wait while *w ==
-// val (at most ts, if not nil), or wake val sleepers.
-func futexPrivate(w *uint32, op int, val uint32, ts *unix.Timespec) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val),
-		uintptr(unsafe.Pointer(ts)), 0, 0)
 }

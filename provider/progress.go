@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // progressThread is a domain's progress goroutine, locked to its OS thread
@@ -71,11 +70,7 @@ func (d *Domain) runProgress(t *progressThread) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if cpus := d.params.ProgAffinity; len(cpus) > 0 {
-		var set unix.CPUSet
-		for _, c := range cpus {
-			set.Set(c)
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
+		if err := sys.SetAffinity(cpus); err != nil {
 			d.log.Warnf(fi.LOG_CORE, "progress thread affinity %v: %v", cpus, err)
 		}
 	}

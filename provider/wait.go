@@ -5,9 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // Waitable is waitable under an exported name, so the C shim can hand the
@@ -38,7 +37,7 @@ var waitRecheck = 50 * time.Millisecond
 type WaitSet struct {
 	fabric  *Fabric
 	waitObj int32
-	efd     int // eventfd for FD and POLLFD wait sets, -1 otherwise
+	efd     sys.EventFD // for FD and POLLFD wait sets, sys.NoEventFD otherwise
 
 	mu      sync.Mutex
 	members []waitable    // replaced, never modified in place, so a copy of the header is a snapshot
@@ -60,7 +59,7 @@ func (f *Fabric) OpenWaitSet(attr *WaitAttr) (*WaitSet, error) {
 	if attr.Flags != 0 {
 		return nil, fi.EINVAL
 	}
-	ws := &WaitSet{fabric: f, waitObj: attr.WaitObj, efd: -1, wake: make(chan struct{})}
+	ws := &WaitSet{fabric: f, waitObj: attr.WaitObj, efd: sys.NoEventFD, wake: make(chan struct{})}
 	switch attr.WaitObj {
 	case fi.WAIT_UNSPEC:
 		ws.waitObj = fi.WAIT_FD
@@ -69,11 +68,11 @@ func (f *Fabric) OpenWaitSet(attr *WaitAttr) (*WaitSet, error) {
 		return nil, fi.EINVAL
 	}
 	if ws.waitObj != fi.WAIT_MUTEX_COND {
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		e, err := sys.NewEventFD()
 		if err != nil {
 			return nil, fi.ENOMEM
 		}
-		ws.efd = fd
+		ws.efd = e
 	}
 	return ws, nil
 }
@@ -85,10 +84,10 @@ func (ws *WaitSet) WaitObj() int32 { return ws.waitObj }
 // WaitFD is the set's file descriptor (FI_GETWAIT) for FD and POLLFD sets;
 // ENODATA for the others.
 func (ws *WaitSet) WaitFD() (int, error) {
-	if ws.efd < 0 {
+	if ws.efd == sys.NoEventFD {
 		return -1, fi.ENODATA
 	}
-	return ws.efd, nil
+	return int(ws.efd), nil
 }
 
 // add makes w a member. Called by CQs, counters and EQs opened on the set.
@@ -123,18 +122,16 @@ func (ws *WaitSet) signal() {
 		ws.wake = make(chan struct{})
 	}
 	ws.mu.Unlock()
-	if ws.efd >= 0 && !ws.fdRaised.Swap(true) {
-		one := [8]byte{1}
-		unix.Write(ws.efd, one[:])
+	if ws.efd != sys.NoEventFD && !ws.fdRaised.Swap(true) {
+		ws.efd.Raise()
 	}
 }
 
 // resetFD clears the set's fd, so it becomes readable again only on the
 // next signal.
 func (ws *WaitSet) resetFD() {
-	if ws.efd >= 0 && ws.fdRaised.Swap(false) {
-		var b [8]byte
-		unix.Read(ws.efd, b[:])
+	if ws.efd != sys.NoEventFD && ws.fdRaised.Swap(false) {
+		ws.efd.Lower()
 	}
 }
 
@@ -215,9 +212,9 @@ func (ws *WaitSet) Close() error {
 	}
 	ws.closed = true
 	ws.mu.Unlock()
-	if ws.efd >= 0 {
-		unix.Close(ws.efd)
-		ws.efd = -1
+	if ws.efd != sys.NoEventFD {
+		ws.efd.Close()
+		ws.efd = sys.NoEventFD
 	}
 	return nil
 }

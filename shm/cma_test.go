@@ -80,7 +80,7 @@ func BenchmarkCMARead(b *testing.B) {
 		{"rel0", 0, cmaRead},
 		{"rel8/staged", 8, cmaRead},
 		{"rel8/direct", 8, func(pid int, a uint64, d []byte) (int, error) {
-			return cmaDirect(unix.SYS_PROCESS_VM_READV, pid, a, d)
+			return cmaDirect(false, pid, a, d)
 		}},
 	} {
 		dst := mem[512<<10+c.rel : 512<<10+c.rel+n]

@@ -4,8 +4,8 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
-	"golang.org/x/sys/unix"
 )
 
 // Fast-peer descriptors: what code outside Go (the library's C side) needs
@@ -123,8 +123,7 @@ func (e *Endpoint) FastPeer(c transport.Conn) unsafe.Pointer {
 		return nil
 	}
 	if e.fast == nil {
-		b, err := unix.Mmap(-1, 0, fastMapBytes, unix.PROT_READ|unix.PROT_WRITE,
-			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		b, err := sys.MapAnon(fastMapBytes)
 		if err != nil {
 			return nil
 		}
@@ -248,7 +247,7 @@ func (e *Endpoint) closeFast() {
 	e.fastClosed[2] += rndv
 	e.holders = *e.holder
 	e.holder = &e.holders
-	_ = unix.Munmap(e.fast)
+	_ = sys.Unmap(e.fast)
 	e.fast = nil
 }
 

@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -89,7 +88,7 @@ func faultStatus(srcBad, dstBad bool) byte {
 // that offset, the sender's with a one-byte process_vm_readv, ours with a
 // guarded load and store. Any other errno is a plain failure.
 func cmaStatus(pid int, addr uint64, dst []byte, off int, err error) byte {
-	if err != unix.EFAULT || off < 0 || off >= len(dst) {
+	if err != sys.EFAULT || off < 0 || off >= len(dst) {
 		return finFailed
 	}
 	return faultStatus(!readable(pid, addr+uint64(off)), !umem.Writable(dst[off:]))

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // The doorbell is a Dekker handshake: a producer publishes a cell, then
@@ -24,9 +24,6 @@ import (
 // (producerFence), and this process's sleepers wake at least every
 // fallbackWait in case a producer elsewhere did not.
 const (
-	membarrierCmdGlobalExpedited         = 1 << 1 // MEMBARRIER_CMD_GLOBAL_EXPEDITED
-	membarrierCmdRegisterGlobalExpedited = 1 << 2 // MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED
-
 	fallbackWait = 10 * time.Millisecond
 
 	// safetyWait bounds every sleep in Wait (endpoint.go).
@@ -45,8 +42,7 @@ var fenceDummy atomic.Uint64
 // whether receivers' fences cover producers.
 func asymFences() bool {
 	asym.once.Do(func() {
-		_, _, e := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdRegisterGlobalExpedited, 0, 0)
-		asym.ok = e == 0
+		asym.ok = sys.MembarrierRegister()
 	})
 	return asym.ok
 }
@@ -55,7 +51,7 @@ func asymFences() bool {
 // before looking at the ring.
 func receiverFence() {
 	if asymFences() {
-		_, _, _ = unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobalExpedited, 0, 0)
+		sys.Membarrier()
 	}
 }
 

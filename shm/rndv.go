@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -82,9 +81,9 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 			e.fin(p, id, finOK)
 			e.stats.RndvCMA++
 			return true, want, nil
-		case err == unix.EPERM || err == unix.ENOSYS:
+		case err == sys.EPERM || err == sys.ENOSYS:
 			e.refuseCMA()
-		case err == unix.ESRCH:
+		case err == sys.ESRCH:
 			e.kill(p, transport.ErrPeerDead, "gone")
 			return true, 0, p.dead
 		case err == errLocalGone:
@@ -166,7 +165,7 @@ func (e *Endpoint) directRead(p *peer, r *transport.Rndv, dst []byte) error {
 	off, err := cmaRead(p.pid, r.W[1], dst)
 	runtime.KeepAlive(dst)
 	switch err {
-	case nil, unix.EPERM, unix.ENOSYS, unix.ESRCH:
+	case nil, sys.EPERM, sys.ENOSYS, sys.ESRCH:
 		return err
 	}
 	return &copyFailure{status: cmaStatus(p.pid, r.W[1], dst, off, err), errno: err}

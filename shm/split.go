@@ -7,8 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -93,8 +92,7 @@ func (e *Endpoint) splitOK(p *peer, want int) bool {
 // defaultSplitAlone is Config.SplitAloneThreshold's default for this
 // process: PinnedSplitAloneThreshold if it may run on one CPU only.
 func defaultSplitAlone() int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err == nil && set.Count() == 1 {
+	if sys.AffinityCount() == 1 {
 		return PinnedSplitAloneThreshold
 	}
 	return DefaultSplitAloneThreshold
@@ -174,7 +172,7 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 	if err := e.splitWait(p, fin, base+uint64(chunks)); err != nil {
 		return true, 0, err
 	}
-	if ours == unix.EPERM || ours == unix.ENOSYS {
+	if ours == sys.EPERM || ours == sys.ENOSYS {
 		e.refuseCMA()
 		return false, 0, nil
 	}
@@ -190,7 +188,7 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		e.stats.RndvCMA++
 		e.stats.RndvSplit++
 		return true, want, nil
-	case ours == unix.ESRCH:
+	case ours == sys.ESRCH:
 		e.kill(p, transport.ErrPeerDead, "gone")
 		return true, 0, p.dead
 	default:
@@ -257,7 +255,7 @@ func (e *Endpoint) onSplit() {
 			// EFAULT: our buffer or the receiver's; the receiver
 			// reads the message again and finds out whose.
 			fault.Store(uint64(gen))
-			if err == unix.EPERM || err == unix.ENOSYS {
+			if err == sys.EPERM || err == sys.ENOSYS {
 				e.writeRefused = true
 			}
 		}

@@ -8,40 +8,26 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 )
 
 // This file holds the endpoint's system calls that pass memory to the
 // kernel: the doorbell futex and cross-memory attach.
 
-// Futex operations. The doorbell lives in shared memory mapped by other
-// processes, so these are the shared (not FUTEX_PRIVATE_FLAG) variants:
-// the kernel keys them by the page, not by this process's address.
-const (
-	futexWaitOp = 0 // FUTEX_WAIT
-	futexWakeOp = 1 // FUTEX_WAKE
-)
+// The doorbell lives in shared memory mapped by other processes, so its
+// futex calls are the shared (not FUTEX_PRIVATE_FLAG) variants: the
+// kernel keys them by the page, not by this process's address.
 
 // futexWait sleeps while *word == val, until woken, interrupted or timeout
 // passes (forever if timeout is negative). Every outcome is a return:
 // callers re-check their condition.
 func futexWait(word *atomic.Uint32, val uint32, timeout time.Duration) {
-	var ts *unix.Timespec
-	if timeout >= 0 {
-		t := unix.NsecToTimespec(int64(timeout))
-		ts = &t
-	}
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWaitOp,
-		uintptr(val), uintptr(unsafe.Pointer(ts)), 0, 0)
+	sys.FutexWait(unsafe.Pointer(word), val, timeout, false)
 }
 
 // futexWake wakes every thread sleeping on word.
-func futexWake(word *atomic.Uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(word)), futexWakeOp,
-		1<<31-1, 0, 0, 0)
-}
+func futexWake(word *atomic.Uint32) { sys.FutexWake(unsafe.Pointer(word), -1, false) }
 
 // addrOf returns the address of b's first byte, as the number a peer
 // passes back to process_vm_readv. b must not be empty.
@@ -52,34 +38,30 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Slice
 // bytes copied and, if it stopped short, the errno of the failure (a read
 // that makes no progress is EFAULT).
 func cmaRead(pid int, addr uint64, dst []byte) (int, error) {
-	return cmaCopy(unix.SYS_PROCESS_VM_READV, pid, addr, dst)
+	return cmaCopy(false, pid, addr, dst)
 }
 
 // cmaWrite copies src to address addr of process pid with
 // process_vm_writev(2), like cmaRead.
 func cmaWrite(pid int, addr uint64, src []byte) (int, error) {
-	return cmaCopy(unix.SYS_PROCESS_VM_WRITEV, pid, addr, src)
+	return cmaCopy(true, pid, addr, src)
 }
 
-// cmaRetries bounds the EINTR or EAGAIN answers in a row, without
-// progress, that cmaCopy retries before it gives up with that errno.
-const cmaRetries = 100
-
-// cmaCopy is process_vm_readv or process_vm_writev (trap) between buf here
+// cmaCopy is process_vm_readv or process_vm_writev (write) between buf here
 // and addr in process pid, looping over partial copies: every round
 // either moves at least a byte or ends the copy, so a buffer the kernel
 // refuses ends it at once (EFAULT) and is never retried.
-func cmaCopy(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
+func cmaCopy(write bool, pid int, addr uint64, buf []byte) (int, error) {
 	if len(buf) >= aliasSpan {
 		here, there := uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(addr)
-		if trap == unix.SYS_PROCESS_VM_WRITEV {
+		if write {
 			here, there = there, here // (destination, source)
 		}
 		if rel := (here - there) & (aliasSpan - 1); rel != 0 && rel < aliasNear {
-			return cmaStaged(trap, pid, addr, buf)
+			return cmaStaged(write, pid, addr, buf)
 		}
 	}
-	return cmaDirect(trap, pid, addr, buf)
+	return cmaDirect(write, pid, addr, buf)
 }
 
 // A copy whose destination lies 1 to aliasNear-1 bytes past its source
@@ -113,7 +95,7 @@ var cmaStages = sync.Pool{New: func() any {
 // copying between equal offsets and Go's copy (which has no such stall)
 // doing the rest. A fault in buf ends it with EFAULT where the kernel
 // would have.
-func cmaStaged(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
+func cmaStaged(write bool, pid int, addr uint64, buf []byte) (int, error) {
 	sp := cmaStages.Get().(*[]byte)
 	defer cmaStages.Put(sp)
 	off := int((uintptr(addr) - uintptr(unsafe.Pointer(&(*sp)[0]))) & 4095)
@@ -121,10 +103,10 @@ func cmaStaged(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 	for done := 0; done < len(buf); {
 		k := min(len(buf)-done, cmaStageChunk)
 		a := addr + uint64(done) // at stage's page offset: done is a multiple of the chunk
-		if trap == unix.SYS_PROCESS_VM_READV {
-			n, err := cmaDirect(trap, pid, a, stage[:k])
+		if !write {
+			n, err := cmaDirect(write, pid, a, stage[:k])
 			if _, bad, o := umem.Copy(buf[done:done+n], stage[:n]); bad != umem.None {
-				return done + o, unix.EFAULT
+				return done + o, sys.EFAULT
 			}
 			done += n
 			if err != nil {
@@ -133,13 +115,13 @@ func cmaStaged(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 			continue
 		}
 		if _, bad, o := umem.Copy(stage[:k], buf[done:done+k]); bad != umem.None {
-			n, err := cmaDirect(trap, pid, a, stage[:o])
+			n, err := cmaDirect(write, pid, a, stage[:o])
 			if err == nil {
-				err = unix.EFAULT
+				err = sys.EFAULT
 			}
 			return done + n, err
 		}
-		n, err := cmaDirect(trap, pid, a, stage[:k])
+		n, err := cmaDirect(write, pid, a, stage[:k])
 		done += n
 		if err != nil {
 			return done, err
@@ -149,33 +131,8 @@ func cmaStaged(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 }
 
 // cmaDirect is cmaCopy by the kernel alone.
-func cmaDirect(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
-	var local [1]unix.Iovec
-	var remote [1]unix.RemoteIovec
-	retries := 0
-	for done := 0; done < len(buf); {
-		local[0].Base = &buf[done]
-		local[0].SetLen(len(buf) - done)
-		remote[0] = unix.RemoteIovec{Base: uintptr(addr) + uintptr(done), Len: len(buf) - done}
-		// A raw system call: the copy takes tens of microseconds, long
-		// enough for the Go scheduler to hand this thread's P away
-		// during an ordinary one and make it wait to get one back.
-		r, _, e := unix.RawSyscall6(trap, uintptr(pid),
-			uintptr(unsafe.Pointer(&local[0])), 1, uintptr(unsafe.Pointer(&remote[0])), 1, 0)
-		n := int(r)
-		switch {
-		case (e == unix.EINTR || e == unix.EAGAIN) && retries < cmaRetries:
-			retries++
-			continue
-		case e != 0:
-			return done, e
-		case n <= 0:
-			return done, unix.EFAULT
-		}
-		done += n
-		retries = 0
-	}
-	return len(buf), nil
+func cmaDirect(write bool, pid int, addr uint64, buf []byte) (int, error) {
+	return sys.CMA(write, pid, addr, buf)
 }
 
 // readable reports whether the byte at addr of process pid can be read,
@@ -184,5 +141,5 @@ func cmaDirect(trap uintptr, pid int, addr uint64, buf []byte) (int, error) {
 func readable(pid int, addr uint64) bool {
 	var b [1]byte
 	_, err := cmaRead(pid, addr, b[:])
-	return err != unix.EFAULT
+	return err != sys.EFAULT
 }
