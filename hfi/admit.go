@@ -134,11 +134,11 @@ func (e *Endpoint) retryAdmit(p *peer, now int64) int {
 }
 
 // slot is where p keeps the packet with PSN psn.
-func (e *Endpoint) slot(p *peer, psn uint32) *[]byte {
+func (e *Endpoint) slot(p *peer, seq psn) *[]byte {
 	if p.kept == nil {
 		p.kept = make([][]byte, 1<<bits.Len(uint(e.cfg.Credits-1)))
 	}
-	return &p.kept[psn&uint32(len(p.kept)-1)]
+	return &p.kept[uint32(seq)&uint32(len(p.kept)-1)]
 }
 
 // keepBuf returns a buffer for a packet of n bytes to keep past a gap,

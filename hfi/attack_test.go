@@ -147,7 +147,7 @@ func TestBlindSpoofing(t *testing.T) {
 			if isHandshake(typ) {
 				word = from.epid
 			}
-			putHdr(p, typ, uint16(rng.Uint32()), 0, rng.Uint32()&psnMask, rng.Uint32()&psnMask, me.connID(), peer.connID(), word)
+			putHdr(p, typ, uint16(rng.Uint32()), 0, psn(rng.Uint32()&psnMask), psn(rng.Uint32()&psnMask), me.connID(), peer.connID(), word)
 			net.inject(portOf(to), p, addrOf(net, from))
 			forged++
 		}
@@ -192,7 +192,7 @@ func TestForgedAckBeforePSN(t *testing.T) {
 		t.Fatal("nothing unacknowledged")
 	}
 	ack := make([]byte, hdrLen)
-	putHdr(ack, tAck, 0, 0, 0, (pa.sentEnd+100)&psnMask, pa.connID(), pb.connID(), pa.sess)
+	putHdr(ack, tAck, 0, 0, 0, pa.sentEnd.plus(100), pa.connID(), pb.connID(), pa.sess)
 	net.inject(portOf(a), ack, addrOf(net, b))
 	drive(t, a, b, ra, rb, 5*time.Second, func() bool { return a.Stats().BadAck > 0 })
 	if a.Stats().BadAck == 0 || pa.unacked.len() == 0 {
@@ -383,7 +383,7 @@ func TestMalformedLengths(t *testing.T) {
 	putHdr(p, tEager, 0, 0, pa.nextPSN, pa.expect, pa.remote, pa.connID(), pa.rsess)
 	put64(p, 56, 1<<40)
 	net.inject(portOf(b), p, addrOf(net, a))
-	pa.nextPSN = (pa.nextPSN + 1) & psnMask
+	pa.nextPSN = pa.nextPSN.plus(1)
 	for i := 0; i < 20000; i++ {
 		putHdr(p, tCont, 0, 0, pa.nextPSN, pa.expect, pa.remote, pa.connID(), pa.rsess)
 		put64(p, 32, uint64(1336+i*1360))
@@ -391,7 +391,7 @@ func TestMalformedLengths(t *testing.T) {
 			net.qdrops.Store(0) // (the queue is full: let b take some)
 			b.Poll(rb, 1<<20)
 		}
-		pa.nextPSN = (pa.nextPSN + 1) & psnMask
+		pa.nextPSN = pa.nextPSN.plus(1)
 		if i%100 == 0 {
 			b.Poll(rb, 1<<20)
 		}
@@ -822,7 +822,7 @@ func TestGapsHeldOpen(t *testing.T) {
 	for _, x := range peers {
 		px := x.peers[0]
 		for k := uint32(1); k < 128; k++ { // PSN nextPSN never comes
-			putHdr(pkt, tEager, 0, 0, (px.nextPSN+k)&psnMask, px.expect, px.remote, px.connID(), px.rsess)
+			putHdr(pkt, tEager, 0, 0, px.nextPSN.plus(k), px.expect, px.remote, px.connID(), px.rsess)
 			put64(pkt, 56, uint64(len(pkt)-64))
 			net.inject(portOf(b), pkt, addrOf(net, x))
 		}

@@ -406,9 +406,9 @@ func TestCraftedPackets(t *testing.T) {
 	a.Send(c, &h, [][]byte{{1, 2, 3}}, 1, 0)
 	drive(t, a, b, ra, rb, time.Second, func() bool { return len(rb.msgs) == 1 })
 	pa := a.peers[0]
-	good := func(t uint8, psn uint32) []byte {
+	good := func(t uint8, seq psn) []byte {
 		p := make([]byte, typeHdrLen[t]+4)
-		putHdr(p, t, 0, 0, psn, pa.expect, pa.remote, pa.connID(), pa.rsess)
+		putHdr(p, t, 0, 0, seq, pa.expect, pa.remote, pa.connID(), pa.rsess)
 		if t == tEager {
 			put64(p, 56, 4)
 		}
@@ -432,13 +432,13 @@ func TestCraftedPackets(t *testing.T) {
 		{"from another address", good(tEager, pa.nextPSN), Addr{[4]byte{10, 0, 0, 2}, fromA.Port}, func(s Stats) uint64 { return s.Forged }},
 		{"from another port", good(tEager, pa.nextPSN), Addr{fromA.IP, fromA.Port + 1}, func(s Stats) uint64 { return s.Forged }},
 		{"acknowledging the unsent", func() []byte { p := good(tAck, 0); setAck(p, (b.peers[0].sentEnd+7)&psnMask); return p[:hdrLen] }(), fromA, func(s Stats) uint64 { return s.BadAck }},
-		{"far-future PSN", good(tEager, (pa.nextPSN+1000)&psnMask), fromA, func(s Stats) uint64 { return s.OutOfOrder }},
+		{"far-future PSN", good(tEager, pa.nextPSN.plus(1000)), fromA, func(s Stats) uint64 { return s.OutOfOrder }},
 		// An eager head claiming 2^62 bytes (more than b takes: malformed),
 		// then a continuation past what came: nothing is allocated, the
 		// message is dropped.
 		{"huge eager length", func() []byte { p := good(tEager, pa.nextPSN); put64(p, 56, 1<<62); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
-		{"continuation past the head", func() []byte { p := good(tCont, pa.nextPSN+1); put64(p, 32, 1<<40); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
-		{"old PSN", good(tEager, (pa.nextPSN-1)&psnMask), fromA, func(s Stats) uint64 { return s.Dups }},
+		{"continuation past the head", func() []byte { p := good(tCont, pa.nextPSN.plus(1)); put64(p, 32, 1<<40); return p }(), fromA, func(s Stats) uint64 { return s.Malformed }},
+		{"old PSN", good(tEager, pa.nextPSN.plus(psnMask)), fromA, func(s Stats) uint64 { return s.Dups }},
 		{"another job's connect", func() []byte {
 			// A request with a valid cookie whose proof is not of b's
 			// job key.
@@ -463,7 +463,7 @@ func TestCraftedPackets(t *testing.T) {
 	}
 	// The two in-sequence forgeries took PSNs a did not send: a moves on
 	// past them, as if it had. The connection still works.
-	pa.nextPSN = (pa.nextPSN + 2) & psnMask
+	pa.nextPSN = pa.nextPSN.plus(2)
 	a.Send(c, &h, [][]byte{{4, 5, 6}}, 2, 0)
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 }) {
 		t.Fatal("connection broken by crafted packets")

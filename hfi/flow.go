@@ -86,7 +86,7 @@ func (e *Endpoint) putBuf(b []byte) { e.txFree = append(e.txFree, b) }
 func (e *Endpoint) newPkt(p *peer, t uint8) []byte {
 	b := e.getBuf()
 	putHdr(b, t, 0, p.path, p.nextPSN, p.expect, p.remote, p.connID(), p.rsess)
-	p.nextPSN = (p.nextPSN + 1) & psnMask
+	p.nextPSN = p.nextPSN.plus(1)
 	return b
 }
 
@@ -191,7 +191,7 @@ func (e *Endpoint) pump(p *peer) {
 		e.batch(p, x.b[6], x.b)
 		x.at = e.now
 		p.unacked.push(x)
-		p.sentEnd = (pktPSN(x.b) + 1) & psnMask
+		p.sentEnd = pktPSN(x.b).plus(1)
 		p.ackOwed = false
 		p.acked = p.expect
 	}
@@ -254,18 +254,18 @@ func (e *Endpoint) xmit(p *peer, path uint8, b []byte) {
 // before p.sentEnd. (An older one, from a packet overtaken on the way,
 // frees nothing.) A packet whose ACK is past what was sent is forged, or
 // from a broken peer; it is dropped before anything is freed.
-func (p *peer) ackOK(ack uint32) bool {
-	return ack == p.sentEnd || psnLess(ack, p.sentEnd)
+func (p *peer) ackOK(ack psn) bool {
+	return ack == p.sentEnd || ack.before(p.sentEnd)
 }
 
 // onAck takes the cumulative ACK ack from p (ackOK): packets before it
 // are done.
-func (e *Endpoint) onAck(p *peer, ack uint32) {
+func (e *Endpoint) onAck(p *peer, ack psn) {
 	if p.unacked.len() == 0 {
 		return
 	}
 	freed := false
-	for p.unacked.len() > 0 && psnLess(pktPSN(p.unacked.at(0).b), ack) {
+	for p.unacked.len() > 0 && pktPSN(p.unacked.at(0).b).before(ack) {
 		x := p.unacked.pop()
 		e.putBuf(x.b)
 		if x.op != 0 {
@@ -280,7 +280,7 @@ func (e *Endpoint) onAck(p *peer, ack uint32) {
 		p.probing = false
 	}
 	now := e.clock.Now()
-	if p.rttAt != 0 && psnLess(p.rttPSN, ack) {
+	if p.rttAt != 0 && p.rttPSN.before(ack) {
 		sample := now - p.rttAt
 		if p.srtt == 0 {
 			p.srtt, p.rttvar = sample, sample/2
@@ -328,7 +328,7 @@ func (e *Endpoint) rto(p *peer) int64 {
 // and holds the packets sack marks. Packets before the last one it holds
 // that it lacks are sent again, unless they were sent within a quarter
 // timeout (the NAK may predate that resend).
-func (e *Endpoint) onNak(p *peer, ack uint32, sack *[2]uint64) {
+func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 	e.stats.Naks++
 	if p.state != stUp || p.unacked.len() == 0 {
 		return
@@ -344,7 +344,7 @@ func (e *Endpoint) onNak(p *peer, ack uint32, sack *[2]uint64) {
 	var last *txPkt
 	for i := 0; i < p.unacked.len(); i++ {
 		x := p.unacked.at(i)
-		d := psnDiff(ack, pktPSN(x.b))
+		d := ack.to(pktPSN(x.b))
 		if d > hi {
 			break
 		}
@@ -415,12 +415,12 @@ func (e *Endpoint) onProbeAnswer(p *peer) {
 		return
 	}
 	p.probing = false
-	end := (p.probeEnd + 1) & psnMask
+	end := p.probeEnd.plus(1)
 	now := e.clock.Now()
 	var last *txPkt
 	for i := 0; i < p.unacked.len(); i++ {
 		x := p.unacked.at(i)
-		if !psnLess(pktPSN(x.b), end) {
+		if !pktPSN(x.b).before(end) {
 			break
 		}
 		if !x.sacked && x.at < p.probeAt {
@@ -472,14 +472,14 @@ func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 	if h.psn == p.expect {
 		return seqNext
 	}
-	if psnLess(h.psn, p.expect) {
+	if h.psn.before(p.expect) {
 		e.stats.Dups++
 		e.owe(p, true) // our ACK was lost: say again what we have
 		return seqDrop
 	}
 	e.stats.OutOfOrder++
 	r := seqDrop
-	if s := e.slot(p, h.psn); psnDiff(p.expect, h.psn) < uint32(len(p.kept)) {
+	if s := e.slot(p, h.psn); p.expect.to(h.psn) < uint32(len(p.kept)) {
 		if *s == nil {
 			if k := e.keepBuf(len(b)); k != nil {
 				copy(k, b)
@@ -512,7 +512,7 @@ func (e *Endpoint) next(p *peer, h *hdr) int {
 			p.nKept--
 		}
 	}
-	p.expect = (p.expect + 1) & psnMask
+	p.expect = p.expect.plus(1)
 	if p.rnr {
 		// Taken after a refusal: the sender learns it from the ACK this
 		// owes (without fBusy), and sends again what we did not keep.
@@ -536,7 +536,7 @@ func (e *Endpoint) drainKept(p *peer) int {
 	n := 0
 	mask := uint32(len(p.kept) - 1)
 	for p.nKept > 0 && p.state == stUp {
-		s := &p.kept[p.expect&mask]
+		s := &p.kept[uint32(p.expect)&mask]
 		if *s == nil {
 			// Another gap: tell the sender what is missing now.
 			e.sendNak(p, 0)
@@ -548,7 +548,7 @@ func (e *Endpoint) drainKept(p *peer) int {
 			e.refuse(p, *s, true)
 			break
 		}
-		p.expect = (p.expect + 1) & psnMask
+		p.expect = p.expect.plus(1)
 		p.nKept--
 		if p.rnr {
 			p.rnr, p.rnrLost = false, false
@@ -574,7 +574,7 @@ func (e *Endpoint) sendNak(p *peer, flags uint16) {
 	if p.nKept > 0 {
 		mask := uint32(len(p.kept) - 1)
 		for k := uint32(0); k < 128 && k < mask; k++ {
-			if p.kept[(p.expect+1+k)&mask] != nil {
+			if p.kept[uint32(p.expect.plus(1+k))&mask] != nil {
 				sack[k/64] |= 1 << (k % 64)
 			}
 		}

@@ -183,7 +183,7 @@ func (e *Endpoint) Unsent() bool {
 // when its last packet is acknowledged.
 func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cookie uint64) (bool, error) {
 	mark := p.queued.len()
-	psn := p.nextPSN
+	first0 := p.nextPSN
 	off := uint64(0)
 	first := true
 	size := eagerSize(n, uint64(p.room))
@@ -209,7 +209,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 			for p.queued.len() > mark {
 				e.putBuf(p.queued.popBack().b)
 			}
-			p.nextPSN = psn
+			p.nextPSN = first0
 			return false, err
 		}
 		end := at + int(k)

@@ -114,14 +114,22 @@ func hasPayload(t uint8) bool { return t == tEager || t == tCont || t == tData }
 // isHandshake: types whose header word is the sender's endpoint id.
 func isHandshake(t uint8) bool { return t == tConnReq || t == tConnRep || t == tChallenge }
 
-// psnMask: PSNs are 31 bits, compared modulo 2^31.
+// psn is a packet sequence number: 31 bits, advanced and compared modulo
+// 2^31 (serial number arithmetic), which its methods do and plain
+// arithmetic on it would not.
+type psn uint32
+
+// psnMask: PSNs are 31 bits.
 const psnMask = 1<<31 - 1
 
-// psnLess reports a < b modulo 2^31 (a is before b).
-func psnLess(a, b uint32) bool { return (a-b)&psnMask > psnMask/2 }
+// before reports a < b modulo 2^31 (a was sent before b).
+func (a psn) before(b psn) bool { return uint32(a-b)&psnMask > psnMask/2 }
 
-// psnDiff is b - a modulo 2^31.
-func psnDiff(a, b uint32) uint32 { return (b - a) & psnMask }
+// to is b - a modulo 2^31: how far b is past a.
+func (a psn) to(b psn) uint32 { return uint32(b-a) & psnMask }
+
+// plus is a + n modulo 2^31.
+func (a psn) plus(n uint32) psn { return (a + psn(n)) & psnMask }
 
 // hdr is a decoded packet header: the common fields and the ones of its
 // type that the protocol reads (unused ones stay zero).
@@ -129,8 +137,8 @@ type hdr struct {
 	typ     uint8
 	flags   uint16
 	path    uint8
-	psn     uint32
-	ack     uint32
+	psn     psn
+	ack     psn
 	dstConn uint32
 	srcConn uint32
 	// word is the header's last word: the sender's endpoint id in the
@@ -172,8 +180,8 @@ func decode(b []byte, h *hdr) bool {
 		typ:     t,
 		flags:   binary.LittleEndian.Uint16(b[4:]),
 		path:    b[6],
-		psn:     binary.LittleEndian.Uint32(b[8:]),
-		ack:     binary.LittleEndian.Uint32(b[12:]),
+		psn:     psn(binary.LittleEndian.Uint32(b[8:])),
+		ack:     psn(binary.LittleEndian.Uint32(b[12:])),
 		dstConn: binary.LittleEndian.Uint32(b[16:]),
 		srcConn: binary.LittleEndian.Uint32(b[20:]),
 		word:    binary.LittleEndian.Uint64(b[24:]),
@@ -218,14 +226,14 @@ func decode(b []byte, h *hdr) bool {
 }
 
 // putHdr writes the common header of a packet of type t into b.
-func putHdr(b []byte, t uint8, flags uint16, path uint8, psn, ack, dstConn, srcConn uint32, word uint64) {
+func putHdr(b []byte, t uint8, flags uint16, path uint8, seq, ack psn, dstConn, srcConn uint32, word uint64) {
 	le := binary.LittleEndian
 	le.PutUint16(b, pktMagic)
 	b[2], b[3] = pktVersion, t
 	le.PutUint16(b[4:], flags)
 	b[6], b[7] = path, 0
-	le.PutUint32(b[8:], psn)
-	le.PutUint32(b[12:], ack)
+	le.PutUint32(b[8:], uint32(seq))
+	le.PutUint32(b[12:], uint32(ack))
 	le.PutUint32(b[16:], dstConn)
 	le.PutUint32(b[20:], srcConn)
 	le.PutUint64(b[24:], word)
@@ -233,13 +241,13 @@ func putHdr(b []byte, t uint8, flags uint16, path uint8, psn, ack, dstConn, srcC
 
 // setAck rewrites the ack field and flags of a built packet (retransmitted
 // packets carry the current ack).
-func setAck(b []byte, ack uint32) { binary.LittleEndian.PutUint32(b[12:], ack) }
+func setAck(b []byte, ack psn) { binary.LittleEndian.PutUint32(b[12:], uint32(ack)) }
 
 func setFlags(b []byte, f uint16) { binary.LittleEndian.PutUint16(b[4:], f) }
 
 func pktFlags(b []byte) uint16 { return binary.LittleEndian.Uint16(b[4:]) }
 
-func pktPSN(b []byte) uint32 { return binary.LittleEndian.Uint32(b[8:]) }
+func pktPSN(b []byte) psn { return psn(binary.LittleEndian.Uint32(b[8:])) }
 
 func setPath(b []byte, p uint8) { b[6] = p }
 

@@ -39,7 +39,7 @@ type peer struct {
 	cookie   [16]byte // initiator: the responder's cookie (zero: none yet)
 	sess     uint64   // the tag packets to us carry (we chose it)
 	rsess    uint64   // the tag packets to the peer carry (it chose it)
-	firstPSN uint32   // our flow's first PSN
+	firstPSN psn      // our flow's first PSN
 	serial   uint32   // initiator: connections to this peer started
 	rinst    uint64   // the instance and serial of the last request taken from
 	rserial  uint32   // this peer (a replay of an older one is refused)
@@ -54,8 +54,8 @@ type peer struct {
 	connTry             int
 
 	// Send flow.
-	nextPSN  uint32 // PSN of the next packet built
-	sentEnd  uint32 // PSN after the last one sent: an ACK past it is forged
+	nextPSN  psn    // PSN of the next packet built
+	sentEnd  psn    // PSN after the last one sent: an ACK past it is forged
 	queued   pktq   // built, not yet sent (over the window or connecting)
 	unacked  pktq   // sent, waiting for an ACK
 	sinceReq int    // packets sent since the last ACK request
@@ -64,21 +64,21 @@ type peer struct {
 	progress int64  // when the peer last acknowledged something new (or said it is busy)
 	srtt     int64  // smoothed round trip (ns), 0 before the first sample
 	rttvar   int64  // its smoothed mean deviation
-	rttPSN   uint32 // the packet being timed, sent at rttAt (0: none)
+	rttPSN   psn    // the packet being timed, sent at rttAt (0: none)
 	rttAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
 	held     bool     // queued packets wait for the next Poll (coalesce)
 	sentGen  uint64   // e.polls when a Send last sent to this peer at once
 	probing  bool     // the timer fired; its probe's answer is awaited
-	probeEnd uint32   // the last PSN sent before the probe
+	probeEnd psn      // the last PSN sent before the probe
 	probeAt  int64    // when the probe went
 	busy     bool     // the peer refused our packets at its limits (fBusy): wait, do not resend
 
 	// Receive flow.
-	expect   uint32 // next PSN expected
+	expect   psn    // next PSN expected
 	ackOwed  bool
 	ackAt    int64 // when the owed ACK goes out
-	acked    uint32
+	acked    psn
 	nakSent  bool
 	ooo      int      // packets past the gap since the last NAK
 	kept     [][]byte // packets past a gap (or refused), by PSN % len (a power of two >= Credits); nil before the first
@@ -201,7 +201,7 @@ func (e *Endpoint) fresh(p *peer) {
 	p.id = get16(r[:], 0) | 1
 	copy(p.nonce[:], r[2:18])
 	p.sess = get64(r[:], 18)
-	p.firstPSN = get32(r[:], 26) & psnMask
+	p.firstPSN = psn(get32(r[:], 26) & psnMask)
 	p.nextPSN, p.sentEnd = p.firstPSN, p.firstPSN
 	p.cookie = [16]byte{}
 	p.mac = nil
@@ -336,7 +336,7 @@ func (e *Endpoint) putHandshake(b []byte, p *peer) {
 	put64(b, hsDstEPID, p.epid)
 	put64(b, hsInstance, e.instance)
 	put64(b, hsSession, p.sess)
-	put32(b, hsPSN, p.firstPSN)
+	put32(b, hsPSN, uint32(p.firstPSN))
 	put16(b, hsMTU, uint16(e.bufSize+28))
 	put32(b, hsEagerMax, uint32(e.eagerMax))
 	for i, port := range e.be.SrcPorts() {
@@ -482,7 +482,7 @@ func (e *Endpoint) up(p *peer, b []byte, h *hdr) {
 		copy(p.rnonce[:], b[hsCookie:hsCookie+16])
 	}
 	p.rsess = get64(b, hsSession)
-	p.expect = get32(b, hsPSN) & psnMask
+	p.expect = psn(get32(b, hsPSN) & psnMask)
 	p.acked = p.expect
 	for i := range p.ports {
 		p.ports[i] = get16(b, hsPorts+2*i)
