@@ -54,17 +54,17 @@ type peer struct {
 	connTry             int
 
 	// Send flow.
-	nextPSN  psn    // PSN of the next packet built
-	sentEnd  psn    // PSN after the last one sent: an ACK past it is forged
-	queued   pktq   // built, not yet sent (over the window or connecting)
-	unacked  pktq   // sent, waiting for an ACK
-	sinceReq int    // packets sent since the last ACK request
-	rtxAt    int64  // when unacked packets are sent again
-	rtxWait  int64  // the current timeout (errchk backoff)
-	progress int64  // when the peer last acknowledged something new (or said it is busy)
-	srtt     int64  // smoothed round trip (ns), 0 before the first sample
-	rttvar   int64  // its smoothed mean deviation
-	rttPSN   psn    // the packet being timed, sent at rttAt (0: none)
+	nextPSN  psn   // PSN of the next packet built
+	sentEnd  psn   // PSN after the last one sent: an ACK past it is forged
+	queued   pktq  // built, not yet sent (over the window or connecting)
+	unacked  pktq  // sent, waiting for an ACK
+	sinceReq int   // packets sent since the last ACK request
+	rtxAt    int64 // when unacked packets are sent again
+	rtxWait  int64 // the current timeout (errchk backoff)
+	progress int64 // when the peer last acknowledged something new (or said it is busy)
+	srtt     int64 // smoothed round trip (ns), 0 before the first sample
+	rttvar   int64 // its smoothed mean deviation
+	rttPSN   psn   // the packet being timed, sent at rttAt (0: none)
 	rttAt    int64
 	rsend    []uint32 // rendezvous sends with granted bytes to send (sendOp indexes)
 	held     bool     // queued packets wait for the next Poll (coalesce)
@@ -75,7 +75,7 @@ type peer struct {
 	busy     bool     // the peer refused our packets at its limits (fBusy): wait, do not resend
 
 	// Receive flow.
-	expect   psn    // next PSN expected
+	expect   psn // next PSN expected
 	ackOwed  bool
 	ackAt    int64 // when the owed ACK goes out
 	acked    psn
