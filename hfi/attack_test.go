@@ -552,7 +552,7 @@ func TestMTUFalls(t *testing.T) {
 		return m
 	}
 	transfer(t, a, b, ra, rb, c, sizes, 30*time.Second, func() {
-		clk.add(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		step++
 		if step == 20 {
 			net.mu.Lock()
@@ -571,8 +571,8 @@ func TestMTUFalls(t *testing.T) {
 	net.mu.Lock()
 	net.mtu = 9000
 	net.mu.Unlock()
-	clk.add(2 * mtuRecheck)
-	transfer(t, a, b, ra, rb, c, sizes, 30*time.Second, func() { clk.add(time.Millisecond) })
+	clk.Advance(2 * mtuRecheck)
+	transfer(t, a, b, ra, rb, c, sizes, 30*time.Second, func() { clk.Advance(time.Millisecond) })
 	if pa.pmtu != pa.ceil || pa.ceil != 1500-28 {
 		t.Errorf("datagrams %d after the MTU rose, ceiling %d", pa.pmtu, pa.ceil)
 	}

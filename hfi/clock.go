@@ -1,19 +1,16 @@
 package hfi
 
 import (
-	"time"
 	"unsafe"
+
+	"github.com/gopsm2/libfabric-psm2/internal/clock"
 )
 
-// Clock is what the wire's timers read: monotonic nanoseconds. Tests
-// inject one they drive.
-type Clock interface{ Now() int64 }
-
-type monoClock struct{ t0 time.Time }
-
-func (c monoClock) Now() int64 { return int64(time.Since(c.t0)) }
+// Clock is what the wire's timers read (internal/clock). Tests inject one
+// they drive.
+type Clock = clock.Clock
 
 // SystemClock is the monotonic clock.
-var SystemClock Clock = monoClock{time.Now()}
+var SystemClock = clock.System
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

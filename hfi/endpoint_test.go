@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/clock"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -85,10 +86,8 @@ func (r *recorder) FetchDone(c uint64, n int, err error) {
 	r.fetched[c] = n
 }
 
-type fakeClock struct{ t atomic.Int64 }
-
-func (c *fakeClock) Now() int64          { return c.t.Load() }
-func (c *fakeClock) add(d time.Duration) { c.t.Add(int64(d)) }
+// fakeClock is the tests' clock: time moves only when a test says.
+type fakeClock = clock.Manual
 
 func pattern(seq, n int) []byte {
 	b := make([]byte, n)
@@ -372,7 +371,7 @@ func TestTimersUseTheClock(t *testing.T) {
 	if drive(t, a, b, ra, rb, 200*time.Millisecond, func() bool { return len(rb.msgs) == 1 }) {
 		t.Fatal("delivered without a retry")
 	}
-	clk.add(time.Second)
+	clk.Advance(time.Second)
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
 		t.Fatal("not delivered after the clock moved")
 	}
@@ -385,7 +384,7 @@ func TestTimersUseTheClock(t *testing.T) {
 		t.Fatal("failed before the clock moved")
 	}
 	for i := 0; i < 20; i++ {
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 		a.Poll(ra, 64)
 	}
 	if !errors.Is(ra.sends[2], transport.ErrTimeout) {
@@ -691,7 +690,7 @@ func connectedPair(t *testing.T, cfg Config) (a, b *Endpoint, ra, rb *recorder, 
 	fc, _ := cfg.Clock.(*fakeClock)
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool {
 		if fc != nil {
-			fc.add(10 * time.Millisecond) // a delayed ACK comes in time
+			fc.Advance(10 * time.Millisecond) // a delayed ACK comes in time
 		}
 		return len(rb.msgs) == 1 && a.peers[0].unacked.len() == 0
 	}) {
@@ -807,7 +806,7 @@ func TestAckWaitsForAnswer(t *testing.T) {
 			if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 }) {
 				t.Fatal("no connection")
 			}
-			clk.add(10 * time.Millisecond) // past every delayed ACK
+			clk.Advance(10 * time.Millisecond) // past every delayed ACK
 			drive(t, a, b, ra, rb, 5*time.Millisecond, func() bool { return false })
 			acks := countPackets(net, tAck, b)
 			data := pattern(2, tc.size)
@@ -853,7 +852,7 @@ func TestAckWaitsForAnswer(t *testing.T) {
 			if acks.Load() != 0 || a.peers[0].unacked.len() == 0 {
 				t.Fatal("ACK before AckDelay")
 			}
-			clk.add(2 * time.Millisecond)
+			clk.Advance(2 * time.Millisecond)
 			if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return a.peers[0].unacked.len() == 0 }) {
 				t.Fatal("no ACK after AckDelay")
 			}
@@ -1068,7 +1067,7 @@ func TestBurstNotHeld(t *testing.T) {
 			a, _, ra, _, ca, net := connectedPair(t, Config{Job: [16]byte{1}, AckDelay: time.Second, Clock: clk, Stalled: tc.stalled})
 			sent := countPackets(net, tEager, a)
 			a.Poll(ra, 64)
-			clk.add(tc.idle)
+			clk.Advance(tc.idle)
 			h := transport.Header{Len: 1}
 			for i := 0; i < 5; i++ {
 				a.Send(ca, &h, [][]byte{{byte(i)}}, uint64(10+i), 0)

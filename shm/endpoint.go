@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/clock"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// ConnTimeout is FI_PSM2_CONN_TIMEOUT (default 5s): it bounds
 	// connection set-up and how long Close lingers for peers.
 	ConnTimeout time.Duration
+	// Clock for every timer (liveness, stalled rings, rendezvous waits);
+	// nil is clock.System.
+	Clock clock.Clock
 	// StuckTimeout, if positive, fails the operations waiting on a peer
 	// that is alive but has not drained its ring (or sent rendezvous
 	// data) for that long. It is off by default: an MPI rank may compute
@@ -146,7 +150,7 @@ type Endpoint struct {
 	stuck       int64 // ns; 0: never give up on a live peer
 	interval    int64 // ns between liveness checks
 	token       uint64
-	epoch       time.Time
+	clock       clock.Clock
 
 	peers  []*peer
 	byEPID map[uint64]int32
@@ -301,6 +305,9 @@ type fetchOp struct {
 // dead (including a leftover under this very name).
 func NewEndpoint(cfg Config) (*Endpoint, error) {
 	asymFences() // before this process pushes its first cell (fence.go)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
+	}
 	if cfg.ConnTimeout <= 0 {
 		cfg.ConnTimeout = DefaultConnTimeout
 	}
@@ -363,7 +370,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		connTimeout: int64(cfg.ConnTimeout),
 		stuck:       int64(cfg.StuckTimeout),
 		interval:    int64(min(checkInterval, cfg.ConnTimeout/4)),
-		epoch:       time.Now(),
+		clock:       cfg.Clock,
 		byEPID:      make(map[uint64]int32),
 		busy:        seg.Busy(),
 		nbuf:        cfg.Buffers,
@@ -372,7 +379,7 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 		bellSeq:     seg.bellSeq(),
 		bellWaiters: seg.bellWaiters(),
 	}
-	e.token = uint64(e.epoch.UnixNano()) ^ cfg.EPID ^ uint64(uintptr(unsafe.Pointer(e)))
+	e.token = uint64(time.Now().UnixNano()) ^ cfg.EPID ^ uint64(uintptr(unsafe.Pointer(e)))
 	e.waitDone.L = &e.wakeMu
 	e.holder = &e.holders
 	for i := range e.holder {
@@ -930,7 +937,7 @@ func (e *Endpoint) fetchByID(id uint64) *fetchOp {
 }
 
 // now returns monotonic nanoseconds since the endpoint was made.
-func (e *Endpoint) now() int64 { return int64(time.Since(e.epoch)) }
+func (e *Endpoint) now() int64 { return e.clock.Now() }
 
 // gather copies the bytes of an iov out in pieces, resuming where the
 // last piece ended.

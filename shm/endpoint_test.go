@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gopsm2/libfabric-psm2/internal/clock"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -942,43 +943,67 @@ func TestEndpointClose(t *testing.T) {
 
 // TestEndpointStuckPeer: with StuckTimeout set, a peer that is alive but
 // never polls fails the operations waiting on it with ErrTimeout after
-// that long.
+// that long, and not before. The endpoints' clock is the test's: time
+// passes when the test says, however busy the machine is.
 func TestEndpointStuckPeer(t *testing.T) {
-	timeout := 300 * time.Millisecond
-	short := func(c *Config) { c.ConnTimeout, c.StuckTimeout = timeout, timeout }
+	const timeout = 300 * time.Millisecond
+	setup := func(clk *clock.Manual) func(c *Config) {
+		return func(c *Config) { c.ConnTimeout, c.StuckTimeout, c.Clock = timeout, timeout, clk }
+	}
+	// wait polls eps many times with the clock stopped, then moves it by
+	// step and polls again, until done() or the clock has moved by max:
+	// how far it moved.
+	wait := func(clk *clock.Manual, step, max time.Duration, done func() bool, eps ...*tep) time.Duration {
+		var moved time.Duration
+		for {
+			for range 200 {
+				for _, e := range eps {
+					e.poll()
+				}
+				if done() {
+					return moved
+				}
+			}
+			if moved >= max {
+				return moved
+			}
+			clk.Advance(step)
+			moved += step
+		}
+	}
 	t.Run("send", func(t *testing.T) {
-		a, b, ab := pair(t, short)
+		clk := new(clock.Manual)
+		a, b, ab := pair(t, setup(clk))
 		h := transport.Header{Len: 100000}
-		start := time.Now()
 		if done, err := a.Send(ab, &h, [][]byte{pattern(100000, 1)}, 1, 0); done || err != nil {
 			t.Fatal(done, err)
 		}
-		pollUntil(t, 5*time.Second, func() bool { _, ok := a.rec.sendDone[1]; return ok }, a)
-		if err := a.rec.sendDone[1]; !errors.Is(err, transport.ErrTimeout) {
-			t.Errorf("SendDone: %v", err)
+		moved := wait(clk, 10*time.Millisecond, 10*timeout, func() bool { _, ok := a.rec.sendDone[1]; return ok }, a)
+		if err, ok := a.rec.sendDone[1]; !ok || !errors.Is(err, transport.ErrTimeout) {
+			t.Fatalf("SendDone after %v of %v: %v %v", moved, timeout, err, ok)
 		}
-		if d := time.Since(start); d < timeout || d > timeout+time.Second {
-			t.Errorf("failed after %v, timeout %v", d, timeout)
+		if moved < timeout || moved > 2*timeout {
+			t.Errorf("failed after %v, timeout %v", moved, timeout)
 		}
 		_ = b
 	})
 	t.Run("fetch", func(t *testing.T) {
-		a, b, ab := pair(t, short, noCMA)
+		clk := new(clock.Manual)
+		a, b, ab := pair(t, setup(clk), noCMA)
 		h := transport.Header{Len: 100000}
 		if done, err := a.Send(ab, &h, [][]byte{pattern(100000, 1)}, 1, 0); done || err != nil {
 			t.Fatal(done, err)
 		}
 		d := recvOne(t, b, b) // a does not poll from now on
-		start := time.Now()
 		if done, _, err := b.Fetch(&d.Rndv, make([]byte, 100000), 2); done || err != nil {
 			t.Fatal(done, err)
 		}
-		pollUntil(t, 5*time.Second, func() bool { _, ok := b.rec.fetchDone[2]; return ok }, b)
-		if res := b.rec.fetchDone[2]; !errors.Is(res.Err, transport.ErrTimeout) {
-			t.Errorf("FetchDone: %+v", res)
+		moved := wait(clk, 10*time.Millisecond, 10*timeout, func() bool { _, ok := b.rec.fetchDone[2]; return ok }, b)
+		if res, ok := b.rec.fetchDone[2]; !ok || !errors.Is(res.Err, transport.ErrTimeout) {
+			t.Fatalf("FetchDone after %v of %v: %+v %v", moved, timeout, res, ok)
 		}
-		if d := time.Since(start); d < timeout || d > timeout+time.Second {
-			t.Errorf("failed after %v, timeout %v", d, timeout)
+		if moved < timeout || moved > 2*timeout {
+			t.Errorf("failed after %v, timeout %v", moved, timeout)
 		}
 		// When a polls again, its send ends too: the FIN says why.
 		pollUntil(t, 5*time.Second, func() bool { _, ok := a.rec.sendDone[1]; return ok }, a, b)
