@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/names"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -151,8 +152,8 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 			ep.service = n.Service
 		}
 	}
-	if ns := d.prov.names(); ns != nil {
-		ns.register(ep.service, ep.name(), nsOpAdd)
+	if d.prov.names() != nil {
+		d.prov.register(ep.service, ep.name(), names.OpAdd)
 	}
 	ep.openFast()
 	d.refs.Add(1)
@@ -440,8 +441,8 @@ func (ep *Endpoint) Close() error {
 	if delay := d.params.Delay; delay > 0 {
 		time.Sleep(time.Duration(delay) * time.Second)
 	}
-	if ns := d.prov.names(); ns != nil {
-		ns.register(ep.service, ep.name(), nsOpDel)
+	if d.prov.names() != nil {
+		d.prov.register(ep.service, ep.name(), names.OpDel)
 	}
 	err := ep.tp.Close()
 	if r, ok := ep.tp.(transport.Reporter); ok {

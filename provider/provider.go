@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/names"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -25,7 +26,7 @@ type Provider struct {
 	panics       atomic.Int64 // panics recovered (Recovered)
 
 	nsOnce sync.Once
-	ns     *nameServer
+	ns     *names.Server
 
 	layoutOnce sync.Once // the tag layout is fixed by the first domain
 	layout     TagLayout
