@@ -5,9 +5,9 @@
 //
 //   - what fi_getinfo answers and how hints match (provider.go, check.go,
 //     attr.go), the FI_PSM2_* parameters (params.go), the endpoint names
-//     and addresses (addr.go, av.go; nameserver.go starts the name server, package
-//     provider/names), and the wires an
-//     endpoint opens (wire.go);
+//     and addresses (addr.go, av.go; nameserver.go starts the name
+//     server, package provider/names), and the wires an endpoint opens
+//     (wire.go);
 //   - the objects: fabric, domain (its lock and progress: domain.go,
 //     lock.go, progress.go), endpoint (ep.go), CQ, counter, EQ, MR, wait
 //     and poll sets;
