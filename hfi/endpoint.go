@@ -1,5 +1,9 @@
 package hfi
 
+// Over 600 lines: the wire contract's methods (Open, Connect, Send, Fetch,
+// Poll, Close and the limits they enforce) in one place; the protocol they
+// drive is in flow.go, msg.go, peer.go and admit.go.
+
 import (
 	"encoding/binary"
 	"fmt"

@@ -1,5 +1,9 @@
 package hfi
 
+// Over 600 lines: the reliable flow is one state machine per direction
+// (queue, ACK, NAK, retransmission, reordering, probing); splitting it would
+// put the two halves of each rule in different files.
+
 import (
 	"math/bits"
 	"time"

@@ -1,5 +1,9 @@
 package hfi
 
+// Over 600 lines: the eager and rendezvous protocols in both directions; the
+// sender's and the receiver's handlers check what the other side sent, and
+// share the op tables.
+
 import (
 	"errors"
 

@@ -1,5 +1,8 @@
 package provider
 
+// Over 600 lines: fi_collective(3) whole: AV sets, joins, and each collective
+// as a small state machine over the tagged path; they share one op table.
+
 import (
 	"encoding/binary"
 	"hash/fnv"

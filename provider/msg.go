@@ -1,5 +1,8 @@
 package provider
 
+// Over 600 lines: the matching engine (posted and unexpected queues, Deliver,
+// the send path, op slots): one struct whose invariants span all of it.
+
 import (
 	"errors"
 	"os"

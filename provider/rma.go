@@ -1,5 +1,8 @@
 package provider
 
+// Over 600 lines: RMA over the wire contract, initiator and target: requests,
+// responses, staging and their limits, whose checks answer each other.
+
 import (
 	"encoding/binary"
 	"errors"

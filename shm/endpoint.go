@@ -2,6 +2,10 @@
 
 package shm
 
+// Over 600 lines: the endpoint (connect, the send protocols, the receive
+// loop, close) around one struct; cells, rings, rendezvous and liveness are
+// in files of their own.
+
 import (
 	"errors"
 	"fmt"

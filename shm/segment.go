@@ -2,6 +2,10 @@
 
 package shm
 
+// Over 600 lines: a segment's whole life (layout, create, open, the checks of a
+// peer's header, liveness word, unlink) is kept together, so that every check
+// of hostile contents sits beside the layout it checks.
+
 import (
 	"encoding/binary"
 	"errors"

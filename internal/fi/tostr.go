@@ -1,5 +1,8 @@
 package fi
 
+// Over 600 lines: fi_tostr for every type libfabric names, table-driven and
+// checked entry by entry against Debian's libfabric.
+
 import (
 	"encoding/binary"
 	"fmt"
