@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -199,14 +200,7 @@ func (b *udpBackend) Send(path int, d *Dest, p []byte) error {
 
 // rawCall makes a system call that does not block (see Send), again
 // while a signal interrupts it.
-func rawCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, unix.Errno) {
-	for {
-		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
-		if e != unix.EINTR {
-			return r, e
-		}
-	}
-}
+var rawCall = sys.RawCall
 
 // errOf is nil for errno 0, else the errno.
 func errOf(e unix.Errno) error {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ func privateDir(base string, uid int) (string, error) {
 		if k > 0 {
 			path += fmt.Sprintf("-%d", k)
 		}
-		err := ignoringEINTR(func() error { return unix.Mkdir(path, 0o700) })
+		err := sys.IgnoringEINTR(func() error { return unix.Mkdir(path, 0o700) })
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			return "", fmt.Errorf("segment directory %s: %w", path, err)
 		}
@@ -81,7 +82,7 @@ func privateDir(base string, uid int) (string, error) {
 // and makes it 0700 if it is. ErrForeign otherwise.
 func ownDir(path string, uid int) error {
 	var fd int
-	err := ignoringEINTR(func() (err error) {
+	err := sys.IgnoringEINTR(func() (err error) {
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		return err
 	})
@@ -93,7 +94,7 @@ func ownDir(path string, uid int) error {
 	}
 	defer closeObject(fd)
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := sys.IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return err
 	}
 	if st.Uid != uint32(uid) {
@@ -103,7 +104,7 @@ func ownDir(path string, uid int) error {
 		// Ours, made with another mode (an older version, a umask
 		// that added bits is impossible with mkdir 0700, but a chmod
 		// is not): take the others' access away.
-		if err := ignoringEINTR(func() error { return unix.Fchmod(fd, 0o700) }); err != nil {
+		if err := sys.IgnoringEINTR(func() error { return unix.Fchmod(fd, 0o700) }); err != nil {
 			return err
 		}
 	}

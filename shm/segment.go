@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -422,7 +423,7 @@ func (s *Segment) bellWaiters() *atomic.Uint32 { return word32At(s.mem, offSegBe
 // stat(2).
 func (s *Segment) Replaced() (bool, error) {
 	var st unix.Stat_t
-	err := ignoringEINTR(func() error { return unix.Lstat(s.path, &st) })
+	err := sys.IgnoringEINTR(func() error { return unix.Lstat(s.path, &st) })
 	if errors.Is(err, unix.ENOENT) {
 		return true, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,14 +35,14 @@ func openObject(path string, flags int, mode uint32) (int, error) {
 func closeObject(fd int) { _ = unix.Close(fd) }
 
 func fchmodObject(fd int, mode uint32) error {
-	return ignoringEINTR(func() error { return unix.Fchmod(fd, mode) })
+	return sys.IgnoringEINTR(func() error { return unix.Fchmod(fd, mode) })
 }
 
 // allocateObject makes the filesystem allocate the first size bytes of
 // fd now (ENOSPC if it cannot). A filesystem without fallocate is left to
 // allocate on use, as before.
 func allocateObject(fd int, size int64) error {
-	err := ignoringEINTR(func() error { return unix.Fallocate(fd, 0, 0, size) })
+	err := sys.IgnoringEINTR(func() error { return unix.Fallocate(fd, 0, 0, size) })
 	if errors.Is(err, unix.EOPNOTSUPP) {
 		return nil
 	}
@@ -49,7 +50,7 @@ func allocateObject(fd int, size int64) error {
 }
 
 func truncateObject(fd int, size int64) error {
-	return ignoringEINTR(func() error { return unix.Ftruncate(fd, size) })
+	return sys.IgnoringEINTR(func() error { return unix.Ftruncate(fd, size) })
 }
 
 // objectStat is what fstat says about an object: its size, and the
@@ -62,7 +63,7 @@ type objectStat struct {
 // statObject describes the regular file fd refers to.
 func statObject(fd int) (objectStat, error) {
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := sys.IgnoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return objectStat{}, fmt.Errorf("fstat: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -118,7 +119,7 @@ func mapObject(fd, size int) ([]byte, error) {
 func unmapObject(mem []byte) error { return unix.Munmap(mem) }
 
 func unlinkObject(path string) error {
-	return ignoringEINTR(func() error { return unix.Unlink(path) })
+	return sys.IgnoringEINTR(func() error { return unix.Unlink(path) })
 }
 
 // processAlive probes pid with signal 0. EPERM means the process exists
@@ -132,12 +133,4 @@ func processAlive(pid int) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("kill(%d, 0): %w", pid, err)
-}
-
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); err != unix.EINTR {
-			return err
-		}
-	}
 }

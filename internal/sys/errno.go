@@ -21,3 +21,24 @@ const (
 
 // Errno is a system call's error number.
 type Errno = unix.Errno
+
+// IgnoringEINTR calls f again while it fails with EINTR: a system call a
+// signal interrupted before it did anything.
+func IgnoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// RawCall is a non-blocking system call made without telling the Go
+// scheduler (unix.RawSyscall6), again while a signal interrupts it.
+func RawCall(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, Errno) {
+	for {
+		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		if e != unix.EINTR {
+			return r, e
+		}
+	}
+}
