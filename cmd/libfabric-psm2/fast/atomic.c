@@ -268,9 +268,7 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&dom[DOMF_CPOSTED / 8], dom[DOMF_CPOSTED / 8] + 1, __ATOMIC_RELEASE);
-	if (d[FP_FENCE])
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	psm2_bell(d);
+	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
 out:
 	if (locking)

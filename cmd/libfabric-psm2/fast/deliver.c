@@ -44,9 +44,7 @@ static inline int psm2_fin(uint64_t *d, uint64_t sid)
 	if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
 		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cell, 1))
 		return -1;
-	if (d[FP_FENCE])
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	psm2_bell(d);
+	psm2_doorbell(d);
 	return 0;
 }
 

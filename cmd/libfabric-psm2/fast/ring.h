@@ -33,6 +33,16 @@ static inline void psm2_bell(const uint64_t *d)
 	}
 }
 
+/* psm2_doorbell is what a producer does after it published cells for the
+ * peer descriptor d names: the StoreLoad fence (only where membarrier is
+ * not doing it for us: shm/fence.go, FP_FENCE), then the bell. */
+static inline void psm2_doorbell(const uint64_t *d)
+{
+	if (d[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	psm2_bell(d);
+}
+
 /* psm2_cell is the cell at position pos of ring r of mask+1 cells. */
 static inline char *psm2_cell(char *r, uint64_t mask, uint64_t pos)
 {

@@ -153,9 +153,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		d[FP_EAGER_SENT]++;
 		if (sw) {
 			/* The receiver may start now; then the rest. */
-			if (d[FP_FENCE])
-				__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			psm2_bell(d);
+			psm2_doorbell(d);
 			for (uint64_t off = first; off < len;) {
 				uint64_t k = len - off < STREAM_CHUNK ? len - off : STREAM_CHUNK;
 
@@ -185,11 +183,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		__atomic_store_n(&cq[CQF_CQUEUED], cc + 1, __ATOMIC_RELEASE);
 		__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
 	}
-	/* The doorbell (shm ring2; the fence only where membarrier is not
-	 * doing it for us: shm/fence.go). */
-	if (d[FP_FENCE])
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	psm2_bell(d);
+	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
 out:
 	if (locking)

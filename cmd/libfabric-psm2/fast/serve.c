@@ -111,9 +111,7 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 		((unsigned char *) cells[0])[CELL_KIND] = CELL_ANSWER_BUF;
 		psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos,
 			    (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, 1);
-		if (sd[FP_FENCE])
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		psm2_bell(sd);
+		psm2_doorbell(sd);
 		return 1;
 	}
 	(void) psm2_inline_build(cells, &a, old, PUSH_CELLS_MAX);	/* ours: no fault */
