@@ -753,17 +753,35 @@ func TestEndpointWait(t *testing.T) {
 		t.Errorf("Wait after Wake took %v", d)
 	}
 
-	for _, how := range []string{"arrival", "wake"} {
-		done := make(chan time.Duration)
-		go func() {
-			start := time.Now()
-			b.Wait(10 * time.Second)
-			done <- time.Since(start)
-		}()
-		// Let it fall asleep.
-		for b.bellWaiters.Load() == 0 {
-			time.Sleep(time.Millisecond)
+	// asleep starts a Wait on another goroutine and returns once it sleeps,
+	// with the channel its duration comes on. Wait may return without
+	// sleeping (a wake-up left from before: callers re-check), and then
+	// another is started.
+	asleep := func() chan time.Duration {
+		for {
+			done := make(chan time.Duration, 1)
+			go func() {
+				start := time.Now()
+				b.Wait(10 * time.Second)
+				done <- time.Since(start)
+			}()
+			for b.bellWaiters.Load() == 0 {
+				select {
+				case <-done:
+					done = nil
+				default:
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				break
+			}
+			if done != nil {
+				return done
+			}
 		}
+	}
+	for _, how := range []string{"arrival", "wake"} {
+		done := asleep()
 		time.Sleep(5 * time.Millisecond)
 		if how == "arrival" {
 			h := transport.Header{Len: 1}
