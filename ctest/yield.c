@@ -103,7 +103,7 @@ static void kinds(int from, int *fast, int *slow)
 static void judge(int from)
 {
 	double want = 0;	/* 0: not known */
-	int judged = 0, late = 0, fast = 0, slow = 0;
+	int judged = 0, late = 0, early = 0, fast = 0, slow = 0;
 
 	for (int i = from; i + 1 < ny; i++) {
 		double took = ylog[i].t1 - ylog[i].t0, gap = ylog[i + 1].t0 - ylog[i].t1;
@@ -119,8 +119,15 @@ static void judge(int from)
 			continue;
 		}
 		judged++;
-		CHECK(gap >= want * 0.999, "yield %d took %.1f us; the next came %.1f us later "
-		      "(want >= %.0f us)", i, took * 1e6, gap * 1e6, want * 1e6);
+		/* On a busy machine this thread may lose its CPU between the
+		 * library's clock read and the call that lands here, and the
+		 * library then saw a yield that took long where this log saw a
+		 * quick one: there even the lower bound is shown, not judged. */
+		if (gap < want * 0.999 && busy)
+			early++;
+		else
+			CHECK(gap >= want * 0.999, "yield %d took %.1f us; the next came %.1f us later "
+			      "(want >= %.0f us)", i, took * 1e6, gap * 1e6, want * 1e6);
 		if (gap > want * 1.5 + 20e-6)
 			late++;
 	}
@@ -134,7 +141,8 @@ static void judge(int from)
 		return;
 	}
 	if (busy) {
-		printf("# yield: other processes were runnable: %d of %d late is not judged\n", late, judged);
+		printf("# yield: other processes were runnable: %d of %d early and %d late are not judged\n",
+		       early, judged, late);
 		return;
 	}
 	CHECK(late * 2 <= judged, "%d of %d yields came late: the wait is not brought back", late, judged);
