@@ -70,6 +70,28 @@ for bin in /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_mtl_ofi.so \
 done
 
 # --- C tests ------------------------------------------------------------------
+# What valgrind must not report in Go frames (the script says why).
+GOSUPP=build/valgrind-go.supp
+scripts/valgrind-supp.sh >"$GOSUPP"
+# What valgrind reports that is set aside: Go's raw system call only.
+sample='==7== Syscall param write(buf) points to uninitialised byte(s)
+==7==    at 0x1: internal/runtime/syscall/linux.Syscall6 (asm_linux_amd64.s:36)
+==7== 
+==7== Thread 2:
+==7== Syscall param write(buf) points to uninitialised byte(s)
+==7==    at 0x2: write (write.c:26)
+==7==    by 0x3: psm2_fast_send (send.c:1)
+==7== 
+==7== Invalid read of size 8
+==7==    at 0x4: internal/runtime/syscall/linux.Syscall6 (asm_linux_amd64.s:36)
+==7== '
+kept=$(awk -f scripts/vgreport.awk <<<"$sample" 2>&1)
+if grep -q 'at 0x2: write' <<<"$kept" && grep -q 'at 0x4' <<<"$kept" && ! grep -q 'at 0x1' <<<"$kept" &&
+	grep -q '^1 Go system-call reports set aside' <<<"$kept"; then
+	ok "valgrind reports: Go's system-call parameters set aside, the rest kept"
+else
+	fail "valgrind report filter" "$kept"
+fi
 for t in build/ctest/*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue
 	name=$(basename "$t")
@@ -94,11 +116,17 @@ for t in build/ctest/*; do
 	if grep -q 'ctest: no-valgrind' "ctest/$name.c" 2>/dev/null; then
 		continue
 	fi
-	if out=$(GODEBUG=cpu.rdtscp=off FI_PSM2_NAME_SERVER=0 run valgrind -q --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite,possible \
-		--error-exitcode=9 --suppressions=ctest/valgrind.supp "$t" 2>&1); then
-		ok "ctest $name under valgrind: 0 errors, 0 leaks"
+	out=$(GODEBUG=cpu.rdtscp=off FI_PSM2_NAME_SERVER=0 run valgrind -q --fair-sched=yes --leak-check=full --errors-for-leak-kinds=definite,possible \
+		--error-exitcode=97 --suppressions=ctest/valgrind.supp --suppressions="$GOSUPP" "$t" 2>&1)
+	rc=$?
+	# valgrind's own exit code (97) with no report left once Go's system
+	# calls are set aside (scripts/vgreport.awk says why) is a pass.
+	rep=$(awk -f scripts/vgreport.awk <<<"$out" 2>"$OUT/vgreport")
+	aside=$(cat "$OUT/vgreport")
+	if [ $rc = 0 ] || { [ $rc = 97 ] && ! grep -q '^==[0-9]*== *at 0x' <<<"$rep"; }; then
+		ok "ctest $name under valgrind: 0 errors, 0 leaks${aside:+ ($aside)}"
 	else
-		fail "ctest $name under valgrind" "$(grep -v 'DW_FORM\|debug info\|get_Form' <<<"$out")"
+		fail "ctest $name under valgrind" "$(grep -v 'DW_FORM\|debug info\|get_Form' <<<"$rep")"
 	fi
 done
 
