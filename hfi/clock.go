@@ -1,10 +1,6 @@
 package hfi
 
-import (
-	"unsafe"
-
-	"github.com/gopsm2/libfabric-psm2/internal/clock"
-)
+import "github.com/gopsm2/libfabric-psm2/internal/clock"
 
 // Clock is what the wire's timers read (internal/clock). Tests inject one
 // they drive.
@@ -12,5 +8,3 @@ type Clock = clock.Clock
 
 // SystemClock is the monotonic clock.
 var SystemClock = clock.System
-
-func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

@@ -2,20 +2,19 @@ package hfi
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
-	"github.com/gopsm2/libfabric-psm2/shm"
 )
 
 // rxQueue is the receive side between the network and Poll. A goroutine
 // locked to its OS thread (run) takes packets from the backend in batches
 // into buffers of a fixed pool and publishes each buffer's index and
-// length in the arrival ring, a shm.Ring in memory outside the Go heap,
+// length in the arrival ring, an internal/ring Ring in memory outside the Go heap,
 // so the C side's idle check sees arrivals (transport.Endpoint.Probes).
 // Poll pops the ring and gives buffers back through the free ring. No
 // allocation per packet; the ring has as many cells as there are
@@ -24,7 +23,7 @@ type rxQueue struct {
 	be      Backend
 	bufs    [][]byte
 	mem     []byte // the arrival ring's mapping
-	ring    *shm.Ring
+	ring    *ring.Ring
 	free    spsc
 	stop    atomic.Bool
 	done    chan struct{}
@@ -54,7 +53,7 @@ var rxRings struct {
 }
 
 func newRxQueue(be Backend, bufSize int, handoff bool, clock Clock, notify func()) (*rxQueue, error) {
-	size := shm.RingSize(rxBuffers)
+	size := ring.RingSize(rxBuffers)
 	var mem []byte
 	rxRings.Lock()
 	if n := len(rxRings.free); n > 0 {
@@ -72,12 +71,12 @@ func newRxQueue(be Backend, bufSize int, handoff bool, clock Clock, notify func(
 		rxRings.mmaps++
 		rxRings.Unlock()
 	}
-	ring, err := shm.InitRing(mem, rxBuffers)
+	r, err := ring.InitRing(mem, rxBuffers)
 	if err != nil {
 		putRxRing(mem)
 		return nil, err
 	}
-	q := &rxQueue{be: be, mem: mem, ring: ring, done: make(chan struct{}), notify: notify,
+	q := &rxQueue{be: be, mem: mem, ring: r, done: make(chan struct{}), notify: notify,
 		handoff: handoff, clock: clock}
 	slab := make([]byte, rxBuffers*bufSize)
 	q.bufs = make([][]byte, rxBuffers)
@@ -118,9 +117,7 @@ func putRxRing(mem []byte) {
 }
 
 // probe is the arrival ring's probe word.
-func (q *rxQueue) probe() uint64 {
-	return uint64(uintptr(unsafePointer(q.mem))) | uint64(bits.TrailingZeros(rxBuffers))
-}
+func (q *rxQueue) probe() uint64 { return q.ring.Probe() }
 
 // An arrival cell: buffer index, length, segment size (RxMeta.Seg), and
 // the source address and port.

@@ -18,7 +18,9 @@
 #     standard package without a slash ("fmt.F", from `go list std`; "main.F"
 #     for the cgo exports), a linknamed runtime function ("pkg.runtime_F");
 #   - cgo's generated wrappers (_cgo_<hash>_Cfunc_<name>, _cgoexp_<hash>_<name>),
-#     which read their arguments from a goroutine's stack;
+#     which read their arguments from a goroutine's stack, and the C half
+#     of the Go runtime (runtime/cgo: _cgo_*, x_cgo_*, crosscall*,
+#     threadentry), which starts threads from values set on Go stacks;
 #   - Go assembly with file-local names (the list below, from `nm` of the
 #     library: the names without a dot that no C file of ours defines).
 # C names, even GCC's clones ("f.isra.0", "f.part.0"), match none of these.
@@ -30,7 +32,7 @@ kinds="Cond Value1 Value2 Value4 Value8 Value16 Value32 Addr1 Addr2 Addr4 Addr8 
 asm="aeshashbody callRet cmpbody countbody gcWriteBarrier gogo gosave_systemstack_switch
 indexbody indexbytebody memeqbody expandAVX512_* debugCall*"
 
-frames=('*/*' '*.(*' '*.runtime_*' '_cgo_*_Cfunc_*' '_cgoexp_*')
+frames=('*/*' '*.(*' '*.runtime_*' '_cgo_*' '_cgoexp_*' 'x_cgo_*' crosscall1 crosscall2 threadentry)
 for p in $(go list std | grep -v /) main; do
 	frames+=("$p.*")
 done

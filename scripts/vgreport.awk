@@ -1,8 +1,10 @@
 # Reads valgrind's output (-q) and prints the reports that count: every
-# report except a system-call parameter flagged at Go's raw system call
-# (internal/runtime/syscall/linux.Syscall6). Those hand the kernel Go
-# memory (hfi's recvmmsg headers, a file name, a buffer on a goroutine
-# stack the runtime moved) that valgrind never saw initialised, or the
+# report except a system-call parameter flagged at one of Go's raw system
+# calls (internal/runtime/syscall/linux.Syscall6, the runtime's own such
+# as runtime.futex, package syscall's, x/sys/unix's). Those hand the
+# kernel Go memory (hfi's recvmmsg headers, a file name, a buffer on a
+# goroutine stack the runtime moved, the runtime's own futex words) that
+# valgrind never saw initialised, or the
 # application's buffers that shm's CMA copy hands the kernel, which may be
 # PROT_NONE on purpose (ctest/efault: the kernel answers EFAULT); memcheck
 # matches a parameter's name exactly, and the names vary (one per header
@@ -22,7 +24,7 @@ function flush() {
 	if (nb == 1 && line ~ /^Syscall param /) param = 1
 	if (!seenat && line ~ /^ +at 0x/) {
 		seenat = 1
-		if (line ~ /: internal\/runtime\/syscall\/linux\.Syscall6 /) goframe = 1
+		if (line ~ /: (internal\/runtime\/syscall\/linux|runtime|syscall|golang\.org\/x\/sys\/unix)\.[A-Za-z0-9_.]+ \(/) goframe = 1
 	}
 	next
 }

@@ -1,6 +1,10 @@
 package shm
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
+)
 
 // The endpoint protocol's cells. Every message and control packet is one
 // ring cell (CellPayload bytes), except an inline message longer than fits
@@ -110,9 +114,9 @@ const (
 
 	// inlineHead is the payload a head cell carries, without and with the
 	// Data word; contPayload is what a continuation cell carries.
-	inlineHead     = CellPayload - offCellW3
-	inlineHeadData = CellPayload - offCellW4
-	contPayload    = CellPayload - offContPayload
+	inlineHead     = ring.CellPayload - offCellW3
+	inlineHeadData = ring.CellPayload - offCellW4
+	contPayload    = ring.CellPayload - offContPayload
 
 	// FastInlineCells is the most cells the C fast path (send.c) puts in
 	// one inline message it sends: up to 197 bytes (189 with CQ data).
@@ -155,7 +159,7 @@ const (
 )
 
 // cell is the bytes of one cell's payload.
-type cell = [CellPayload]byte
+type cell = [ring.CellPayload]byte
 
 func get16(b []byte, off int) uint16    { return binary.NativeEndian.Uint16(b[off:]) }
 func get32(b []byte, off int) uint32    { return binary.NativeEndian.Uint32(b[off:]) }

@@ -8,8 +8,9 @@ import (
 	"os"
 	"sync"
 
-	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // ErrForeign is returned for a segment, or a segment directory, that this

@@ -5,8 +5,9 @@
 //
 // # Building blocks
 //
-// Ring is a bounded multi-producer, single-consumer queue of fixed 64-byte
-// cells laid out in a caller-supplied []byte. Segment is a POSIX shared
+// The ring (internal/ring, shared with hfi's arrival ring) is a bounded
+// multi-producer, single-consumer queue of fixed 64-byte cells laid out in
+// a caller-supplied []byte. Segment is a POSIX shared
 // memory object under /dev/shm holding a versioned header (owner pid, job
 // key, endpoint id, state), a futex doorbell, one Ring and a pool of
 // bounce buffers with a word of busy bits.
@@ -80,14 +81,10 @@
 //	seg, err := shm.Open(name)
 //	if err != nil { ... }
 //	defer seg.Close()
-//	if err := seg.Ring().TryPush(payload); errors.Is(err, shm.ErrFull) {
+//	if err := seg.Ring().TryPush(payload); errors.Is(err, ring.ErrFull) {
 //		// back off and retry; the ring never blocks or overwrites
 //	}
 //
-// A Ring also works on ordinary memory, which is how it is tested:
-//
-//	r, err := shm.InitRing(make([]byte, shm.RingSize(64)), 64)
-//
-// Only Linux is supported for segments and endpoints; the ring itself is
-// portable.
+// The ring is internal/ring's; it also works on ordinary memory, which is
+// how it is tested. Only Linux is supported for segments and endpoints.
 package shm

@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/clock"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -117,7 +119,7 @@ type Stats struct {
 	Queued      uint64 // control cells queued because the peer's ring was full
 	PeerDead    uint64 // operations failed because their peer died or closed
 	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
-	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (slots.go)
+	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (internal/ring/slots.go)
 	Faults      uint64 // transfers failed because a buffer was refused or a copy failed (fault.go)
 }
 
@@ -127,6 +129,10 @@ var (
 	ErrBadConn = errors.New("shm: invalid connection or rendezvous handle")
 	// ErrLength: the header's length is not the iov's total.
 	ErrLength = errors.New("shm: header length does not match the payload")
+	// ErrCorrupt: a segment or its ring does not hold what it must; the
+	// memory is written by other processes, so this is that peer's fault.
+	// It is the ring's error, so one errors.Is covers both.
+	ErrCorrupt = ring.ErrCorrupt
 
 	errClosed        = fmt.Errorf("shm: %w", transport.ErrClosed)
 	errAgain         = transport.ErrAgain
@@ -147,7 +153,7 @@ type Endpoint struct {
 	epid        uint64
 	pid         int
 	seg         *Segment
-	ring        *Ring
+	ring        *ring.Ring
 	threshold   int // longest eager message
 	inlineCells int
 	connTimeout int64 // ns
@@ -192,7 +198,7 @@ type Endpoint struct {
 	checkHit    bool   // Idle saw the liveness check due; Poll clears it
 	stallSince  int64
 	stallNext   int64
-	stallOwners []ProcIdentity
+	stallOwners []sys.ProcIdentity
 
 	cmaRefused bool // process_vm_readv is not allowed here
 	// Split copies (split.go): the generation and use of our split
@@ -204,9 +210,9 @@ type Endpoint struct {
 	splitHook    func() // tests: runs when a SPLIT cell is out, before we claim a chunk
 	again        bool   // the last Send returned ErrAgain
 
-	tx      [MaxPushCells * CellPayload]byte
+	tx      [ring.MaxPushCells * ring.CellPayload]byte
 	rx      cell
-	payload [MaxPushCells * CellPayload]byte
+	payload [ring.MaxPushCells * ring.CellPayload]byte
 	hdr     transport.Header
 	inc     transport.Incoming
 	stats   Stats
@@ -247,8 +253,8 @@ type peer struct {
 	gen       uint32 // bumped when the segment is mapped again
 	connected bool   // Connect returned its Conn: Incoming.Src is set
 	self      bool
-	seg       *Segment // the peer's segment: our own if self
-	ring      *Ring    // its receive ring
+	seg       *Segment   // the peer's segment: our own if self
+	ring      *ring.Ring // its receive ring
 	pid       int
 	busy      *atomic.Uint64 // its busy bits, which we clear as a receiver
 	bellSeq   *atomic.Uint32
@@ -332,13 +338,13 @@ func NewEndpoint(cfg Config) (*Endpoint, error) {
 	if cfg.InlineCells == 0 {
 		cfg.InlineCells = DefaultInlineCells
 	}
-	if RingSize(cfg.RingCells) == 0 {
-		return nil, fmt.Errorf("shm: endpoint: ring of %d cells: %w", cfg.RingCells, ErrCells)
+	if ring.RingSize(cfg.RingCells) == 0 {
+		return nil, fmt.Errorf("shm: endpoint: ring of %d cells: %w", cfg.RingCells, ring.ErrCells)
 	}
 	if cfg.Buffers < 1 || cfg.Buffers > MaxBuffers {
 		return nil, fmt.Errorf("shm: endpoint: %d bounce buffers: %w", cfg.Buffers, ErrPool)
 	}
-	if cfg.InlineCells < 1 || cfg.InlineCells > MaxPushCells || cfg.InlineCells > cfg.RingCells {
+	if cfg.InlineCells < 1 || cfg.InlineCells > ring.MaxPushCells || cfg.InlineCells > cfg.RingCells {
 		return nil, fmt.Errorf("shm: endpoint: %d inline cells out of range", cfg.InlineCells)
 	}
 	bufSize := roundUp(max(cfg.RndvThreshold, minBufferSize), 4096)
@@ -418,27 +424,18 @@ func (e *Endpoint) Report() string { return fmt.Sprintf("shm %+v", e.Stats()) }
 
 // RingProbe describes the endpoint's receive ring for code outside Go
 // that wants to know whether Poll has anything to do without calling into
-// Go: the ring's base address | log2(N) (the base is 64-byte aligned; N
-// is the validated cell count, never re-read from the shared header). The
-// memory is a Ring (version 3): the consumer counter cons is the uint64
-// at +256, and cell i starts at +384+64*i with its sequence word at +0.
-// The ring holds an arrived cell iff the sequence word of cell
-// cons&(N-1) equals cons+1 (all loads atomic, native-endian). Queued
-// control work and liveness checks are not visible there; Idle sees
-// those. After Close the address stays readable (the segment's range is
-// retired, not unmapped: vm.go), so a reader holding an old word reads
-// zeros or another ring of this process, never unmapped memory.
+// Go: the ring's probe word (ring.Ring.Probe; N is the validated cell
+// count, never re-read from the shared header). Queued control work and
+// liveness checks are not visible there; Idle sees those. After Close the
+// address stays readable (the segment's range is retired, not unmapped:
+// vm.go), so a reader holding an old word reads zeros or another ring of
+// this process, never unmapped memory.
 func (e *Endpoint) RingProbe() uint64 {
 	if e.closed {
 		return 0
 	}
-	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(e.ring.mem))))
-	return base | uint64(bits.TrailingZeros64(e.ring.n))
+	return e.ring.Probe()
 }
-
-// ProbeLog2Mask is the part of a probe word that holds log2 of the cell
-// count; the rest is the ring's base address.
-const ProbeLog2Mask = 63
 
 // Probes appends the receive ring's probe word (transport.Endpoint).
 func (e *Endpoint) Probes(dst []uint64) []uint64 {
@@ -533,20 +530,20 @@ func (e *Endpoint) remap(p *peer, toSend bool) error {
 // attach points p at the mapped segment seg, claiming a producer slot in
 // its ring: every push of this endpoint announces itself there, so the
 // ring's owner can repair a cell we leave half-pushed if this process
-// dies (slots.go).
+// dies (internal/ring/slots.go).
 func (e *Endpoint) attach(p *peer, seg *Segment) error {
-	ring, err := seg.Ring().Claim(selfIdentity())
+	r, err := seg.Ring().Claim(sys.SelfIdentity())
 	if err != nil {
 		return err
 	}
 	e.detach(p)
 	p.seg = seg
-	p.ring = ring
+	p.ring = r
 	p.pid = seg.Owner()
 	p.busy = seg.Busy()
 	p.bellSeq = seg.bellSeq()
 	p.bellWait = seg.bellWaiters()
-	p.lastCons = p.ring.cons.Load()
+	p.lastCons, _ = p.ring.Counters()
 	p.consSince = e.now()
 	return nil
 }
@@ -663,7 +660,7 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int) error {
 	hasData := h.Data != 0
 	cells := inlineCells(n, hasData)
-	b := e.tx[:cells*CellPayload]
+	b := e.tx[:cells*ring.CellPayload]
 	var fl byte
 	start := offCellW3
 	if hasData {
@@ -673,10 +670,10 @@ func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int)
 	}
 	putCommon(b, cellInline, fl, uint16(n), h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
-	var parts [MaxPushCells][]byte
-	parts[0] = b[start:CellPayload]
+	var parts [ring.MaxPushCells][]byte
+	parts[0] = b[start:ring.CellPayload]
 	for k := 1; k < cells; k++ {
-		c := b[k*CellPayload : (k+1)*CellPayload]
+		c := b[k*ring.CellPayload : (k+1)*ring.CellPayload]
 		c[offContKind] = cellCont
 		parts[k] = c[offContPayload:]
 	}
@@ -706,7 +703,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n int) 
 		e.stats.Faults++
 		return errSendFault
 	}
-	b := e.tx[:CellPayload]
+	b := e.tx[:ring.CellPayload]
 	putCommon(b, cellEager, cellHasData, uint16(i), h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
 	put64(b, offCellW3, h.Data)
@@ -739,7 +736,7 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 	slot := e.newSend()
 	op := &e.sends[slot]
 	id := makeID(op.gen, slot)
-	b := e.tx[:CellPayload]
+	b := e.tx[:ring.CellPayload]
 	putCommon(b, cellRTS, cellHasData, 0, h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
 	put64(b, offCellW3, h.Data)
@@ -817,7 +814,7 @@ func (e *Endpoint) refuse(p *peer, full bool) error {
 // pushFailed turns a failed push to p into Send's error: ErrAgain for a
 // full ring, the peer's death otherwise.
 func (e *Endpoint) pushFailed(p *peer, err error) error {
-	if err == ErrFull {
+	if err == ring.ErrFull {
 		return e.refuse(p, true)
 	}
 	e.kill(p, transport.ErrPeerDead, "ring corrupt")
@@ -991,7 +988,7 @@ func (e *Endpoint) Idle() bool {
 		return false
 	}
 	e.idleRun++
-	if e.idleRun%idleProbeEvery == 0 && e.ring.reserved() {
+	if e.idleRun%idleProbeEvery == 0 && e.ring.Reserved() {
 		e.probeHit = true
 		return false
 	}
@@ -1067,7 +1064,7 @@ func (e *Endpoint) Wait(timeout time.Duration) {
 	receiverFence() // producers do not fence: see fence.go
 	// Close stores closing before it rings: if this load misses it, the
 	// ring comes after the sequence was read, and the futex returns.
-	if !e.woken.Swap(false) && !e.closing.Load() && e.ring.emptyShared() {
+	if !e.woken.Swap(false) && !e.closing.Load() && e.ring.EmptyShared() {
 		futexWait(e.bellSeq, seq, timeout)
 	}
 	e.bellWaiters.Add(^uint32(0))

@@ -5,6 +5,7 @@ package shm
 import (
 	"testing"
 
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -13,7 +14,7 @@ import (
 // endpoint panic, and it must still work afterwards.
 func FuzzEndpointCells(f *testing.F) {
 	cellOf := func(kind, flags byte, short uint16, epid uint64, w ...uint64) []byte {
-		c := make([]byte, CellPayload)
+		c := make([]byte, ring.CellPayload)
 		putCommon(c, kind, flags, short, 0, epid)
 		for i, v := range w {
 			put64(c, offCellW2+8*i, v)
@@ -69,7 +70,7 @@ func FuzzEndpointCells(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for len(data) > 0 {
-			c := make([]byte, CellPayload)
+			c := make([]byte, ring.CellPayload)
 			n := copy(c, data)
 			data = data[n:]
 			if y.ring.TryPush(c) != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -42,15 +44,17 @@ func endpointChildEnv(job [16]byte, epid, peer uint64, extra ...string) []string
 	}, extra...)
 }
 
-// probeEmpty reads ring memory mem the way C reads it through RingProbe's
-// word w: the base in the high bits, log2 of the cell count in the low 6.
-func probeEmpty(t *testing.T, mem []byte, w uint64) bool {
+// probeEmpty reads segment seg's ring the way C reads it through
+// RingProbe's word w: the base in the high bits, log2 of the cell count in
+// the low 6.
+func probeEmpty(t *testing.T, seg *Segment, w uint64) bool {
 	t.Helper()
+	mem := seg.mem[segHeaderSize:]
 	if base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))); w&^63 != base {
 		t.Fatalf("probe word %#x does not name the ring at %#x", w, base)
 	}
-	n, cons := uint64(1)<<(w&63), wordAt(mem, 256).Load()
-	return wordAt(mem, 384+64*int(cons&(n-1))).Load() != cons+1
+	n, cons := uint64(1)<<(w&63), atomicx.WordAt(mem, 256).Load()
+	return atomicx.WordAt(mem, 384+64*int(cons&(n-1))).Load() != cons+1
 }
 
 // runEndpointChild plays an endpoint role in a child process:
@@ -131,14 +135,11 @@ func runEndpointChild(role string) error {
 		// Reserve a two-cell unit in the parent's ring, publish its
 		// second cell only, and stop there: a process killed in the
 		// middle of TryPushCells.
-		r := e.peers[parent-1].ring
-		pos, err := r.reserveN(2)
-		if err != nil {
+		unit := make([]byte, 2*ring.CellPayload)
+		unit[ring.CellPayload] = cellCont
+		if err := e.peers[parent-1].ring.HalfPush(unit); err != nil {
 			return err
 		}
-		cont := make([]byte, CellPayload)
-		cont[0] = cellCont
-		r.publish(r.cellOff(pos+1), pos+1, cont)
 		time.Sleep(time.Hour)
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gopsm2/libfabric-psm2/internal/clock"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -243,7 +244,7 @@ func transfer(tb testing.TB, a, b *tep, ab transport.Conn, n int, seed byte) del
 }
 
 func TestEndpointInline(t *testing.T) {
-	for _, cells := range []int{1, DefaultInlineCells, MaxPushCells} {
+	for _, cells := range []int{1, DefaultInlineCells, ring.MaxPushCells} {
 		t.Run(fmt.Sprint(cells, " cells"), func(t *testing.T) {
 			a, b, ab := pair(t, func(c *Config) { c.InlineCells = cells })
 			// Seed 0 sends no CQ data, so a cell carries 8 more bytes.
@@ -664,7 +665,7 @@ func TestEndpointMalformed(t *testing.T) {
 	defer seg.Close()
 	r := seg.Ring()
 	mk := func(kind, flags byte, short uint16, epid uint64, w ...uint64) []byte {
-		c := make([]byte, CellPayload)
+		c := make([]byte, ring.CellPayload)
 		putCommon(c, kind, flags, short, 0, epid)
 		for i, v := range w {
 			put64(c, offCellW2+8*i, v)
@@ -673,7 +674,7 @@ func TestEndpointMalformed(t *testing.T) {
 	}
 	a2b := a.EPID()
 	bad := [][]byte{
-		make([]byte, CellPayload), // kind 0
+		make([]byte, ring.CellPayload), // kind 0
 		mk(99, 0, 0, a2b),
 		mk(cellCont, 0, 0, a2b),
 		mk(cellInline, 0, 60000, a2b),        // longer than any unit
@@ -849,11 +850,11 @@ func TestEndpointIdle(t *testing.T) {
 	if _, err := a.Send(ab, &hs, [][]byte{{1}}, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if probeEmpty(t, b.ring.mem, probe) || b.Idle() {
+	if probeEmpty(t, b.seg, probe) || b.Idle() {
 		t.Error("probe or Idle empty with a message waiting")
 	}
 	b.poll()
-	if !probeEmpty(t, b.ring.mem, probe) || !b.Idle() {
+	if !probeEmpty(t, b.seg, probe) || !b.Idle() {
 		t.Error("probe or Idle not empty after Poll")
 	}
 }
@@ -1180,7 +1181,7 @@ func TestEndpointConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{Job: job, EPID: 1, RingCells: 3},
 		{Job: job, EPID: 1, Buffers: MaxBuffers + 1},
-		{Job: job, EPID: 1, InlineCells: MaxPushCells + 1},
+		{Job: job, EPID: 1, InlineCells: ring.MaxPushCells + 1},
 	} {
 		if e, err := NewEndpoint(cfg); err == nil {
 			_ = e.Close()

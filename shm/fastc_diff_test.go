@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fastc"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -71,7 +72,7 @@ func TestFastCBuildsWhatPollDelivers(t *testing.T) {
 }
 
 func TestFastCParsesWhatSendBuilds(t *testing.T) {
-	a, b, ab := pair(t, func(c *Config) { c.InlineCells = MaxPushCells })
+	a, b, ab := pair(t, func(c *Config) { c.InlineCells = ring.MaxPushCells })
 	r := rand.New(rand.NewPCG(3, 4))
 	taken, left := 0, 0
 	for i := 0; i < 3000; i++ {
@@ -85,13 +86,13 @@ func TestFastCParsesWhatSendBuilds(t *testing.T) {
 		before := len(b.rec.got)
 		sendAll(t, a, b, ab, h, [][]byte{payload}, uint64(i), 0)
 		// The cells are in b's ring: C reads them as fi_cq_read would.
-		pos := b.ring.cons.Load()
 		var cells []byte
-		for k := uint64(0); k < MaxPushCells; k++ {
-			if b.ring.seq(b.ring.cellOff(pos+k)).Load() != pos+k+1 {
+		for k := uint64(0); k < ring.MaxPushCells; k++ {
+			c, ok := b.ring.PeekCell(k)
+			if !ok {
 				break
 			}
-			cells = append(cells, b.ring.payload(b.ring.cellOff(pos+k))...)
+			cells = append(cells, c...)
 		}
 		m, got, ok := fastc.Parse(cells)
 		want := h.Flags&^cHFlags == 0
@@ -159,11 +160,11 @@ func TestFastCParsesEagerSendBuilds(t *testing.T) {
 		}
 		before := len(b.rec.got)
 		sendAll(t, a, b, ab, h, [][]byte{payload}, uint64(i), 0)
-		pos := b.ring.cons.Load()
-		if b.ring.seq(b.ring.cellOff(pos)).Load() != pos+1 {
+		cell, published := b.ring.PeekCell(0)
+		if !published {
 			t.Fatalf("message %d: no cell in the ring", i)
 		}
-		m, k, ok := fastc.ParseEager(b.ring.payload(b.ring.cellOff(pos)))
+		m, k, ok := fastc.ParseEager(cell)
 		want := h.Flags&^cHFlags == 0
 		if ok != want {
 			t.Fatalf("message %d (%d bytes, flags %#x): C took it: %v, want %v", i, h.Len, h.Flags, ok, want)
@@ -212,11 +213,11 @@ func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
 		if done, err := a.Send(ab, &h, [][]byte{payload}, cookie, 0); done || err != nil {
 			t.Fatalf("message %d: Send = %v, %v; want a rendezvous", i, done, err)
 		}
-		pos := b.ring.cons.Load()
-		if b.ring.seq(b.ring.cellOff(pos)).Load() != pos+1 {
+		cell, published := b.ring.PeekCell(0)
+		if !published {
 			t.Fatalf("message %d: no cell in the ring", i)
 		}
-		m, addr, sid, ok := fastc.ParseRTS(b.ring.payload(b.ring.cellOff(pos)))
+		m, addr, sid, ok := fastc.ParseRTS(cell)
 		if want := h.Flags&^cHFlags == 0; ok != want {
 			t.Fatalf("message %d (flags %#x): C took it: %v, want %v", i, h.Flags, ok, want)
 		}
@@ -239,7 +240,7 @@ func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
 			}
 			// C's fetch: take the cell, read the bytes (as process_vm_readv
 			// would), push C's FIN.
-			var cell [CellSize]byte
+			var cell [ring.CellSize]byte
 			if _, ok := b.ring.TryPop(cell[:]); !ok {
 				t.Fatalf("message %d: pop", i)
 			}
@@ -270,9 +271,9 @@ func TestFastCParsesRTSAndBuildsFIN(t *testing.T) {
 // takes exactly those cells.
 func TestFastCCellCounts(t *testing.T) {
 	for _, data := range []bool{false, true} {
-		for n := 0; n <= inlineMax(MaxPushCells, data)+contPayload; n++ {
+		for n := 0; n <= inlineMax(ring.MaxPushCells, data)+contPayload; n++ {
 			want := inlineCells(n, data)
-			if want > MaxPushCells {
+			if want > ring.MaxPushCells {
 				want = 0
 			}
 			if got := fastc.Cells(uint64(n), data); got != want {
@@ -280,7 +281,7 @@ func TestFastCCellCounts(t *testing.T) {
 			}
 		}
 	}
-	for k := 1; k <= MaxPushCells; k++ {
+	for k := 1; k <= ring.MaxPushCells; k++ {
 		if got := inlineCells(int(fastc.PadLen(k)), true); got != k {
 			t.Errorf("padding for %d cells takes %d", k, got)
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -30,7 +31,7 @@ import (
 //	+72  the ring's cell count minus one, as validated when the segment
 //	     was mapped: the only cell count a producer may use (the count in
 //	     the ring's header is the peer's to rewrite)
-//	+80  address of this endpoint's producer slot in that ring (slots.go):
+//	+80  address of this endpoint's producer slot in that ring (internal/ring/slots.go):
 //	     the pos word, with n at +8; written before every reservation
 //
 // For eager messages (one cell naming a bounce buffer, as sendEager and
@@ -148,23 +149,23 @@ func (e *Endpoint) syncFast(p *peer) {
 	}
 	d := e.fast[int(p.idx)*FastPeerSize:][:FastPeerSize]
 	ok := p.connected && p.dead == nil && p.ctlHead == len(p.ctl) && p.ring != nil && !e.closed &&
-		p.ring.slotAddr() != 0
+		p.ring.SlotAddr() != 0
 	if !ok {
-		wordAt(d, fpOK).Store(0)
+		atomicx.WordAt(d, fpOK).Store(0)
 		return
 	}
-	wordAt(d, fpRing).Store(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p.ring.mem)))))
-	wordAt(d, fpWait).Store(uint64(uintptr(unsafe.Pointer(p.bellWait))))
-	wordAt(d, fpSeq).Store(uint64(uintptr(unsafe.Pointer(p.bellSeq))))
-	wordAt(d, fpState).Store(uint64(uintptr(unsafe.Pointer(wordAt(p.seg.mem, offSegState)))))
-	wordAt(d, fpEPID).Store(e.epid)
-	wordAt(d, fpPeer).Store(p.epid)
-	wordAt(d, fpFence).Store(b2u(!asymFences()))
-	wordAt(d, fpMask).Store(p.ring.mask)
-	wordAt(d, fpSlot).Store(uint64(p.ring.slotAddr()))
+	atomicx.WordAt(d, fpRing).Store(uint64(p.ring.Base()))
+	atomicx.WordAt(d, fpWait).Store(uint64(uintptr(unsafe.Pointer(p.bellWait))))
+	atomicx.WordAt(d, fpSeq).Store(uint64(uintptr(unsafe.Pointer(p.bellSeq))))
+	atomicx.WordAt(d, fpState).Store(uint64(uintptr(unsafe.Pointer(atomicx.WordAt(p.seg.mem, offSegState)))))
+	atomicx.WordAt(d, fpEPID).Store(e.epid)
+	atomicx.WordAt(d, fpPeer).Store(p.epid)
+	atomicx.WordAt(d, fpFence).Store(b2u(!asymFences()))
+	atomicx.WordAt(d, fpMask).Store(uint64(p.ring.Cells() - 1))
+	atomicx.WordAt(d, fpSlot).Store(uint64(p.ring.SlotAddr()))
 	e.syncFastEager(p, d)
 	e.syncFastRndv(p, d)
-	wordAt(d, fpOK).Store(1)
+	atomicx.WordAt(d, fpOK).Store(1)
 }
 
 // syncFastEager writes the eager words of p's descriptor d: 0 for
@@ -178,24 +179,24 @@ func (e *Endpoint) syncFastEager(p *peer, d []byte) {
 			bufSize = uint64(e.seg.BufferSize())
 		}
 	}
-	wordAt(d, fpEagerMax).Store(eagerMax)
-	wordAt(d, fpBusy).Store(uint64(uintptr(unsafe.Pointer(e.busy))))
-	wordAt(d, fpBufs).Store(bufs)
-	wordAt(d, fpBufSize).Store(bufSize)
-	wordAt(d, fpAllBufs).Store(e.allBufs)
-	wordAt(d, fpHolder).Store(uint64(uintptr(unsafe.Pointer(&e.fast[fastHolders]))))
-	wordAt(d, fpIdx).Store(uint64(p.idx))
+	atomicx.WordAt(d, fpEagerMax).Store(eagerMax)
+	atomicx.WordAt(d, fpBusy).Store(uint64(uintptr(unsafe.Pointer(e.busy))))
+	atomicx.WordAt(d, fpBufs).Store(bufs)
+	atomicx.WordAt(d, fpBufSize).Store(bufSize)
+	atomicx.WordAt(d, fpAllBufs).Store(e.allBufs)
+	atomicx.WordAt(d, fpHolder).Store(uint64(uintptr(unsafe.Pointer(&e.fast[fastHolders]))))
+	atomicx.WordAt(d, fpIdx).Store(uint64(p.idx))
 	var pbufs, psize, pn uint64
 	if b := p.seg.Buffer(0); b != nil && p.busy != nil {
 		pbufs = uint64(uintptr(unsafe.Pointer(&b[0])))
 		psize, pn = uint64(p.seg.BufferSize()), uint64(p.seg.Buffers())
 	}
-	wordAt(d, fpStream).Store(uint64(uintptr(unsafe.Pointer(e.seg.Stream()))))
-	wordAt(d, fpPeerStream).Store(uint64(uintptr(unsafe.Pointer(p.seg.Stream()))))
-	wordAt(d, fpPeerBusy).Store(uint64(uintptr(unsafe.Pointer(p.busy))))
-	wordAt(d, fpPeerBufs).Store(pbufs)
-	wordAt(d, fpPeerBufSz).Store(psize)
-	wordAt(d, fpPeerNBufs).Store(pn)
+	atomicx.WordAt(d, fpStream).Store(uint64(uintptr(unsafe.Pointer(e.seg.Stream()))))
+	atomicx.WordAt(d, fpPeerStream).Store(uint64(uintptr(unsafe.Pointer(p.seg.Stream()))))
+	atomicx.WordAt(d, fpPeerBusy).Store(uint64(uintptr(unsafe.Pointer(p.busy))))
+	atomicx.WordAt(d, fpPeerBufs).Store(pbufs)
+	atomicx.WordAt(d, fpPeerBufSz).Store(psize)
+	atomicx.WordAt(d, fpPeerNBufs).Store(pn)
 }
 
 // syncFastRndv writes the rendezvous words of p's descriptor d: a pid only
@@ -210,9 +211,9 @@ func (e *Endpoint) syncFastRndv(p *peer, d []byte) {
 		rmax = uint64(e.cfg.SplitThreshold - 1)
 		alone = uint64(e.splitMin())
 	}
-	wordAt(d, fpPeerPID).Store(pid)
-	wordAt(d, fpRndvMax).Store(rmax)
-	wordAt(d, fpRndvAlone).Store(alone)
+	atomicx.WordAt(d, fpPeerPID).Store(pid)
+	atomicx.WordAt(d, fpRndvMax).Store(rmax)
+	atomicx.WordAt(d, fpRndvAlone).Store(alone)
 }
 
 // refuseCMA turns single copy off for the endpoint's life (the kernel
@@ -228,9 +229,9 @@ func (e *Endpoint) refuseCMA() {
 // eager messages, and rendezvous C fetched.
 func (e *Endpoint) fastSent() (inline, eager, rndv uint64) {
 	for i := 0; i < len(e.fast) && i < fastHolders; i += FastPeerSize {
-		inline += wordAt(e.fast, i+fpSent).Load()
-		eager += wordAt(e.fast, i+fpEagerSent).Load()
-		rndv += wordAt(e.fast, i+fpRndvCMA).Load()
+		inline += atomicx.WordAt(e.fast, i+fpSent).Load()
+		eager += atomicx.WordAt(e.fast, i+fpEagerSent).Load()
+		rndv += atomicx.WordAt(e.fast, i+fpRndvCMA).Load()
 	}
 	return inline, eager, rndv
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -258,7 +259,7 @@ func TestEndpointFINStatus(t *testing.T) {
 		h := transport.Header{Len: 100000}
 		sendAll(t, a, b, ab, h, [][]byte{make([]byte, 100000)}, cookie, 0)
 		d := recvOne(t, a, b)
-		c := make([]byte, CellPayload)
+		c := make([]byte, ring.CellPayload)
 		putCommon(c, cellFIN, tc.status, 0, 0, b.EPID())
 		put64(c, offCellW2, d.Rndv.W[3])
 		if err := seg.Ring().TryPush(c); err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 )
 
 // The tests of issue 8's findings 1 and 6: another user on the node must
@@ -173,7 +175,7 @@ func runSquattedChild() error {
 	if err := peer.Ring().TryPush(msg); err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
-	got := make([]byte, CellPayload)
+	got := make([]byte, ring.CellPayload)
 	if n, ok := seg.Ring().TryPop(got); !ok || string(got[:len(msg)]) != string(msg) {
 		return fmt.Errorf("pop: %v %q", ok, got[:n])
 	}

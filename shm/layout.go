@@ -1,6 +1,9 @@
 package shm
 
-import "github.com/gopsm2/libfabric-psm2/internal/cabi"
+import (
+	"github.com/gopsm2/libfabric-psm2/internal/cabi"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
+)
 
 // CLayout lists the shm memory the C side reads and writes: the ring
 // (ring.go, version 3), its cells as an inline send builds and a C
@@ -8,19 +11,7 @@ import "github.com/gopsm2/libfabric-psm2/internal/cabi"
 // fast-peer descriptor (fastpeer.go), for cmd/libfabric-psm2/fast/layout.h.
 func CLayout() []cabi.Group {
 	return []cabi.Group{
-		{Title: "Ring, bytes", Source: "shm/ring.go", Consts: []cabi.Const{
-			cabi.Value("RING_PROD", offRingProd, "uint64: producers' reservation counter"),
-			cabi.Value("RING_SEEN", offRingSeen, "uint64: producers' copy of cons"),
-			cabi.Value("RING_CONS", offRingCons, "uint64: consumer counter"),
-			cabi.Value("RING_HDR", ringHeaderSize, "cell i starts at RING_HDR + i*CELL_SIZE"),
-			cabi.Value("CELL_SIZE", CellSize, ""),
-			cabi.Value("CELL_SEQ", offCellSeq, "in a cell: the uint64 sequence word"),
-			cabi.Value("CELL_PAYLOAD_OFF", offCellPayload, "in a cell: where the payload starts"),
-			cabi.Value("CELL_PAYLOAD", CellPayload, "payload bytes in a cell"),
-			cabi.Value("PROBE_LOG2_MASK", ProbeLog2Mask, "probe word: log2 of the cell count; the rest is the ring"),
-			cabi.Word("SLOT_POS", 0, "a producer slot, from its pos word (FP_SLOT): first position reserved"),
-			cabi.Word("SLOT_N", offSlotN-offSlotPos, "... its number of cells"),
-		}},
+		ring.CLayout(),
 		{Title: "Memory", Source: "shm/sys_unsafe.go", Consts: []cabi.Const{
 			cabi.Value("PAGE_BYTES", pageBytes, "the smallest page: a copy within one faults on its first byte or not at all"),
 			cabi.Value("ALIAS_SPAN", aliasSpan, "a copy to 1..ALIAS_NEAR-1 bytes past its source modulo ALIAS_SPAN stalls"),
@@ -56,7 +47,7 @@ func CLayout() []cabi.Group {
 			cabi.Value("CONT_KIND", offContKind, "in a continuation cell: its kind byte"),
 			cabi.Value("CONT_PAYLOAD_OFF", offContPayload, "... then its payload"),
 			cabi.Value("CONT_PAYLOAD", contPayload, "payload bytes in a continuation cell"),
-			cabi.Value("PUSH_CELLS_MAX", MaxPushCells, "cells of one unit (an inline message) at most"),
+			cabi.Value("PUSH_CELLS_MAX", ring.MaxPushCells, "cells of one unit (an inline message) at most"),
 			cabi.Value("FAST_INLINE_CELLS", FastInlineCells, "cells of an inline message C sends, at most"),
 		}},
 		{Title: "Fast-peer descriptor, words", Source: "shm/fastpeer.go", Consts: []cabi.Const{

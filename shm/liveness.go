@@ -100,7 +100,7 @@ func (e *Endpoint) probe(p *peer, now int64) {
 		e.killAfterDrain(p, "segment removed")
 		return
 	}
-	cons, prod := p.ring.cons.Load(), p.ring.prod.Load()
+	cons, prod := p.ring.Counters()
 	switch {
 	case p.consSince == 0 || cons != p.lastCons || prod == cons:
 		p.lastCons, p.consSince = cons, now
@@ -117,9 +117,9 @@ func (e *Endpoint) probe(p *peer, now int64) {
 // move between two checks (a stalled one, or a caller that stopped
 // polling it) does not hold the kill back any longer.
 func (e *Endpoint) killAfterDrain(p *peer, why string) {
-	cons := e.ring.cons.Load()
+	cons, prod := e.ring.Counters()
 	if !p.draining {
-		p.draining, p.drainTo = true, e.ring.prod.Load()
+		p.draining, p.drainTo = true, prod
 	} else if cons == p.drainCons {
 		e.kill(p, transport.ErrPeerDead, why)
 		return

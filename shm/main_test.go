@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 )
 
 // The test binary doubles as the child process of the cross-process
@@ -87,7 +89,7 @@ func runChild(role string) error {
 			return fmt.Errorf("segment owner %d, parent %d", seg.Owner(), os.Getppid())
 		}
 		r := seg.Ring()
-		buf := make([]byte, CellPayload)
+		buf := make([]byte, ring.CellPayload)
 		var b backoff
 		for seq := range count {
 			fillMsg(buf, id, seq)
@@ -96,7 +98,7 @@ func runChild(role string) error {
 				if err == nil {
 					break
 				}
-				if err != ErrFull {
+				if err != ring.ErrFull {
 					return fmt.Errorf("push %d: %w", seq, err)
 				}
 				b.wait()

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -117,7 +118,7 @@ func (e *Endpoint) onInline(h transport.Handler) int {
 	n := int(get16(b, offCellShort))
 	hasData := b[offCellFlags]&cellHasData != 0
 	cells := inlineCells(n, hasData)
-	if cells > MaxPushCells {
+	if cells > ring.MaxPushCells {
 		return e.drop() // its continuations are dropped one by one
 	}
 	start := offCellW3
@@ -448,7 +449,7 @@ func (e *Endpoint) pump(h transport.Handler) int {
 				failed = true
 				break
 			}
-			c := e.tx[:CellPayload]
+			c := e.tx[:ring.CellPayload]
 			putCommon(c, cellData, 0, uint16(i), 0, e.epid)
 			put64(c, offCellW2, op.fetchID)
 			put64(c, offCellW3, uint64(op.off))
@@ -457,7 +458,7 @@ func (e *Endpoint) pump(h transport.Handler) int {
 			put64(c, offCellW6, 0)
 			if err := p.ring.TryPush(c); err != nil {
 				e.freeBuf(i)
-				if err != ErrFull {
+				if err != ring.ErrFull {
 					e.kill(p, transport.ErrPeerDead, "ring corrupt")
 				}
 				break
@@ -486,7 +487,7 @@ func (e *Endpoint) pump(h transport.Handler) int {
 // fails here. Chunks already streamed are dropped by the receiver.
 func (e *Endpoint) abortStream(h transport.Handler, p *peer, k, slot int, st byte) int {
 	op := &e.sends[slot]
-	c := e.tx[:CellPayload]
+	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellData, st, noBuffer, 0, e.epid)
 	put64(c, offCellW2, op.fetchID)
 	put64(c, offCellW3, 0)
@@ -526,7 +527,7 @@ func (e *Endpoint) control(p *peer, c []byte) {
 			e.ring2(p)
 			return
 		}
-		if err != ErrFull {
+		if err != ring.ErrFull {
 			e.kill(p, transport.ErrPeerDead, "ring corrupt")
 			return
 		}
@@ -548,7 +549,7 @@ func (e *Endpoint) flush(p *peer) bool {
 	for p.ctlHead < len(p.ctl) {
 		err := p.ring.TryPush(p.ctl[p.ctlHead][:])
 		if err != nil {
-			if err != ErrFull {
+			if err != ring.ErrFull {
 				e.kill(p, transport.ErrPeerDead, "ring corrupt")
 			}
 			break

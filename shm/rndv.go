@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -99,7 +100,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	*op = fetchOp{gen: op.gen, state: opWait, peer: p.idx, cookie: cookie, sendID: id, dst: dst, last: e.now()}
 	p.ops++
 	e.pending++
-	c := e.tx[:CellPayload]
+	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellCTS, 0, 0, 0, e.epid)
 	put64(c, offCellW2, id)
 	put64(c, offCellW3, makeID(op.gen, slot))
@@ -204,7 +205,7 @@ func (e *Endpoint) finNow(p *peer, id uint64, status byte) {
 
 // finCell builds a FIN cell in e.tx.
 func (e *Endpoint) finCell(id uint64, status byte) []byte {
-	c := e.tx[:CellPayload]
+	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellFIN, status, 0, 0, e.epid)
 	put64(c, offCellW2, id)
 	put64(c, offCellW3, 0)

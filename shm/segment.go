@@ -14,8 +14,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // Dir is where POSIX shared memory objects live on Linux: shm_open(3)
@@ -48,24 +51,24 @@ const (
 	offSegEPID     = 48  // the owner's endpoint id
 	offSegPoolOff  = 56  // offset of the bounce buffers; 0 if there are none
 	offSegPoolBufs = 64  // number of bounce buffers, at most MaxBuffers
-	offSegPoolSize = 72  // bytes per bounce buffer, a multiple of CellSize
+	offSegPoolSize = 72  // bytes per bounce buffer, a multiple of ring.CellSize
 	offSegState    = 80  // segOpen, or segClosed once the owner closed it
 	offSegSplitOff = 88  // offset of the split slots; 0 if there are none
 	offSegSplits   = 96  // number of split slots, at most MaxSplitSlots
-	offSegStart    = 104 // the owner's start time (ProcIdentity), for Reclaim
+	offSegStart    = 104 // the owner's start time (sys.ProcIdentity), for Reclaim
 
 	// The doorbell: a 32-bit futex word the owner sleeps on and a 32-bit
 	// count of sleepers, on their own line pair. Only the owner writes the
 	// count; producers read it after every push and touch the sequence
 	// only when it is nonzero.
-	offSegBellSeq     = lineSep     // uint32 futex word
-	offSegBellWaiters = lineSep + 4 // uint32: owner threads inside Wait
+	offSegBellSeq     = ring.LineSep     // uint32 futex word
+	offSegBellWaiters = ring.LineSep + 4 // uint32: owner threads inside Wait
 
 	// offSegBusy is a uint64 whose bit i is set while bounce buffer i
 	// holds data a receiver has not copied out yet: the owner sets it, the
 	// receiver clears it. Its own line pair keeps that ping-pong off the
 	// header and the doorbell.
-	offSegBusy = 2 * lineSep
+	offSegBusy = 2 * ring.LineSep
 
 	// offSegStream is the owner's stream word: while the C fast path
 	// fills a bounce buffer whose eager cell it already pushed (cell flag
@@ -82,9 +85,9 @@ const (
 	// no new stream while that buffer is still busy, so one word is enough.
 	offSegStreamBroken = offSegStream + 8
 
-	// segHeaderSize is where the ring starts. It is a multiple of lineSep
+	// segHeaderSize is where the ring starts. It is a multiple of ring.LineSep
 	// so the ring's counters keep their own line pairs.
-	segHeaderSize = 3 * lineSep
+	segHeaderSize = 3 * ring.LineSep
 )
 
 // Values of the state word.
@@ -96,7 +99,7 @@ const (
 // Split slots: SplitSlotSize bytes each (a line pair, so two slots never
 // share a prefetched pair), at most MaxSplitSlots of them.
 const (
-	SplitSlotSize = lineSep
+	SplitSlotSize = ring.LineSep
 	MaxSplitSlots = 64
 )
 
@@ -134,9 +137,9 @@ type Segment struct {
 	name    string
 	mem     []byte
 	owned   bool // made by CreateSegment: Close retires the range (vm.go)
-	ring    *Ring
+	ring    *ring.Ring
 	pid     int
-	start   uint64 // the owner's start time (ProcIdentity.Start), 0: unknown
+	start   uint64 // the owner's start time (sys.ProcIdentity.Start), 0: unknown
 	job     [16]byte
 	epid    uint64
 	pool    []byte // nbuf*bufSize bytes of bounce buffers; nil if none
@@ -186,12 +189,12 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	ringSize := RingSize(cfg.Cells)
+	ringSize := ring.RingSize(cfg.Cells)
 	if ringSize == 0 {
-		return nil, fmt.Errorf("create segment %q of %d cells: %w", name, cfg.Cells, ErrCells)
+		return nil, fmt.Errorf("create segment %q of %d cells: %w", name, cfg.Cells, ring.ErrCells)
 	}
 	if cfg.Buffers < 0 || cfg.Buffers > MaxBuffers || (cfg.Buffers > 0 &&
-		(cfg.BufferSize <= 0 || cfg.BufferSize > MaxBufferSize || cfg.BufferSize%CellSize != 0)) {
+		(cfg.BufferSize <= 0 || cfg.BufferSize > MaxBufferSize || cfg.BufferSize%ring.CellSize != 0)) {
 		return nil, fmt.Errorf("create segment %q: %d buffers of %d bytes: %w",
 			name, cfg.Buffers, cfg.BufferSize, ErrPool)
 	}
@@ -202,7 +205,7 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	splitOff := 0
 	end := segHeaderSize + ringSize
 	if cfg.SplitSlots > 0 {
-		splitOff = roundUp(end, lineSep)
+		splitOff = roundUp(end, ring.LineSep)
 		end = splitOff + cfg.SplitSlots*SplitSlotSize
 	}
 	size := roundUp(end, page)
@@ -254,23 +257,23 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 		}
 	}()
 
-	id := selfIdentity()
+	id := sys.SelfIdentity()
 	pid := id.PID
-	wordAt(mem, offSegPID).Store(uint64(pid))
-	wordAt(mem, offSegStart).Store(id.Start)
-	wordAt(mem, offSegSize).Store(uint64(size))
-	wordAt(mem, offSegRingOff).Store(segHeaderSize)
-	wordAt(mem, offSegJob).Store(binary.NativeEndian.Uint64(cfg.Job[0:]))
-	wordAt(mem, offSegJob+8).Store(binary.NativeEndian.Uint64(cfg.Job[8:]))
-	wordAt(mem, offSegEPID).Store(cfg.EPID)
-	wordAt(mem, offSegPoolOff).Store(uint64(poolOff))
-	wordAt(mem, offSegPoolBufs).Store(uint64(cfg.Buffers))
-	wordAt(mem, offSegPoolSize).Store(uint64(poolSize))
-	wordAt(mem, offSegState).Store(segOpen)
-	wordAt(mem, offSegSplitOff).Store(uint64(splitOff))
-	wordAt(mem, offSegSplits).Store(uint64(cfg.SplitSlots))
-	wordAt(mem, offSegBellSeq).Store(0) // seq and waiters
-	wordAt(mem, offSegBusy).Store(0)
+	atomicx.WordAt(mem, offSegPID).Store(uint64(pid))
+	atomicx.WordAt(mem, offSegStart).Store(id.Start)
+	atomicx.WordAt(mem, offSegSize).Store(uint64(size))
+	atomicx.WordAt(mem, offSegRingOff).Store(segHeaderSize)
+	atomicx.WordAt(mem, offSegJob).Store(binary.NativeEndian.Uint64(cfg.Job[0:]))
+	atomicx.WordAt(mem, offSegJob+8).Store(binary.NativeEndian.Uint64(cfg.Job[8:]))
+	atomicx.WordAt(mem, offSegEPID).Store(cfg.EPID)
+	atomicx.WordAt(mem, offSegPoolOff).Store(uint64(poolOff))
+	atomicx.WordAt(mem, offSegPoolBufs).Store(uint64(cfg.Buffers))
+	atomicx.WordAt(mem, offSegPoolSize).Store(uint64(poolSize))
+	atomicx.WordAt(mem, offSegState).Store(segOpen)
+	atomicx.WordAt(mem, offSegSplitOff).Store(uint64(splitOff))
+	atomicx.WordAt(mem, offSegSplits).Store(uint64(cfg.SplitSlots))
+	atomicx.WordAt(mem, offSegBellSeq).Store(0) // seq and waiters
+	atomicx.WordAt(mem, offSegBusy).Store(0)
 	ringEnd := size
 	if poolOff > 0 {
 		ringEnd = poolOff
@@ -278,12 +281,12 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if splitOff > 0 {
 		ringEnd = splitOff
 	}
-	ring, err := InitRing(mem[segHeaderSize:ringEnd], cfg.Cells)
+	r, err := ring.InitRing(mem[segHeaderSize:ringEnd], cfg.Cells)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
-	wordAt(mem, offSegIdent).Store(segIdent)
-	seg = &Segment{name: name, path: path, mem: mem, owned: true, ring: ring, pid: pid, job: cfg.Job, epid: cfg.EPID,
+	atomicx.WordAt(mem, offSegIdent).Store(segIdent)
+	seg = &Segment{name: name, path: path, mem: mem, owned: true, ring: r, pid: pid, job: cfg.Job, epid: cfg.EPID,
 		nbuf: cfg.Buffers, bufSize: poolSize, dev: st.dev, ino: st.ino,
 		splitOff: splitOff, splits: cfg.SplitSlots}
 	if poolOff > 0 {
@@ -320,7 +323,7 @@ func Open(name string) (seg *Segment, err error) {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
 	size := st.size
-	if size < int64(segHeaderSize+RingSize(MinCells)) || size > maxSegmentSize() {
+	if size < int64(segHeaderSize+ring.RingSize(ring.MinCells)) || size > maxSegmentSize() {
 		return nil, fmt.Errorf("open segment %q: size %d out of range: %w", name, size, ErrCorrupt)
 	}
 	mem, err := mapObject(fd, int(size))
@@ -333,27 +336,27 @@ func Open(name string) (seg *Segment, err error) {
 		}
 	}()
 
-	h := segHeader{ident: wordAt(mem, offSegIdent).Load()} // first: acquire
-	h.pid = wordAt(mem, offSegPID).Load()
-	h.size = wordAt(mem, offSegSize).Load()
-	h.ringOff = wordAt(mem, offSegRingOff).Load()
-	binary.NativeEndian.PutUint64(h.job[0:], wordAt(mem, offSegJob).Load())
-	binary.NativeEndian.PutUint64(h.job[8:], wordAt(mem, offSegJob+8).Load())
-	h.epid = wordAt(mem, offSegEPID).Load()
-	h.poolOff = wordAt(mem, offSegPoolOff).Load()
-	h.poolBufs = wordAt(mem, offSegPoolBufs).Load()
-	h.poolSize = wordAt(mem, offSegPoolSize).Load()
-	h.splitOff = wordAt(mem, offSegSplitOff).Load()
-	h.splits = wordAt(mem, offSegSplits).Load()
-	h.start = wordAt(mem, offSegStart).Load()
+	h := segHeader{ident: atomicx.WordAt(mem, offSegIdent).Load()} // first: acquire
+	h.pid = atomicx.WordAt(mem, offSegPID).Load()
+	h.size = atomicx.WordAt(mem, offSegSize).Load()
+	h.ringOff = atomicx.WordAt(mem, offSegRingOff).Load()
+	binary.NativeEndian.PutUint64(h.job[0:], atomicx.WordAt(mem, offSegJob).Load())
+	binary.NativeEndian.PutUint64(h.job[8:], atomicx.WordAt(mem, offSegJob+8).Load())
+	h.epid = atomicx.WordAt(mem, offSegEPID).Load()
+	h.poolOff = atomicx.WordAt(mem, offSegPoolOff).Load()
+	h.poolBufs = atomicx.WordAt(mem, offSegPoolBufs).Load()
+	h.poolSize = atomicx.WordAt(mem, offSegPoolSize).Load()
+	h.splitOff = atomicx.WordAt(mem, offSegSplitOff).Load()
+	h.splits = atomicx.WordAt(mem, offSegSplits).Load()
+	h.start = atomicx.WordAt(mem, offSegStart).Load()
 	if err := h.check(size); err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	ring, err := AttachRing(mem[h.ringOff:h.ringEnd()])
+	r, err := ring.AttachRing(mem[h.ringOff:h.ringEnd()])
 	if err != nil {
 		return nil, fmt.Errorf("open segment %q: %w", name, err)
 	}
-	seg = &Segment{name: name, path: path, mem: mem, ring: ring, pid: int(h.pid), start: h.start, job: h.job, epid: h.epid,
+	seg = &Segment{name: name, path: path, mem: mem, ring: r, pid: int(h.pid), start: h.start, job: h.job, epid: h.epid,
 		nbuf: int(h.poolBufs), bufSize: int(h.poolSize), dev: st.dev, ino: st.ino,
 		splitOff: int(h.splitOff), splits: int(h.splits)}
 	if h.poolBufs > 0 {
@@ -376,7 +379,7 @@ func (s *Segment) Job() [16]byte { return s.job }
 func (s *Segment) EPID() uint64 { return s.epid }
 
 // Ring returns the segment's ring. It must not be used after Close.
-func (s *Segment) Ring() *Ring { return s.ring }
+func (s *Segment) Ring() *ring.Ring { return s.ring }
 
 // Buffers returns the number of bounce buffers.
 func (s *Segment) Buffers() int { return s.nbuf }
@@ -398,25 +401,25 @@ func (s *Segment) Buffer(i int) []byte {
 // Busy returns the word of busy bits: bit i is set while bounce buffer i
 // holds data a receiver has not released. The owner sets bits (Or), the
 // receiver clears them (And); anyone may load it.
-func (s *Segment) Busy() *atomic.Uint64 { return wordAt(s.mem, offSegBusy) }
+func (s *Segment) Busy() *atomic.Uint64 { return atomicx.WordAt(s.mem, offSegBusy) }
 
 // Stream returns the segment's stream word (offSegStream).
-func (s *Segment) Stream() *atomic.Uint64 { return wordAt(s.mem, offSegStream) }
+func (s *Segment) Stream() *atomic.Uint64 { return atomicx.WordAt(s.mem, offSegStream) }
 
 // StreamBroken returns the word naming the last broken stream
 // (offSegStreamBroken).
-func (s *Segment) StreamBroken() *atomic.Uint64 { return wordAt(s.mem, offSegStreamBroken) }
+func (s *Segment) StreamBroken() *atomic.Uint64 { return atomicx.WordAt(s.mem, offSegStreamBroken) }
 
 // Closed reports whether the owner has marked the segment closed.
-func (s *Segment) Closed() bool { return wordAt(s.mem, offSegState).Load() != segOpen }
+func (s *Segment) Closed() bool { return atomicx.WordAt(s.mem, offSegState).Load() != segOpen }
 
 // MarkClosed records in the header that the owner is closing the
 // segment, for peers that still map it. Only the owner calls it.
-func (s *Segment) MarkClosed() { wordAt(s.mem, offSegState).Store(segClosed) }
+func (s *Segment) MarkClosed() { atomicx.WordAt(s.mem, offSegState).Store(segClosed) }
 
 // bellSeq and bellWaiters are the doorbell's words.
-func (s *Segment) bellSeq() *atomic.Uint32     { return word32At(s.mem, offSegBellSeq) }
-func (s *Segment) bellWaiters() *atomic.Uint32 { return word32At(s.mem, offSegBellWaiters) }
+func (s *Segment) bellSeq() *atomic.Uint32     { return atomicx.Word32At(s.mem, offSegBellSeq) }
+func (s *Segment) bellWaiters() *atomic.Uint32 { return atomicx.Word32At(s.mem, offSegBellWaiters) }
 
 // Replaced reports whether Dir/<name> no longer names the object this
 // Segment maps: it was unlinked, or unlinked and made again. It costs one
@@ -542,7 +545,7 @@ type segHeader struct {
 // recorded time. A pid reused by another process (this one, even) is not
 // the owner.
 func (h segHeader) ownerAlive() (bool, error) {
-	if h.start != 0 && (ProcIdentity{PID: int(h.pid), Start: h.start}).Gone() {
+	if h.start != 0 && (sys.ProcIdentity{PID: int(h.pid), Start: h.start}).Gone() {
 		return false, nil
 	}
 	return processAlive(int(h.pid))
@@ -596,7 +599,7 @@ func (h segHeader) check(objSize int64) error {
 			return fmt.Errorf("pool offset %d and size %d without buffers: %w", h.poolOff, h.poolSize, ErrCorrupt)
 		}
 	} else if h.poolBufs > MaxBuffers || h.poolSize == 0 || h.poolSize > MaxBufferSize ||
-		h.poolSize%CellSize != 0 || h.poolOff%CellSize != 0 || h.poolOff < segHeaderSize ||
+		h.poolSize%ring.CellSize != 0 || h.poolOff%ring.CellSize != 0 || h.poolOff < segHeaderSize ||
 		h.poolOff > h.size || h.size-h.poolOff < h.poolBufs*h.poolSize {
 		return fmt.Errorf("bad pool: %d buffers of %d bytes at %d: %w", h.poolBufs, h.poolSize, h.poolOff, ErrCorrupt)
 	}
@@ -604,12 +607,12 @@ func (h segHeader) check(objSize int64) error {
 		if h.splitOff != 0 {
 			return fmt.Errorf("split offset %d without slots: %w", h.splitOff, ErrCorrupt)
 		}
-	} else if h.splits > MaxSplitSlots || h.splitOff%lineSep != 0 || h.splitOff < segHeaderSize ||
+	} else if h.splits > MaxSplitSlots || h.splitOff%ring.LineSep != 0 || h.splitOff < segHeaderSize ||
 		h.splitOff > h.size || h.size-h.splitOff < h.splits*SplitSlotSize ||
 		(h.poolBufs > 0 && (h.poolOff < h.splitOff || h.poolOff-h.splitOff < h.splits*SplitSlotSize)) {
 		return fmt.Errorf("bad split slots: %d at %d: %w", h.splits, h.splitOff, ErrCorrupt)
 	}
-	if h.ringOff < segHeaderSize || h.ringOff%lineSep != 0 || h.ringOff >= h.ringEnd() {
+	if h.ringOff < segHeaderSize || h.ringOff%ring.LineSep != 0 || h.ringOff >= h.ringEnd() {
 		return fmt.Errorf("bad ring offset %d: %w", h.ringOff, ErrCorrupt)
 	}
 	return nil
@@ -630,7 +633,7 @@ func (h segHeader) ringEnd() uint64 {
 // maxSegmentSize is the largest object Open maps: a segment of MaxCells
 // cells and MaxBuffers buffers of MaxBufferSize bytes.
 func maxSegmentSize() int64 {
-	return int64(roundUp(segHeaderSize+RingSize(MaxCells)+MaxSplitSlots*SplitSlotSize, os.Getpagesize()) +
+	return int64(roundUp(segHeaderSize+ring.RingSize(ring.MaxCells)+MaxSplitSlots*SplitSlotSize, os.Getpagesize()) +
 		MaxBuffers*MaxBufferSize)
 }
 

@@ -15,6 +15,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 func mustCreate(t *testing.T, name string, cells int) *Segment {
@@ -46,7 +49,7 @@ func TestSegmentCreateOpenUnlink(t *testing.T) {
 	if err := peer.Ring().TryPush(msg(5, 6)); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, CellPayload)
+	buf := make([]byte, ring.CellPayload)
 	if _, ok := owner.Ring().TryPop(buf); !ok {
 		t.Fatal("owner did not see the peer's message")
 	}
@@ -115,9 +118,9 @@ func TestSegmentPermissions(t *testing.T) {
 
 func TestSegmentBadCells(t *testing.T) {
 	name := testName(t)
-	for _, cells := range []int{0, 1, 3, MaxCells * 2} {
-		if _, err := Create(name, cells); !errors.Is(err, ErrCells) {
-			t.Errorf("Create(%d cells) = %v, want ErrCells", cells, err)
+	for _, cells := range []int{0, 1, 3, ring.MaxCells * 2} {
+		if _, err := Create(name, cells); !errors.Is(err, ring.ErrCells) {
+			t.Errorf("Create(%d cells) = %v, want ring.ErrCells", cells, err)
 		}
 	}
 	if _, err := os.Lstat(segFile(name)); !errors.Is(err, os.ErrNotExist) {
@@ -216,9 +219,9 @@ func TestSegmentLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := os.Getpagesize()
-			end := segHeaderSize + RingSize(64)
+			end := segHeaderSize + ring.RingSize(64)
 			wantHdr := segHeader{ident: segMagic | 5<<32, pid: uint64(os.Getpid()), size: uint64(len(b)),
-				ringOff: 384, job: job, epid: 0xabcdef, start: selfIdentity().Start}
+				ringOff: 384, job: job, epid: 0xabcdef, start: sys.SelfIdentity().Start}
 			if splits > 0 {
 				wantHdr.splitOff, wantHdr.splits = uint64(roundUp(end, 128)), uint64(splits)
 				end = roundUp(end, 128) + splits*SplitSlotSize
@@ -241,12 +244,8 @@ func TestSegmentLayout(t *testing.T) {
 					t.Errorf("word at %d is %#x, want 0", off, w)
 				}
 			}
-			ring := b[h.ringOff:]
-			if id := binary.NativeEndian.Uint64(ring[offRingIdent:]); id != ringIdent {
-				t.Errorf("ring ident %#x at the ring offset, want %#x", id, ringIdent)
-			}
-			if n := binary.NativeEndian.Uint64(ring[offRingCells:]); n != 64 {
-				t.Errorf("ring cells %d, want 64", n)
+			if r, err := ring.AttachRing(b[h.ringOff:]); err != nil || r.Cells() != 64 {
+				t.Errorf("no ring of 64 cells at the ring offset: %v", err)
 			}
 
 			// A peer sees the same.
@@ -359,7 +358,7 @@ func TestOpenHostile(t *testing.T) {
 		{"ring offset past the end", pwrite(offSegRingOff, 1<<40), ErrCorrupt},
 		{"ring offset inside the header", pwrite(offSegRingOff, 0), ErrCorrupt},
 		{"ring offset misaligned", pwrite(offSegRingOff, segHeaderSize+8), ErrCorrupt},
-		{"ring offset leaves no room", pwrite(offSegRingOff, 4096-lineSep), ErrCorrupt},
+		{"ring offset leaves no room", pwrite(offSegRingOff, 4096-ring.LineSep), ErrCorrupt},
 		{"pid zero", pwrite(offSegPID, 0), ErrCorrupt},
 		{"pool offset without buffers", pwrite(offSegPoolOff, 1024), ErrCorrupt},
 		{"buffers without a size", pwrite(offSegPoolBufs, 1), ErrCorrupt},
@@ -379,8 +378,10 @@ func TestOpenHostile(t *testing.T) {
 			pwrite(offSegPoolBufs, 1)(t, path)
 		}, ErrCorrupt},
 		{"pid negative", pwrite(offSegPID, ^uint64(0)), ErrCorrupt},
-		{"ring magic", pwrite(segHeaderSize+offRingIdent, 0), ErrCorrupt},
-		{"ring claims more cells", pwrite(segHeaderSize+offRingCells, 1<<16), ErrCorrupt},
+		// The ring's ident word is at +0, its cell count at +8
+		// (internal/ring's TestRingLayout pins them).
+		{"ring magic", pwrite(segHeaderSize+0, 0), ErrCorrupt},
+		{"ring claims more cells", pwrite(segHeaderSize+8, 1<<16), ErrCorrupt},
 		{"truncated to the header", truncate(segHeaderSize), ErrCorrupt},
 		{"truncated to nothing", truncate(0), ErrCorrupt},
 		{"grown past the limit", truncate(maxSegmentSize() + 4096), ErrCorrupt},
@@ -453,7 +454,7 @@ func TestReclaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			start, _, err := procStat(sleeper)
+			start, _, err := sys.ProcStat(sleeper)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -477,7 +478,7 @@ func TestReclaim(t *testing.T) {
 			}
 			defer f.Close()
 			var b [8]byte
-			binary.NativeEndian.PutUint64(b[:], selfIdentity().Start-1)
+			binary.NativeEndian.PutUint64(b[:], sys.SelfIdentity().Start-1)
 			if _, err := f.WriteAt(b[:], offSegStart); err != nil {
 				t.Fatal(err)
 			}
@@ -553,7 +554,7 @@ func TestCrossProcess(t *testing.T) {
 		perChild = 2000
 	}
 	name := testName(t)
-	seg := mustCreate(t, name, 16) // small: children keep hitting ErrFull
+	seg := mustCreate(t, name, 16) // small: children keep hitting ring.ErrFull
 	r := seg.Ring()
 
 	kids := make([]*child, children)
@@ -565,7 +566,7 @@ func TestCrossProcess(t *testing.T) {
 	}
 
 	next := make([]uint64, children)
-	buf := make([]byte, CellPayload)
+	buf := make([]byte, ring.CellPayload)
 	deadline := time.Now().Add(2 * time.Minute)
 	var b backoff
 	for got := 0; got < children*perChild; {

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // This file holds every system call of the package: opening, sizing and

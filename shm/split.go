@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/ring"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -72,7 +74,7 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 		return nil, nil, nil
 	}
 	off := s.splitOff + i*SplitSlotSize
-	return wordAt(s.mem, off+slotClaim), wordAt(s.mem, off+slotDone), wordAt(s.mem, off+slotFault)
+	return atomicx.WordAt(s.mem, off+slotClaim), atomicx.WordAt(s.mem, off+slotDone), atomicx.WordAt(s.mem, off+slotFault)
 }
 
 // splitOK reports whether a fetch of want bytes from p should be split:
@@ -141,7 +143,7 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 	claim.Store(base)
 
 	chunks, chunk := splitGeometry(want)
-	c := e.tx[:CellPayload]
+	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellSplit, 0, 0, 0, e.epid)
 	put64(c, offCellW2, r.W[3])
 	put64(c, offCellW3, makeID(gen, slot))

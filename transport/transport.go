@@ -166,7 +166,7 @@ type Endpoint interface {
 // call into Go. A word is a ring's base address, 64-byte aligned, with
 // log2 of its cell count in the low 6 bits (one word, so that a reader
 // racing with a change never pairs one ring's base with another's size);
-// the ring follows shm.Ring's cell protocol (shm/ring.go documents the
+// the ring follows internal/ring's cell protocol (ring.go documents the
 // layout C reads); what its cells hold is the wire's business. A wire
 // whose queues show in no word, or that is no Prober, is always called.
 // Work that no ring shows (timers, queued control traffic) is reported by
@@ -175,8 +175,9 @@ type Prober interface {
 	Probes(dst []uint64) []uint64
 }
 
-// MessageRing is implemented by a wire that receives its messages in a
-// shm.Ring of shm's cells, from which the C side delivers them itself:
+// MessageRing is implemented by a wire that receives its messages in an
+// internal/ring Ring of shm's cells, from which the C side delivers them
+// itself:
 // RingProbe describes it as a Probes word does, 0 while there is none.
 type MessageRing interface {
 	RingProbe() uint64

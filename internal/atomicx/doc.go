@@ -1,6 +1,8 @@
-// Package atomicx has the one memory-ordering primitive sync/atomic lacks:
-// a store with release (not sequentially consistent) ordering, for the
-// shared-memory rings of shm/.
+// Package atomicx owns atomic access to memory shared with other
+// processes and with C: the typed views of words inside a []byte
+// (WordAt, RawWordAt, Word32At, Aligned8; word.go), and the one
+// memory-ordering primitive sync/atomic lacks: a store with release (not
+// sequentially consistent) ordering, for the rings of internal/ring.
 //
 // On amd64, sync/atomic's Store compiles to XCHG, a full barrier: the
 // thread waits until every earlier store, including ones whose cache line

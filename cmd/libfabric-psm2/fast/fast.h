@@ -23,7 +23,7 @@
  *   endpoint page, receive queue  provider/fastep.go
  *   domain page, CQ page          provider/fastpath.go
  *   fast-peer descriptor          shm/fastpeer.go
- *   ring                          shm/ring.go, shm/slots.go
+ *   ring                          internal/ring/ring.go, slots.go
  *   cells                         shm/cell.go
  * Sizes are never read from shared memory: a ring's cell count comes from
  * the descriptor or probe word Go wrote after validating it, so a peer

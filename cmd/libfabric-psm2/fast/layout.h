@@ -112,7 +112,7 @@
 #define CQF_CCAP 56                      /* entries */
 #define CQF_CWORDS 6                     /* words an entry takes */
 
-/* Ring, bytes (shm/ring.go) */
+/* Ring, bytes (internal/ring/ring.go) */
 #define RING_PROD 128                    /* uint64: producers' reservation counter */
 #define RING_SEEN 136                    /* uint64: producers' copy of cons */
 #define RING_CONS 256                    /* uint64: consumer counter */

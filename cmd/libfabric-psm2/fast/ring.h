@@ -1,4 +1,4 @@
-/* ring.h: the receive ring of an shm endpoint seen from C (shm/ring.go, shm/slots.go):
+/* ring.h: the receive ring of an shm endpoint seen from C (internal/ring/ring.go, slots.go):
  * probe words, reserve and commit of cells, the doorbell. */
 #ifndef PSM2_FAST_RING_H
 #define PSM2_FAST_RING_H
@@ -70,7 +70,7 @@ static inline int psm2_reserve(char *r, uint64_t mask, uint64_t *slot, uint64_t 
 				return -1;
 			__atomic_store_n(seen, cons, __ATOMIC_RELAXED);
 		}
-		/* Announce before reserving (shm/slots.go); the locked CAS
+		/* Announce before reserving (internal/ring/slots.go); the locked CAS
 		 * orders these stores before the reservation. */
 		__atomic_store_n(&slot[SLOT_N], n, __ATOMIC_RELAXED);
 		__atomic_store_n(&slot[SLOT_POS], pos, __ATOMIC_RELAXED);

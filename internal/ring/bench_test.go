@@ -1,4 +1,4 @@
-package shm
+package ring
 
 import (
 	"sync/atomic"

@@ -1,58 +1,23 @@
 //go:build linux
 
-package shm
+package ring
 
 import (
-	"os/exec"
 	"testing"
-)
 
-// TestProcIdentityGone: a live process is not gone, a zombie (killed, not
-// reaped) is, and so is a live pid whose start time differs from the
-// recorded one (the pid was reused).
-func TestProcIdentityGone(t *testing.T) {
-	me := selfIdentity()
-	if me.Start == 0 || me.Gone() {
-		t.Fatalf("this process: %+v gone=%v", me, me.Gone())
-	}
-	if (ProcIdentity{PID: me.PID, Start: me.Start + 1}).Gone() != true {
-		t.Error("a reused pid (other start time) is not gone")
-	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, _, err := procStat(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ProcIdentity{PID: cmd.Process.Pid, Start: start}
-	if id.Gone() {
-		t.Error("a live child is gone")
-	}
-	_ = cmd.Process.Kill()
-	// Not reaped yet: a zombie, which kill(pid, 0) still finds.
-	for i := 0; !id.Gone(); i++ {
-		if i > 1e6 {
-			t.Fatal("a killed child is never gone")
-		}
-	}
-	_ = cmd.Wait()
-	if !id.Gone() {
-		t.Error("a reaped child is not gone")
-	}
-}
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
+)
 
 // TestRingSkipDead drives SkipDead directly: a cell reserved through a
 // slot of a live owner is never skipped; once every slot covering it is
 // a gone process's, it is published empty and the ring moves on.
 func TestRingSkipDead(t *testing.T) {
 	r, _ := newTestRing(t, 8)
-	live, err := r.Claim(selfIdentity())
+	live, err := r.Claim(sys.SelfIdentity())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := r.Claim(ProcIdentity{PID: selfIdentity().PID, Start: selfIdentity().Start + 1})
+	dead, err := r.Claim(sys.ProcIdentity{PID: sys.SelfIdentity().PID, Start: sys.SelfIdentity().Start + 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +35,7 @@ func TestRingSkipDead(t *testing.T) {
 		t.Fatalf("Stalled = %d, %v; want %d, true", p, stuck, pos)
 	}
 	// The live view covers nothing of it: skip pos, then pos+1.
-	var owners []ProcIdentity
+	var owners []sys.ProcIdentity
 	for k := range uint64(2) {
 		var ok bool
 		owners, ok = r.SkipDead(pos+k, owners)
@@ -103,7 +68,7 @@ func TestRingSkipDead(t *testing.T) {
 	live.publish(live.cellOff(pos), pos, nil)
 	live.Release()
 	dead.Release()
-	if _, err := r.Claim(selfIdentity()); err != nil {
+	if _, err := r.Claim(sys.SelfIdentity()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -119,11 +84,11 @@ func atomicStoreSlot(r *Ring, pos, n uint64) {
 // repaired before: ctest/killsend wedged after a few dozen kills.)
 func TestRingSkipDeadLaterLap(t *testing.T) {
 	r, _ := newTestRing(t, 8)
-	live, err := r.Claim(selfIdentity())
+	live, err := r.Claim(sys.SelfIdentity())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := r.Claim(ProcIdentity{PID: selfIdentity().PID, Start: selfIdentity().Start + 1})
+	dead, err := r.Claim(sys.ProcIdentity{PID: sys.SelfIdentity().PID, Start: sys.SelfIdentity().Start + 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,12 @@
 //go:build linux
 
-package shm
+package ring
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"strconv"
-	"sync"
 
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // Producer slots. A ring ends with RingSlots slots of 32 bytes:
@@ -37,74 +34,7 @@ import (
 
 // ErrNoSlot is returned by Claim when every producer slot of the ring is
 // held by a live process.
-var ErrNoSlot = errors.New("shm: no free producer slot in the ring")
-
-// ProcIdentity names a process across pid reuse: its pid and its start
-// time in clock ticks since boot.
-type ProcIdentity struct {
-	PID   int
-	Start uint64
-}
-
-var self struct {
-	once sync.Once
-	id   ProcIdentity
-}
-
-// selfIdentity returns this process's identity.
-func selfIdentity() ProcIdentity {
-	self.once.Do(func() {
-		pid := os.Getpid()
-		start, _, _ := procStat(pid)
-		self.id = ProcIdentity{PID: pid, Start: start}
-	})
-	return self.id
-}
-
-// procStat reads /proc/<pid>/stat: the start time (field 22) and the
-// state (field 3). err wraps os.ErrNotExist when there is no such
-// process.
-func procStat(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// "pid (comm) S ppid ...": comm may hold spaces and parentheses, so
-	// the fields start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, errors.New("shm: malformed /proc stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return 0, 0, errors.New("shm: malformed /proc stat")
-	}
-	start, err = strconv.ParseUint(string(f[19]), 10, 64)
-	if err != nil || len(f[0]) != 1 {
-		return 0, 0, errors.New("shm: malformed /proc stat")
-	}
-	return start, f[0][0], nil
-}
-
-// Gone reports whether the process id names is certainly gone: no such
-// pid, a zombie (killed, not yet reaped by its parent), or a pid now used
-// by a process that started at another time. Any doubt (an unreadable
-// /proc) answers false.
-func (id ProcIdentity) Gone() bool {
-	if id.PID <= 0 {
-		return false
-	}
-	start, state, err := procStat(id.PID)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return true
-	case err != nil:
-		return false
-	case state == 'Z' || state == 'X':
-		return true
-	}
-	return id.Start != 0 && start != id.Start
-}
+var ErrNoSlot = errors.New("ring: no free producer slot in the ring")
 
 // slotsOff is the offset of the producer slots in r.mem.
 func (r *Ring) slotsOff() int { return ringHeaderSize + int(r.n)*CellSize }
@@ -117,7 +47,7 @@ func (r *Ring) slotOff(i int) int { return r.slotsOff() + i*slotSize }
 // one; the view must be the only one pushing for id's slot at a time (the
 // endpoint's pushes are serialised by its owner). Release frees the slot.
 // It fails with ErrNoSlot when every slot has a live owner.
-func (r *Ring) Claim(id ProcIdentity) (*Ring, error) {
+func (r *Ring) Claim(id sys.ProcIdentity) (*Ring, error) {
 	if id.PID <= 0 || uint64(id.PID) > 1<<32 {
 		return nil, ErrNoSlot
 	}
@@ -125,10 +55,10 @@ func (r *Ring) Claim(id ProcIdentity) (*Ring, error) {
 	for k := range RingSlots {
 		i := (first + k) % RingSlots
 		off := r.slotOff(i)
-		pidw := wordAt(r.mem, off+offSlotPID)
+		pidw := atomicx.WordAt(r.mem, off+offSlotPID)
 		old := pidw.Load()
 		if old != 0 {
-			owner := ProcIdentity{PID: int(old), Start: wordAt(r.mem, off+offSlotStart).Load()}
+			owner := sys.ProcIdentity{PID: int(old), Start: atomicx.WordAt(r.mem, off+offSlotStart).Load()}
 			if old > 1<<32 || !owner.Gone() {
 				continue
 			}
@@ -136,12 +66,12 @@ func (r *Ring) Claim(id ProcIdentity) (*Ring, error) {
 		if !pidw.CompareAndSwap(old, uint64(id.PID)) {
 			continue
 		}
-		wordAt(r.mem, off+offSlotStart).Store(id.Start)
-		wordAt(r.mem, off+offSlotN).Store(0)
+		atomicx.WordAt(r.mem, off+offSlotStart).Store(id.Start)
+		atomicx.WordAt(r.mem, off+offSlotN).Store(0)
 		v := *r
 		v.slot = i
-		v.slotPos = rawWordAt(r.mem, off+offSlotPos)
-		v.slotN = rawWordAt(r.mem, off+offSlotN)
+		v.slotPos = atomicx.RawWordAt(r.mem, off+offSlotPos)
+		v.slotN = atomicx.RawWordAt(r.mem, off+offSlotN)
 		return &v, nil
 	}
 	return nil, ErrNoSlot
@@ -155,17 +85,17 @@ func (r *Ring) Release() {
 	}
 	off := r.slotOff(r.slot)
 	atomicx.StoreRel64(r.slotN, 0)
-	wordAt(r.mem, off+offSlotPID).Store(0)
+	atomicx.WordAt(r.mem, off+offSlotPID).Store(0)
 	r.slot, r.slotPos, r.slotN = -1, nil, nil
 }
 
 // SlotAddr returns the address of the view's slot's pos word (n is the
 // next word), for a producer outside Go, or 0 without a slot.
-func (r *Ring) slotAddr() uintptr {
+func (r *Ring) SlotAddr() uintptr {
 	if r.slotPos == nil {
 		return 0
 	}
-	return uintptrOf(r.slotPos)
+	return atomicx.Addr(r.slotPos)
 }
 
 // SkipDead is for the consumer of a ring stalled at pos (Stalled): if
@@ -175,7 +105,7 @@ func (r *Ring) slotAddr() uintptr {
 // covering pos) it changes nothing and returns false. owners is reused for
 // the result. Only the single consumer may call it, and it reads /proc, so
 // only when a stall has lasted (the endpoint waits a millisecond).
-func (r *Ring) SkipDead(pos uint64, owners []ProcIdentity) ([]ProcIdentity, bool) {
+func (r *Ring) SkipDead(pos uint64, owners []sys.ProcIdentity) ([]sys.ProcIdentity, bool) {
 	owners = owners[:0]
 	off := r.cellOff(pos)
 	// Unpublished cells hold the previous lap's sequence (pos-N+1; pos
@@ -186,15 +116,15 @@ func (r *Ring) SkipDead(pos uint64, owners []ProcIdentity) ([]ProcIdentity, bool
 	}
 	for i := range RingSlots {
 		so := r.slotOff(i)
-		pid := wordAt(r.mem, so+offSlotPID).Load()
+		pid := atomicx.WordAt(r.mem, so+offSlotPID).Load()
 		if pid == 0 {
 			continue
 		}
-		n := wordAt(r.mem, so+offSlotN).Load()
-		if pos-wordAt(r.mem, so+offSlotPos).Load() >= n {
+		n := atomicx.WordAt(r.mem, so+offSlotN).Load()
+		if pos-atomicx.WordAt(r.mem, so+offSlotPos).Load() >= n {
 			continue // does not cover pos
 		}
-		id := ProcIdentity{PID: int(pid), Start: wordAt(r.mem, so+offSlotStart).Load()}
+		id := sys.ProcIdentity{PID: int(pid), Start: atomicx.WordAt(r.mem, so+offSlotStart).Load()}
 		if pid > 1<<32 || !id.Gone() {
 			return owners, false
 		}

@@ -1,11 +1,13 @@
-package shm
+package ring
 
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
+	"github.com/gopsm2/libfabric-psm2/internal/cabi"
 )
 
 // Cell geometry.
@@ -43,17 +45,17 @@ const (
 	ringMagic   = 0x70736d72 // "psmr"
 	ringVersion = 3
 
-	// lineSep separates words written by different parties. It is two
+	// LineSep separates words written by different parties. It is two
 	// 64-byte lines, not one, because x86's adjacent-line prefetcher moves
 	// lines in 128-byte pairs, so 64-byte separation still false-shares.
-	lineSep = 128
+	LineSep = 128
 
 	offRingIdent   = 0           // ringMagic | ringVersion<<32; stored last by InitRing
 	offRingCells   = 8           // N, the number of cells; immutable
-	offRingProd    = lineSep     // producer reservation counter: next position to reserve
-	offRingSeen    = lineSep + 8 // producers' copy of cons, refreshed when the ring looks full
-	offRingCons    = 2 * lineSep // consumer counter: next position to consume
-	ringHeaderSize = 3 * lineSep // cell i starts at ringHeaderSize + i*CellSize
+	offRingProd    = LineSep     // producer reservation counter: next position to reserve
+	offRingSeen    = LineSep + 8 // producers' copy of cons, refreshed when the ring looks full
+	offRingCons    = 2 * LineSep // consumer counter: next position to consume
+	ringHeaderSize = 3 * LineSep // cell i starts at ringHeaderSize + i*CellSize
 
 	offCellSeq     = 0       // in a cell: the sequence word
 	offCellPayload = seqSize // in a cell: CellPayload bytes of payload
@@ -75,21 +77,21 @@ const (
 var (
 	// ErrFull is returned by TryPush when every cell holds a message the
 	// consumer has not taken yet.
-	ErrFull = errors.New("shm: ring full")
+	ErrFull = errors.New("ring: ring full")
 	// ErrTooBig is returned by TryPush for a payload longer than
 	// CellPayload.
-	ErrTooBig = errors.New("shm: payload larger than a cell")
+	ErrTooBig = errors.New("ring: payload larger than a cell")
 	// ErrCorrupt means the shared memory does not hold a valid ring (or
 	// segment): a bad header on attach, or counters that contradict each
 	// other. The memory is written by other processes, so this is a fault
 	// of that peer; stop using the ring rather than the process.
-	ErrCorrupt = errors.New("shm: shared memory corrupt")
+	ErrCorrupt = errors.New("shared memory corrupt")
 	// ErrCells is returned for a cell count that is not a power of two
 	// in [MinCells, MaxCells].
-	ErrCells = errors.New("shm: cell count must be a power of two in [MinCells, MaxCells]")
+	ErrCells = errors.New("ring: cell count must be a power of two in [MinCells, MaxCells]")
 	// ErrMemory is returned when the memory given for a ring is shorter
 	// than RingSize or not 8-byte aligned.
-	ErrMemory = errors.New("shm: ring memory too short or misaligned")
+	ErrMemory = errors.New("ring: ring memory too short or misaligned")
 )
 
 // Ring is a bounded multi-producer, single-consumer queue of fixed cells in
@@ -180,13 +182,13 @@ func InitRing(mem []byte, cells int) (*Ring, error) {
 		return nil, fmt.Errorf("init ring of %d cells: %w", cells, ErrCells)
 	}
 	size := RingSize(cells)
-	if len(mem) < size || !aligned8(mem) {
+	if len(mem) < size || !atomicx.Aligned8(mem) {
 		return nil, fmt.Errorf("init ring of %d cells in %d bytes: %w", cells, len(mem), ErrMemory)
 	}
 	r := newRing(mem[:size:size], uint64(cells))
 
 	// Invalidate first, so a peer never sees the old magic over new words.
-	wordAt(r.mem, offRingIdent).Store(0)
+	atomicx.WordAt(r.mem, offRingIdent).Store(0)
 	start := initialPos(r.n)
 	for i := range r.n {
 		pos := start + i
@@ -194,11 +196,11 @@ func InitRing(mem []byte, cells int) (*Ring, error) {
 		clear(r.payload(r.cellOff(pos)))
 	}
 	clear(r.mem[r.slotsOff():])
-	wordAt(r.mem, offRingCells).Store(r.n)
+	atomicx.WordAt(r.mem, offRingCells).Store(r.n)
 	r.prod.Store(start)
 	r.seen.Store(start)
 	r.cons.Store(start)
-	wordAt(r.mem, offRingIdent).Store(ringIdent)
+	atomicx.WordAt(r.mem, offRingIdent).Store(ringIdent)
 	return r, nil
 }
 
@@ -214,17 +216,17 @@ func AttachRing(mem []byte) (*Ring, error) {
 		return nil, fmt.Errorf("attach ring: %d bytes, shorter than the %d-byte header: %w",
 			len(mem), ringHeaderSize, ErrCorrupt)
 	}
-	if !aligned8(mem) {
+	if !atomicx.Aligned8(mem) {
 		return nil, fmt.Errorf("attach ring: %w", ErrMemory)
 	}
-	ident := wordAt(mem, offRingIdent).Load()
+	ident := atomicx.WordAt(mem, offRingIdent).Load()
 	if magic := uint32(ident); magic != ringMagic {
 		return nil, fmt.Errorf("attach ring: bad magic %#x: %w", magic, ErrCorrupt)
 	}
 	if version := uint32(ident >> 32); version != ringVersion {
 		return nil, fmt.Errorf("attach ring: unsupported version %d: %w", version, ErrCorrupt)
 	}
-	cells := wordAt(mem, offRingCells).Load()
+	cells := atomicx.WordAt(mem, offRingCells).Load()
 	if !validCells(cells) {
 		return nil, fmt.Errorf("attach ring: bad cell count %d: %w", cells, ErrCorrupt)
 	}
@@ -417,18 +419,51 @@ func (r *Ring) Empty() bool {
 	return r.seq(r.cellOff(pos)).Load() != pos+1
 }
 
-// reserved reports whether producers hold positions not yet consumed
+// PeekCell returns the payload of the cell k positions after the
+// consumer's, without taking it, and true if that cell is published. The
+// bytes are the ring's, not a copy: a consumer that must trust them copies
+// them first (TryPop). Only the single consumer may call it.
+func (r *Ring) PeekCell(k uint64) ([]byte, bool) {
+	pos := r.cons.Load() + k
+	off := r.cellOff(pos)
+	if r.seq(off).Load() != pos+1 {
+		return nil, false
+	}
+	return r.payload(off), true
+}
+
+// Reserved reports whether producers hold positions not yet consumed
 // (some perhaps not yet published). One load of the producer counter,
 // whose line stays shared while nobody pushes.
-func (r *Ring) reserved() bool { return r.prod.Load() != r.cons.Load() }
+func (r *Ring) Reserved() bool { return r.prod.Load() != r.cons.Load() }
 
-// emptyShared is Empty for any goroutine or process: it reads the
+// EmptyShared is Empty for any goroutine or process: it reads the
 // consumer's position from the shared consumer counter (which TryPop
 // keeps current) instead of the consumer's private copy. It costs two
 // atomic loads.
-func (r *Ring) emptyShared() bool {
+func (r *Ring) EmptyShared() bool {
 	pos := r.cons.Load()
 	return r.seq(r.cellOff(pos)).Load() != pos+1
+}
+
+// Counters returns the consumer's and the producers' counters: the next
+// position to consume and the next to reserve. A producer watching
+// whether its peer consumes (liveness) compares successive values.
+func (r *Ring) Counters() (cons, prod uint64) { return r.cons.Load(), r.prod.Load() }
+
+// Base returns the address of the ring's memory, for code outside Go.
+func (r *Ring) Base() uintptr { return atomicx.Addr(atomicx.RawWordAt(r.mem, 0)) }
+
+// ProbeLog2Mask is the part of a probe word that holds log2 of the cell
+// count; the rest is the ring's base address (64-byte aligned).
+const ProbeLog2Mask = 63
+
+// Probe returns the ring's probe word (transport.Prober): its base
+// address with log2 of its cell count in the low 6 bits. The ring holds
+// an arrived cell iff the sequence word of cell cons&(N-1) equals cons+1
+// (all loads atomic, native-endian).
+func (r *Ring) Probe() uint64 {
+	return uint64(r.Base()) | uint64(bits.TrailingZeros64(r.n))
 }
 
 // Stalled reports whether the consumer is held up at position pos by a
@@ -455,11 +490,11 @@ func newRing(mem []byte, cells uint64) *Ring {
 		mem:  mem,
 		mask: cells - 1,
 		n:    cells,
-		prod: wordAt(mem, offRingProd),
-		seen: wordAt(mem, offRingSeen),
-		cons: wordAt(mem, offRingCons),
+		prod: atomicx.WordAt(mem, offRingProd),
+		seen: atomicx.WordAt(mem, offRingSeen),
+		cons: atomicx.WordAt(mem, offRingCons),
 
-		consWord: rawWordAt(mem, offRingCons),
+		consWord: atomicx.RawWordAt(mem, offRingCons),
 		slot:     -1,
 	}
 }
@@ -470,10 +505,10 @@ func (r *Ring) cellOff(pos uint64) int {
 }
 
 // seq returns the sequence word of the cell at off.
-func (r *Ring) seq(off int) *atomic.Uint64 { return wordAt(r.mem, off+offCellSeq) }
+func (r *Ring) seq(off int) *atomic.Uint64 { return atomicx.WordAt(r.mem, off+offCellSeq) }
 
 // seqWord is seq as a plain word, for release stores.
-func (r *Ring) seqWord(off int) *uint64 { return rawWordAt(r.mem, off+offCellSeq) }
+func (r *Ring) seqWord(off int) *uint64 { return atomicx.RawWordAt(r.mem, off+offCellSeq) }
 
 // payload returns the payload bytes of the cell at off.
 func (r *Ring) payload(off int) []byte {
@@ -491,4 +526,22 @@ func initialPos(n uint64) uint64 { return ^uint64(0) - n/2 }
 // validCells reports whether n is a power of two in [MinCells, MaxCells].
 func validCells(n uint64) bool {
 	return n >= MinCells && n <= MaxCells && n&(n-1) == 0
+}
+
+// CLayout describes the ring for the C side's generated layout.h
+// (cmd/libfabric-psm2/fast/ring.h pushes and pops the same cells).
+func CLayout() cabi.Group {
+	return cabi.Group{Title: "Ring, bytes", Source: "internal/ring/ring.go", Consts: []cabi.Const{
+		cabi.Value("RING_PROD", offRingProd, "uint64: producers' reservation counter"),
+		cabi.Value("RING_SEEN", offRingSeen, "uint64: producers' copy of cons"),
+		cabi.Value("RING_CONS", offRingCons, "uint64: consumer counter"),
+		cabi.Value("RING_HDR", ringHeaderSize, "cell i starts at RING_HDR + i*CELL_SIZE"),
+		cabi.Value("CELL_SIZE", CellSize, ""),
+		cabi.Value("CELL_SEQ", offCellSeq, "in a cell: the uint64 sequence word"),
+		cabi.Value("CELL_PAYLOAD_OFF", offCellPayload, "in a cell: where the payload starts"),
+		cabi.Value("CELL_PAYLOAD", CellPayload, "payload bytes in a cell"),
+		cabi.Value("PROBE_LOG2_MASK", ProbeLog2Mask, "probe word: log2 of the cell count; the rest is the ring"),
+		cabi.Word("SLOT_POS", 0, "a producer slot, from its pos word (FP_SLOT): first position reserved"),
+		cabi.Word("SLOT_N", offSlotN-offSlotPos, "... its number of cells"),
+	}}
 }
