@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/slots"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -218,10 +219,8 @@ type Endpoint struct {
 	keptSize int
 	warned   uint8 // kinds of refusal logged (warnOnce)
 
-	sends     []sendOp
-	sendFree  []uint32
-	fetches   []fetchOp
-	fetchFree []uint32
+	sends   slots.Table[sendOp]  // ids: slots.Table.ID
+	fetches slots.Table[fetchOp] // ids: slots.Table.ID
 
 	txFree  [][]byte // packet buffers
 	bufSize int

@@ -23,8 +23,6 @@ import (
 // last granted byte is acknowledged) or an eager send queued while the
 // connection was being set up.
 type sendOp struct {
-	live     bool
-	gen      uint32
 	p        *peer
 	cookie   uint64
 	iov      [][]byte
@@ -41,8 +39,6 @@ type sendOp struct {
 
 // fetchOp is a rendezvous receive in progress.
 type fetchOp struct {
-	live    bool
-	gen     uint32
 	p       *peer
 	cookie  uint64
 	sendID  uint64
@@ -52,44 +48,20 @@ type fetchOp struct {
 	granted uint64
 }
 
-func opID(i uint32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(i) }
+func (e *Endpoint) newSend() uint32 { return e.sends.Take() }
 
-// takeSlot returns a free slot of v (from free, else a new one at the end).
-func takeSlot[T any](v *[]T, free *[]uint32) uint32 {
-	if n := len(*free); n > 0 {
-		i := (*free)[n-1]
-		*free = (*free)[:n-1]
-		return i
-	}
-	var zero T
-	*v = append(*v, zero)
-	return uint32(len(*v) - 1)
-}
+func (e *Endpoint) freeSend(i uint32) { e.sends.Free(i) }
 
-func (e *Endpoint) newSend() uint32 { return takeSlot(&e.sends, &e.sendFree) }
+func (e *Endpoint) newFetch() uint32 { return e.fetches.Take() }
 
-func (e *Endpoint) freeSend(i uint32) {
-	op := &e.sends[i]
-	gen := op.gen + 1
-	*op = sendOp{gen: gen}
-	e.sendFree = append(e.sendFree, i)
-}
-
-func (e *Endpoint) newFetch() uint32 { return takeSlot(&e.fetches, &e.fetchFree) }
-
-func (e *Endpoint) freeFetch(i uint32) {
-	op := &e.fetches[i]
-	gen := op.gen + 1
-	*op = fetchOp{gen: gen}
-	e.fetchFree = append(e.fetchFree, i)
-}
+func (e *Endpoint) freeFetch(i uint32) { e.fetches.Free(i) }
 
 // completeSend reports send i done.
 func (e *Endpoint) completeSend(i uint32) {
-	op := &e.sends[i]
-	if !op.live {
+	if !e.sends.Live(i) {
 		return
 	}
+	op := e.sends.At(i)
 	cookie := op.cookie
 	e.freeSend(i)
 	e.h.SendDone(cookie, nil)
@@ -97,14 +69,14 @@ func (e *Endpoint) completeSend(i uint32) {
 
 // failSend fails send i with err at the next Poll's end.
 func (e *Endpoint) failSend(i uint32, err error) {
-	op := &e.sends[i]
+	op := e.sends.At(i)
 	e.failed = append(e.failed, failure{cookie: op.cookie, err: err})
 	e.dropRsend(op.p, i)
 	e.freeSend(i)
 }
 
 func (e *Endpoint) failFetch(i uint32, err error) {
-	op := &e.fetches[i]
+	op := e.fetches.At(i)
 	e.failed = append(e.failed, failure{cookie: op.cookie, fetch: true, err: err})
 	if op.p.fetching > 0 {
 		op.p.fetching--
@@ -232,8 +204,8 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n, cook
 		return true, nil
 	}
 	i := e.newSend()
-	op := &e.sends[i]
-	op.live, op.p, op.cookie = true, p, cookie
+	op := e.sends.At(i)
+	op.p, op.cookie = p, cookie
 	x := p.queued.at(p.queued.len() - 1)
 	x.op, x.eager = i+1, true
 	return false, nil
@@ -283,8 +255,8 @@ func dataSize(n, limit uint64) uint64 {
 // sendRndv queues the request to send; the data follows the grants.
 func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, cookie uint64, flags uint32) (bool, error) {
 	i := e.newSend()
-	op := &e.sends[i]
-	op.live, op.p, op.cookie, op.total = true, p, cookie, h.Len
+	op := e.sends.At(i)
+	op.p, op.cookie, op.total = p, cookie, h.Len
 	if flags&transport.SendCopy != 0 {
 		op.owned = make([]byte, h.Len)
 		if err := gather(op.owned, iov, 0); err != nil {
@@ -304,7 +276,7 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, cookie u
 	put32(b, 48, h.Flags)
 	put32(b, 52, 0)
 	put64(b, 56, h.Len)
-	put64(b, 64, opID(i, op.gen))
+	put64(b, 64, e.sends.ID(i))
 	p.queued.push(txPkt{b: b[:typeHdrLen[tRTS]]})
 	if p.state != stUp || !e.hold(p) {
 		e.pump(p)
@@ -317,8 +289,8 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, cookie u
 func (e *Endpoint) buildData(p *peer) bool {
 	for len(p.rsend) > 0 {
 		i := p.rsend[0]
-		op := &e.sends[i]
-		if !op.live || op.sent >= op.grantEnd {
+		op := e.sends.At(i)
+		if !e.sends.Live(i) || op.sent >= op.grantEnd {
 			p.rsend = p.rsend[:copy(p.rsend, p.rsend[1:])]
 			continue
 		}
@@ -419,12 +391,12 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 		return true, 0, nil
 	}
 	i := e.newFetch()
-	op := &e.fetches[i]
-	op.live, op.p, op.cookie, op.sendID, op.dst, op.want = true, p, cookie, r.W[3], dst[:want], want
+	op := e.fetches.At(i)
+	op.p, op.cookie, op.sendID, op.dst, op.want = p, cookie, r.W[3], dst[:want], want
 	op.granted = min(want, 2*uint64(e.cfg.RndvWindow))
 	p.fetching++
 	p.heard = e.clock.Now()
-	e.grant(p, op.sendID, opID(i, op.gen), 0, op.granted, want)
+	e.grant(p, op.sendID, e.fetches.ID(i), 0, op.granted, want)
 	e.pumpSoon(p)
 	return false, 0, nil
 }
@@ -653,13 +625,13 @@ func (e *Endpoint) deliverIn(p *peer, payload []byte) int {
 // onGrant: the receiver wants [off, off+n) of send h.sendID (of total
 // bytes in all).
 func (e *Endpoint) onGrant(p *peer, h *hdr) int {
-	i := uint32(h.sendID)
-	if uint64(i) >= uint64(len(e.sends)) {
+	i, ok := e.sends.Lookup(h.sendID)
+	if !ok {
 		e.stats.Stale++
 		return 0
 	}
-	op := &e.sends[i]
-	if !op.live || op.gen != uint32(h.sendID>>32) || op.p != p || h.total > op.total {
+	op := e.sends.At(i)
+	if op.p != p || h.total > op.total {
 		e.stats.Stale++
 		return 0
 	}
@@ -682,12 +654,12 @@ func (e *Endpoint) onGrant(p *peer, h *hdr) int {
 
 // onData takes rendezvous data for fetch h.fetchID.
 func (e *Endpoint) onData(p *peer, h *hdr) int {
-	i := uint32(h.fetchID)
-	if uint64(i) >= uint64(len(e.fetches)) {
-		return 0
+	i, ok := e.fetches.Lookup(h.fetchID)
+	if !ok {
+		return 0 // a fetch that failed already
 	}
-	op := &e.fetches[i]
-	if !op.live || op.gen != uint32(h.fetchID>>32) || op.p != p {
+	op := e.fetches.At(i)
+	if op.p != p {
 		return 0 // a fetch that failed already
 	}
 	if h.flags&fFault != 0 {
@@ -716,7 +688,7 @@ func (e *Endpoint) onData(p *peer, h *hdr) int {
 	}
 	if op.granted < op.want && op.got+uint64(e.cfg.RndvWindow) >= op.granted {
 		k := min(uint64(e.cfg.RndvWindow), op.want-op.granted)
-		e.grant(p, op.sendID, opID(i, op.gen), op.granted, k, op.want)
+		e.grant(p, op.sendID, e.fetches.ID(i), op.granted, k, op.want)
 		e.pump(p) // at once, not at the Poll's end: the sender's pipeline waits for this window
 		op.granted += k
 	}

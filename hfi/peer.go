@@ -547,16 +547,14 @@ func (e *Endpoint) failPeer(p *peer, err error, closing bool) {
 		e.stats.PeersDead++
 	}
 	p.state, p.err, p.deadAt = stDead, err, e.clock.Now()
-	for i := range e.sends {
-		op := &e.sends[i]
-		if op.live && op.p == p {
-			e.failSend(uint32(i), err)
+	for i := range uint32(e.sends.Len()) {
+		if e.sends.Live(i) && e.sends.At(i).p == p {
+			e.failSend(i, err)
 		}
 	}
-	for i := range e.fetches {
-		op := &e.fetches[i]
-		if op.live && op.p == p {
-			e.failFetch(uint32(i), err)
+	for i := range uint32(e.fetches.Len()) {
+		if e.fetches.Live(i) && e.fetches.At(i).p == p {
+			e.failFetch(i, err)
 		}
 	}
 	e.resetFlows(p)

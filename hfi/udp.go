@@ -6,8 +6,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
 
 // udpBackend is Backend over UDP sockets: socket 0 is bound to the

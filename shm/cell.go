@@ -199,7 +199,8 @@ func inlineMax(cells int, hasData bool) int {
 	return head + (cells-1)*contPayload
 }
 
-// makeID and splitID build and take apart a send or fetch id.
+// makeID and splitID build and take apart a split id (generation<<32 | split slot
+// of the receiver's segment; split.go).
 func makeID(gen uint32, slot int) uint64 { return uint64(gen)<<32 | uint64(uint32(slot)) }
 func splitID(id uint64) (gen uint32, slot int) {
 	return uint32(id >> 32), int(uint32(id))

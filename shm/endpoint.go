@@ -18,6 +18,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/clock"
 	"github.com/gopsm2/libfabric-psm2/internal/ring"
+	"github.com/gopsm2/libfabric-psm2/internal/slots"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -179,16 +180,14 @@ type Endpoint struct {
 	starved bool // an allocation failed since the last liveness check
 	blocked bool // a send found a peer's ring full since the last check
 
-	sends       []sendOp
-	freeSends   []int32
-	fetches     []fetchOp
-	freeFetches []int32
-	streams     []int32 // sends streaming through bounce buffers
-	pending     int     // sends and fetches outstanding
-	watched     int     // Watch counts over all peers
-	ctlPeers    []int32 // peers with queued control cells
-	doomed      bool    // some peer died with operations pending
-	nextCheck   int64
+	sends     slots.Table[sendOp]  // ids: slots.Table.ID
+	fetches   slots.Table[fetchOp] // ids: slots.Table.ID
+	streams   []int32              // sends streaming through bounce buffers
+	pending   int                  // sends and fetches outstanding
+	watched   int                  // Watch counts over all peers
+	ctlPeers  []int32              // peers with queued control cells
+	doomed    bool                 // some peer died with operations pending
+	nextCheck int64
 
 	// The stall watch (stall.go): the position the ring was last seen
 	// stalled at, since when, and when the slots may be read next.
@@ -288,7 +287,6 @@ const (
 )
 
 type sendOp struct {
-	gen     uint32
 	state   uint8
 	peer    int32
 	local   bool // published in the in-process registry
@@ -300,7 +298,6 @@ type sendOp struct {
 }
 
 type fetchOp struct {
-	gen    uint32
 	state  uint8
 	peer   int32
 	cookie uint64
@@ -734,8 +731,8 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 		}
 	}
 	slot := e.newSend()
-	op := &e.sends[slot]
-	id := makeID(op.gen, slot)
+	op := e.sends.At(uint32(slot))
+	id := e.sends.ID(uint32(slot))
 	b := e.tx[:ring.CellPayload]
 	putCommon(b, cellRTS, cellHasData, 0, h.Flags, e.epid)
 	put64(b, offCellW2, h.Tag)
@@ -754,7 +751,7 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 		e.releaseSend(slot)
 		return false, e.pushFailed(p, err)
 	}
-	*op = sendOp{gen: op.gen, state: opWait, peer: p.idx, local: local, cookie: cookie, data: data}
+	*op = sendOp{state: opWait, peer: p.idx, local: local, cookie: cookie, data: data}
 	p.ops++
 	e.pending++
 	e.sent(p)
@@ -869,72 +866,36 @@ func (e *Endpoint) reclaimBufs() {
 	}
 }
 
-// newSend returns a free slot of the send table.
-func (e *Endpoint) newSend() int {
-	if n := len(e.freeSends); n > 0 {
-		slot := int(e.freeSends[n-1])
-		e.freeSends = e.freeSends[:n-1]
-		return slot
-	}
-	e.sends = append(e.sends, sendOp{gen: 1})
-	return len(e.sends) - 1
-}
+// newSend returns a free slot of the send table; releaseSend frees it
+// (its id goes stale). newFetch and releaseFetch do the same for fetches.
+func (e *Endpoint) newSend() int          { return int(e.sends.Take()) }
+func (e *Endpoint) releaseSend(slot int)  { e.sends.Free(uint32(slot)) }
+func (e *Endpoint) newFetch() int         { return int(e.fetches.Take()) }
+func (e *Endpoint) releaseFetch(slot int) { e.fetches.Free(uint32(slot)) }
 
-// releaseSend frees send slot and bumps its generation, so its id is
-// stale from now on.
-func (e *Endpoint) releaseSend(slot int) {
-	op := &e.sends[slot]
-	*op = sendOp{gen: op.gen + 1}
-	if op.gen == 0 {
-		op.gen = 1
-	}
-	e.freeSends = append(e.freeSends, int32(slot))
-}
-
-// newFetch and releaseFetch do the same for the fetch table.
-func (e *Endpoint) newFetch() int {
-	if n := len(e.freeFetches); n > 0 {
-		slot := int(e.freeFetches[n-1])
-		e.freeFetches = e.freeFetches[:n-1]
-		return slot
-	}
-	e.fetches = append(e.fetches, fetchOp{gen: 1})
-	return len(e.fetches) - 1
-}
-
-func (e *Endpoint) releaseFetch(slot int) {
-	op := &e.fetches[slot]
-	*op = fetchOp{gen: op.gen + 1}
-	if op.gen == 0 {
-		op.gen = 1
-	}
-	e.freeFetches = append(e.freeFetches, int32(slot))
-}
-
-// sendByID returns the live send named by id, or nil.
+// sendByID returns the live send named by id (an untrusted word from a
+// peer's cell), or nil.
 func (e *Endpoint) sendByID(id uint64) *sendOp {
-	gen, slot := splitID(id)
-	if slot >= len(e.sends) {
+	slot, ok := e.sends.Lookup(id)
+	if !ok {
 		return nil
 	}
-	op := &e.sends[slot]
-	if op.gen != gen || op.state == opFree || op.state == opFinished {
-		return nil
+	if op := e.sends.At(slot); op.state != opFinished {
+		return op
 	}
-	return op
+	return nil
 }
 
 // fetchByID returns the live fetch named by id, or nil.
 func (e *Endpoint) fetchByID(id uint64) *fetchOp {
-	gen, slot := splitID(id)
-	if slot >= len(e.fetches) {
+	slot, ok := e.fetches.Lookup(id)
+	if !ok {
 		return nil
 	}
-	op := &e.fetches[slot]
-	if op.gen != gen || op.state != opWait {
-		return nil
+	if op := e.fetches.At(slot); op.state == opWait {
+		return op
 	}
-	return op
+	return nil
 }
 
 // now returns monotonic nanoseconds since the endpoint was made.

@@ -364,7 +364,7 @@ func TestEndpointKillMidFetch(t *testing.T) {
 	if done, _, err := parent.Fetch(&d.Rndv, dst, 1); done || err != nil {
 		t.Fatal(done, err)
 	}
-	pollUntil(t, 10*time.Second, func() bool { return parent.fetches[0].got > 0 }, parent)
+	pollUntil(t, 10*time.Second, func() bool { return parent.fetches.At(0).got > 0 }, parent)
 	if err := kid.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestEndpointKillMidFetch(t *testing.T) {
 	if d := time.Since(killed); d > 2*time.Second {
 		t.Errorf("noticed after %v", d)
 	}
-	if got := parent.fetches[0].got; got != 0 && res.N != 0 {
+	if got := parent.fetches.At(0).got; got != 0 && res.N != 0 {
 		t.Errorf("n = %d", res.N)
 	}
 	// The dead child's segment goes with the next endpoint.

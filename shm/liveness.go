@@ -51,8 +51,8 @@ func (e *Endpoint) check(h transport.Handler) int {
 			}
 			p.full = false
 		}
-		for slot := range e.fetches {
-			op := &e.fetches[slot]
+		for slot := range e.fetches.Len() {
+			op := e.fetches.At(uint32(slot))
 			if op.state != opWait || e.stuck <= 0 || now-op.last <= e.stuck {
 				continue
 			}
@@ -134,8 +134,8 @@ func (e *Endpoint) killAfterDrain(p *peer, why string) {
 func (e *Endpoint) reap(h transport.Handler) int {
 	e.doomed = false
 	ev := 0
-	for slot := range e.sends {
-		op := &e.sends[slot]
+	for slot := range e.sends.Len() {
+		op := e.sends.At(uint32(slot))
 		if op.state != opWait && op.state != opStream {
 			continue
 		}
@@ -147,8 +147,8 @@ func (e *Endpoint) reap(h transport.Handler) int {
 			ev += e.finishSend(h, slot, p.dead)
 		}
 	}
-	for slot := range e.fetches {
-		op := &e.fetches[slot]
+	for slot := range e.fetches.Len() {
+		op := e.fetches.At(uint32(slot))
 		if op.state != opWait {
 			continue
 		}
@@ -179,13 +179,13 @@ func (e *Endpoint) failAll(h transport.Handler, err error) int {
 		return 0
 	}
 	ev := 0
-	for slot := range e.sends {
-		if s := e.sends[slot].state; s == opWait || s == opStream {
+	for slot := range e.sends.Len() {
+		if s := e.sends.At(uint32(slot)).state; s == opWait || s == opStream {
 			ev += e.finishSend(h, slot, err)
 		}
 	}
-	for slot := range e.fetches {
-		if e.fetches[slot].state == opWait {
+	for slot := range e.fetches.Len() {
+		if e.fetches.At(uint32(slot)).state == opWait {
 			ev += e.finishFetch(h, slot, 0, err)
 		}
 	}
@@ -228,9 +228,9 @@ func (e *Endpoint) Close() error {
 	}
 	e.wakeMu.Unlock()
 
-	for slot := range e.sends {
-		if op := &e.sends[slot]; op.local && (op.state == opWait || op.state == opStream) {
-			localDrop(e.epid, makeID(op.gen, slot))
+	for slot := range e.sends.Len() {
+		if op := e.sends.At(uint32(slot)); op.local && (op.state == opWait || op.state == opStream) {
+			localDrop(e.epid, e.sends.ID(uint32(slot)))
 			op.local = false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/internal/ring"
+	"github.com/gopsm2/libfabric-psm2/internal/slots"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -296,7 +297,7 @@ func (e *Endpoint) onFIN(h transport.Handler) int {
 	default:
 		e.stats.Faults++
 	}
-	_, slot := splitID(id)
+	slot := int(slots.Index(id))
 	if op.state == opStream {
 		e.unstream(slot)
 	}
@@ -305,9 +306,9 @@ func (e *Endpoint) onFIN(h transport.Handler) int {
 
 // finishSend reports send slot done with err and frees it.
 func (e *Endpoint) finishSend(h transport.Handler, slot int, err error) int {
-	op := &e.sends[slot]
+	op := e.sends.At(uint32(slot))
 	if op.local {
-		localDrop(e.epid, makeID(op.gen, slot))
+		localDrop(e.epid, e.sends.ID(uint32(slot)))
 	}
 	cookie := op.cookie
 	e.peers[op.peer].ops--
@@ -333,7 +334,7 @@ func (e *Endpoint) onCTS() {
 	op.fetchID = get64(b, offCellW3)
 	op.off = 0
 	op.want = int(min(want, uint64(len(op.data))))
-	_, slot := splitID(id)
+	slot := int(slots.Index(id))
 	e.streams = append(e.streams, int32(slot))
 }
 
@@ -363,7 +364,7 @@ func (e *Endpoint) onData(h transport.Handler) int {
 		n > uint64(len(buf)) || off > uint64(len(op.dst)) || n > uint64(len(op.dst))-off {
 		return e.drop()
 	}
-	_, slot := splitID(id)
+	slot := int(slots.Index(id))
 	if _, bad, _ := umem.Copy(op.dst[off:], buf[:n]); bad != umem.None {
 		// Our destination, or (SIGBUS: a segment cut short) the
 		// sender's bounce buffer. Later DATA cells of the stream find
@@ -401,14 +402,14 @@ func (e *Endpoint) onAbort(h transport.Handler, p *peer) int {
 	if st == finSrcFault && op.got < len(op.dst) && !umem.Writable(op.dst[op.got:]) {
 		st = finBothFault
 	}
-	_, slot := splitID(id)
+	slot := int(slots.Index(id))
 	e.stats.Faults++
 	return e.finishFetch(h, slot, 0, fmt.Errorf("shm: fetch from %#x: %w", p.epid, fetchError(st, nil)))
 }
 
 // finishFetch reports fetch slot done and frees it.
 func (e *Endpoint) finishFetch(h transport.Handler, slot, n int, err error) int {
-	op := &e.fetches[slot]
+	op := e.fetches.At(uint32(slot))
 	cookie := op.cookie
 	e.peers[op.peer].ops--
 	e.pending--
@@ -426,7 +427,7 @@ func (e *Endpoint) pump(h transport.Handler) int {
 	ev := 0
 	for k := 0; k < len(e.streams); {
 		slot := int(e.streams[k])
-		op := &e.sends[slot]
+		op := e.sends.At(uint32(slot))
 		p := e.peers[op.peer]
 		if p.dead != nil {
 			k++ // the liveness check fails it
@@ -454,7 +455,7 @@ func (e *Endpoint) pump(h transport.Handler) int {
 			put64(c, offCellW2, op.fetchID)
 			put64(c, offCellW3, uint64(op.off))
 			put64(c, offCellW4, uint64(n))
-			put64(c, offCellW5, makeID(op.gen, slot))
+			put64(c, offCellW5, e.sends.ID(uint32(slot)))
 			put64(c, offCellW6, 0)
 			if err := p.ring.TryPush(c); err != nil {
 				e.freeBuf(i)
@@ -486,13 +487,13 @@ func (e *Endpoint) pump(h transport.Handler) int {
 // receiver's fetch (status st: finSrcFault or finFailed), and the send
 // fails here. Chunks already streamed are dropped by the receiver.
 func (e *Endpoint) abortStream(h transport.Handler, p *peer, k, slot int, st byte) int {
-	op := &e.sends[slot]
+	op := e.sends.At(uint32(slot))
 	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellData, st, noBuffer, 0, e.epid)
 	put64(c, offCellW2, op.fetchID)
 	put64(c, offCellW3, 0)
 	put64(c, offCellW4, 0)
-	put64(c, offCellW5, makeID(op.gen, slot))
+	put64(c, offCellW5, e.sends.ID(uint32(slot)))
 	put64(c, offCellW6, 0)
 	e.control(p, c)
 	e.streams = append(e.streams[:k], e.streams[k+1:]...)

@@ -96,14 +96,14 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 	}
 
 	slot := e.newFetch()
-	op := &e.fetches[slot]
-	*op = fetchOp{gen: op.gen, state: opWait, peer: p.idx, cookie: cookie, sendID: id, dst: dst, last: e.now()}
+	op := e.fetches.At(uint32(slot))
+	*op = fetchOp{state: opWait, peer: p.idx, cookie: cookie, sendID: id, dst: dst, last: e.now()}
 	p.ops++
 	e.pending++
 	c := e.tx[:ring.CellPayload]
 	putCommon(c, cellCTS, 0, 0, 0, e.epid)
 	put64(c, offCellW2, id)
-	put64(c, offCellW3, makeID(op.gen, slot))
+	put64(c, offCellW3, e.fetches.ID(uint32(slot)))
 	put64(c, offCellW4, uint64(want))
 	put64(c, offCellW5, 0)
 	put64(c, offCellW6, 0)
