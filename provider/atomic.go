@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -385,9 +386,9 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 		return err
 	}
 	size := uint64(dtSize[dt])
-	var vb, vc, vr [IovLimit]iovec
-	conv := func(dst *[IovLimit]iovec, p unsafe.Pointer, n int) ([]iovec, bool) {
-		if n < 0 || n > IovLimit || (n > 0 && p == nil) {
+	var vb, vc, vr [getinfo.IovLimit]iovec
+	conv := func(dst *[getinfo.IovLimit]iovec, p unsafe.Pointer, n int) ([]iovec, bool) {
+		if n < 0 || n > getinfo.IovLimit || (n > 0 && p == nil) {
 			return nil, false
 		}
 		in := unsafe.Slice((*iovec)(p), n) // struct fi_ioc has iovec's layout
@@ -503,7 +504,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	}
 	h := &e.hdr
 	*h = transport.Header{Flags: atomicFlags(kindMsg, op, dt), Tag: rmaID(o), Len: total}
-	if len(iov) > IovLimit {
+	if len(iov) > getinfo.IovLimit {
 		// More pieces than the wire's gather list: flatten them.
 		flat := make([]byte, 0, total)
 		for _, b := range iov {

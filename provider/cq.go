@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // CQAttr is struct fi_cq_attr.
@@ -45,7 +46,7 @@ type cqEntry struct {
 	provErr int32
 	olen    uint64
 	errLen  int
-	errData [MaxErrData]byte
+	errData [getinfo.MaxErrData]byte
 }
 
 // CQ is a completion queue. Entries, successes and errors alike, sit in
@@ -350,7 +351,7 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 		if cq.fast == nil {
 			w[8] = 0
 		} else {
-			b := cq.fast[cqErrDataOff : cqErrDataOff+MaxErrData]
+			b := cq.fast[cqErrDataOff : cqErrDataOff+getinfo.MaxErrData]
 			copy(b, e.errData[:e.errLen])
 			w[8] = uint64(uintptr(unsafe.Pointer(&b[0])))
 		}

@@ -3,8 +3,9 @@
 // arguments and calls it; the wires under it (transport, shm, hfi) move
 // bytes. It owns:
 //
-//   - what fi_getinfo answers and how hints match (provider.go, check.go,
-//     attr.go), the FI_PSM2_* parameters (params.go), the endpoint names
+//   - fi_getinfo with the provider's state (provider.go: parameters,
+//     contexts, addresses; the entries and the generic hint rules are
+//     package provider/getinfo), the FI_PSM2_* parameters (params.go), the endpoint names
 //     and addresses (addr.go, av.go; nameserver.go starts the name
 //     server, package provider/names), and the wires an endpoint opens
 //     (wire.go);

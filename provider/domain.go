@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // Domain is an open psm2 domain: the attributes every object opened from it
@@ -76,7 +77,7 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 		d.api = info.Fabric.APIVersion
 	}
 	if a := info.Domain; a != nil {
-		if a.Name != "" && !strings.HasPrefix(strings.ToLower(a.Name), DomainPrefix) {
+		if a.Name != "" && !strings.HasPrefix(strings.ToLower(a.Name), getinfo.DomainPrefix) {
 			return nil, fmt.Errorf("domain %q: %w", a.Name, fi.EINVAL)
 		}
 		if a.Threading != fi.THREAD_UNSPEC {
@@ -87,13 +88,13 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 		}
 		d.mrMode = a.MRMode
 		d.avType = a.AVType
-		if a.AuthKeySize == AuthKeySize && len(a.AuthKey) == AuthKeySize {
+		if a.AuthKeySize == getinfo.AuthKeySize && len(a.AuthKey) == getinfo.AuthKeySize {
 			copy(d.uuid[:], a.AuthKey)
 		} else if a.AuthKeySize != 0 && a.AuthKey != nil {
 			return nil, fmt.Errorf("domain auth_key of %d bytes: %w", a.AuthKeySize, fi.EINVAL)
 		}
 	}
-	if info.EP != nil && len(info.EP.AuthKey) == AuthKeySize {
+	if info.EP != nil && len(info.EP.AuthKey) == getinfo.AuthKeySize {
 		copy(d.uuid[:], info.EP.AuthKey)
 	}
 	d.layout = p.lockTagLayout(info)

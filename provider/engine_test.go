@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // cqTagged is struct fi_cq_tagged_entry.
@@ -625,10 +626,10 @@ func TestEngineBadInput(t *testing.T) {
 	if err := p.a.Send(nil, 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("nil iov = %v", err)
 	}
-	if err := p.a.Send(nil, IovLimit+1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+	if err := p.a.Send(nil, getinfo.IovLimit+1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("iov count over the limit = %v", err)
 	}
-	v := iovec{base: unsafe.Pointer(&p.keep), len: MaxMsgSize + 1}
+	v := iovec{base: unsafe.Pointer(&p.keep), len: getinfo.MaxMsgSize + 1}
 	if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EMSGSIZE) {
 		t.Errorf("over max_msg_size = %v", err)
 	}

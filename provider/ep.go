@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/provider/names"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -80,14 +81,14 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	}
 	caps := info.Caps
 	if caps == 0 {
-		caps = Caps
+		caps = getinfo.Caps
 	}
-	if caps&^(Caps|fi.COLLECTIVE) != 0 || caps&fi.COLLECTIVE != 0 && typ != fi.EP_RDM {
+	if caps&^(getinfo.Caps|fi.COLLECTIVE) != 0 || caps&fi.COLLECTIVE != 0 && typ != fi.EP_RDM {
 		return nil, fi.EINVAL
 	}
 	uuid := d.uuid
 	if info.EP != nil && info.EP.AuthKey != nil {
-		if len(info.EP.AuthKey) != AuthKeySize {
+		if len(info.EP.AuthKey) != getinfo.AuthKeySize {
 			return nil, fi.EINVAL
 		}
 		copy(uuid[:], info.EP.AuthKey)
@@ -98,7 +99,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	}
 	ep := &Endpoint{dom: d, typ: typ, caps: caps, addrFormat: info.AddrFormat, ctxNum: ctxNum,
 		minMultiRecv: defaultMinMultiRecv, injectSize: uint64(d.params.InjectSize),
-		maxMsgSize: MaxMsgSize, tagMask: ^uint64(0)}
+		maxMsgSize: getinfo.MaxMsgSize, tagMask: ^uint64(0)}
 	if d.layout == TagLayoutTag60 {
 		ep.tagMask = 1<<60 - 1
 	}

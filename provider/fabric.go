@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // Fabric is an open psm2 fabric: the root that domains are opened from.
@@ -20,7 +21,7 @@ func (p *Provider) OpenFabric(attr *fi.FabricAttr) (*Fabric, error) {
 	if attr == nil {
 		return nil, fi.EINVAL
 	}
-	if attr.Name != "" && !strings.EqualFold(attr.Name, FabricName) {
+	if attr.Name != "" && !strings.EqualFold(attr.Name, getinfo.FabricName) {
 		return nil, fmt.Errorf("fabric %q: %w", attr.Name, fi.ENODATA)
 	}
 	p.fabrics.Add(1)

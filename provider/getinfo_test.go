@@ -10,11 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // The values below are transcribed from fi_info-psm2-reference.txt (the
 // real libfabric 1.17 psm2 provider) and psm2-provider-facts.md, not from
-// attr.go, so that a change to the templates shows up here.
+// getinfo/attr.go, so that a change to the templates shows up here.
 const (
 	refInfoCaps = fi.MSG | fi.RMA | fi.TAGGED | fi.ATOMIC | fi.READ | fi.WRITE | fi.RECV |
 		fi.SEND | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.MULTI_RECV | fi.TRIGGER |
@@ -704,11 +705,11 @@ func TestGetInfoContextCounts(t *testing.T) {
 	p.openContexts.Store(10)
 	for _, info := range mustGetInfo(t, p, v117, "", "", 0, nil) {
 		d := info.Domain
-		if d.TxCtxCnt != MaxContexts-10 || d.RxCtxCnt != MaxContexts-10 {
-			t.Errorf("%s: tx/rx_ctx_cnt = %d/%d, want %d", shape(info), d.TxCtxCnt, d.RxCtxCnt, MaxContexts-10)
+		if d.TxCtxCnt != getinfo.MaxContexts-10 || d.RxCtxCnt != getinfo.MaxContexts-10 {
+			t.Errorf("%s: tx/rx_ctx_cnt = %d/%d, want %d", shape(info), d.TxCtxCnt, d.RxCtxCnt, getinfo.MaxContexts-10)
 		}
 	}
-	p.openContexts.Store(MaxContexts + 5)
+	p.openContexts.Store(getinfo.MaxContexts + 5)
 	for _, info := range mustGetInfo(t, p, v117, "", "", 0, nil) {
 		if d := info.Domain; d.TxCtxCnt != 0 || d.RxCtxCnt != 0 {
 			t.Errorf("%s: tx/rx_ctx_cnt = %d/%d with every context used, want 0", shape(info), d.TxCtxCnt, d.RxCtxCnt)
@@ -846,7 +847,7 @@ func TestGetInfoNodeService(t *testing.T) {
 }
 
 // TestGetInfoRejections runs every way fi_getinfo can find nothing: the
-// early checks of initEntries, the per-entry checks of checkInfo (as seen
+// early checks of initEntries, the per-entry checks of getinfo.Check (as seen
 // through GetInfo, when they remove every entry) and the address checks.
 // Each must be an error that errors.Is fi.ENODATA.
 func TestGetInfoRejections(t *testing.T) {
@@ -876,10 +877,10 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "caps REMOTE_CQ_DATA", mod: func(h *fi.Info) { h.Caps = fi.REMOTE_CQ_DATA }},
 		{name: "tag layout leaves nothing", env: map[string]string{"FI_PSM2_TAG_LAYOUT": "tag64"},
 			mod: func(h *fi.Info) { h.Caps = fi.TAGGED; h.Domain.CQDataSize = 4 }},
-		// checkInfo: info-level
+		// getinfo.Check: info-level
 		{name: "mode missing FI_CONTEXT", mod: func(h *fi.Info) { h.Caps = fi.MSG; h.Mode = 0 }},
 		{name: "provider version", mod: func(h *fi.Info) { h.Fabric.ProvVersion = fi.Version(118, 0) }},
-		// checkInfo: domain
+		// getinfo.Check: domain
 		{name: "threading invalid", mod: func(h *fi.Info) { h.Domain.Threading = 99 }},
 		{name: "control progress invalid", mod: func(h *fi.Info) { h.Domain.ControlProgress = 99 }},
 		{name: "data progress invalid", mod: func(h *fi.Info) { h.Domain.DataProgress = 99 }},
@@ -895,7 +896,7 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "domain caps", mod: func(h *fi.Info) { h.Domain.Caps = fi.MSG }},
 		{name: "max_err_data", mod: func(h *fi.Info) { h.Domain.MaxErrData = 65 }},
 		{name: "mr_cnt", mod: func(h *fi.Info) { h.Domain.MRCnt = 65536 }},
-		// checkInfo: endpoint
+		// getinfo.Check: endpoint
 		{name: "protocol", mod: func(h *fi.Info) { h.EP.Protocol = fi.PROTO_RXM }},
 		{name: "protocol version", mod: func(h *fi.Info) { h.EP.ProtocolVersion = 515 }},
 		{name: "max_msg_size", mod: func(h *fi.Info) { h.EP.MaxMsgSize = refMaxMsgSize + 1 }},
@@ -912,14 +913,14 @@ func TestGetInfoRejections(t *testing.T) {
 			h.Domain.CQDataSize = 4
 			h.EP.MemTagFormat = 1 << 62
 		}},
-		// checkInfo: rx
+		// getinfo.Check: rx
 		{name: "rx caps HMEM", mod: func(h *fi.Info) { h.Rx.Caps = fi.HMEM }},
 		{name: "rx mode", mod: func(h *fi.Info) { h.Caps = fi.TAGGED; h.Rx.Mode = fi.RX_CQ_DATA }},
 		{name: "rx op_flags", mod: func(h *fi.Info) { h.Rx.OpFlags = fi.COMMIT_COMPLETE }},
 		{name: "rx msg_order", mod: func(h *fi.Info) { h.Rx.MsgOrder = fi.ORDER_RAS }},
 		{name: "rx comp_order", mod: func(h *fi.Info) { h.Rx.CompOrder = fi.ORDER_STRICT }},
 		{name: "rx iov_limit", mod: func(h *fi.Info) { h.Rx.IovLimit = 2 }},
-		// checkInfo: tx
+		// getinfo.Check: tx
 		{name: "tx caps HMEM", mod: func(h *fi.Info) { h.Tx.Caps = fi.HMEM }},
 		{name: "tx mode", mod: func(h *fi.Info) { h.Caps = fi.TAGGED; h.Tx.Mode = fi.RX_CQ_DATA }},
 		{name: "tx op_flags", mod: func(h *fi.Info) { h.Tx.OpFlags = fi.COMMIT_COMPLETE }},
@@ -1068,6 +1069,86 @@ func TestGetInfoCollective(t *testing.T) {
 			if (info.Caps|info.Tx.Caps|info.Rx.Caps)&fi.COLLECTIVE != 0 {
 				t.Errorf("FI_COLLECTIVE granted unasked (hints %v)", h != nil)
 			}
+		}
+	}
+}
+
+// TestNewEntryShapes pins the three templates against the facts, before
+// any hint is applied.
+func TestNewEntryShapes(t *testing.T) {
+	for _, kind := range []struct {
+		k    getinfo.EntryKind
+		name string
+	}{{getinfo.Tag64, "TAG64"}, {getinfo.Tag60, "TAG60"}, {getinfo.RMAOnly, "RMA"}} {
+		t.Run(kind.name, func(t *testing.T) {
+			got := getinfo.Entry(kind.k, fi.EP_DGRAM, fi.ADDR_STR)
+			want := refNilHints(kind.name)
+			want.EP.Type = fi.EP_DGRAM
+			want.AddrFormat = fi.ADDR_STR
+			// Template values that GetInfo replaces.
+			want.SrcAddr, want.SrcAddrLen, want.DestAddrLen = nil, 0, 0
+			want.Nic = nil
+			want.Domain.Name = "hfi1"
+			want.Domain.ControlProgress = fi.PROGRESS_AUTO
+			want.Domain.DataProgress = fi.PROGRESS_AUTO
+			want.Domain.MRMode = fi.MR_BASIC | fi.MR_SCALABLE
+			want.Domain.TxCtxCnt, want.Domain.RxCtxCnt = 1, 1
+			want.Domain.MaxEPTxCtx, want.Domain.MaxEPRxCtx, want.Domain.MaxEPStxCtx = 1, 1, 1
+			if diff := cmp.Diff(want, got, infoOpts); diff != "" {
+				t.Errorf("Entry mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseHelpers(t *testing.T) {
+	for _, tt := range []struct {
+		node string
+		unit int
+		port uint8
+	}{
+		{"h:1:2", 1, 2},
+		{"h:0:x", 0, 0},
+		{"h:0:", 0, 0},
+		{"h:+3:4", 3, 4},
+		{"h:300:4", 44, 4}, // %hhi keeps the low 8 bits
+		{"h:0x7f:255", 127, 255},
+		{"h:010:7", 8, 7},  // %i reads 010 as octal
+		{"h: 2:7", 2, 7},   // scanf skips blanks before a number
+		{"h:2:300", 2, 44}, // %hhu keeps the low 8 bits
+		{"h", -1, 0},
+		{":1:2", -1, 0},
+	} {
+		u, p := parseHostUnitPort(tt.node, -1, 0)
+		if u != tt.unit || p != tt.port {
+			t.Errorf("parseHostUnitPort(%q) = %d, %d; want %d, %d", tt.node, u, p, tt.unit, tt.port)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want uint32
+	}{{"77", 77}, {"4294967295", 4294967295}, {"12abc", 12}, {"abc", 9}, {"", 9}, {" 5", 5}} {
+		if got := parseService(tt.in, 9); got != tt.want {
+			t.Errorf("parseService(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAlterBasicScalable(t *testing.T) {
+	// psmx2_alter_prov_info reports BASIC|SCALABLE as SCALABLE.
+	p, _ := newTestProvider(t, nil)
+	infos := []*fi.Info{getinfo.Entry(getinfo.Tag64, fi.EP_RDM, fi.ADDR_PSMX2)}
+	p.alter(infos, &fi.Info{Domain: &fi.DomainAttr{MRMode: fi.MR_BASIC | fi.MR_SCALABLE}}, v117)
+	if got := infos[0].Domain.MRMode; got != fi.MR_SCALABLE {
+		t.Errorf("mr_mode = %#x, want FI_MR_SCALABLE", got)
+	}
+}
+
+func TestRejectWrapsENODATA(t *testing.T) {
+	p, _ := newTestProvider(t, nil)
+	for _, err := range []error{errors.New("plain"), getinfo.NoMatch("x"), fi.ENODATA} {
+		if got := p.reject(err); !errors.Is(got, fi.ENODATA) {
+			t.Errorf("reject(%v) = %v, want an fi.ENODATA error", err, got)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package provider
 
-import "github.com/gopsm2/libfabric-psm2/internal/cabi"
+import (
+	"github.com/gopsm2/libfabric-psm2/internal/cabi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
+)
 
 // CLayout lists the provider's pages as the C side sees them (fastpath.go
 // and fastep.go document them), for cmd/libfabric-psm2/fast/layout.h.
@@ -106,7 +109,7 @@ func CLayout() []cabi.Group {
 			cabi.WordField("CQF_DOMAIN", cqDomain, 8, "the domain page"),
 			cabi.WordField("CQF_STRIDE", cqStride, 8, "entry size in bytes"),
 			cabi.WordField("CQF_CQUEUED", cqCQueued, 8, "completions C queued"),
-			cabi.WordField("CQF_ERR_DATA", cqErrDataOff, MaxErrData, "Go's: the err_data fi_cq_readerr hands out"),
+			cabi.WordField("CQF_ERR_DATA", cqErrDataOff, getinfo.MaxErrData, "Go's: the err_data fi_cq_readerr hands out"),
 			cabi.WordField("CQF_SLEEPERS", cqSleepers, 8, "threads blocking in fi_cq_sread: C queues none"),
 			cabi.WordField("CQF_CENTRIES", cqCEntries, cqCCap*cqCEntrySize, "those completions"),
 			cabi.Value("CQF_CCAP", cqCCap, "entries"),

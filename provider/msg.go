@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -146,7 +147,7 @@ type engine struct {
 	pending int // sends and fetches in flight on the wire
 
 	conns  []transport.Conn // by fi_addr; 0: not resolved yet
-	iov    [IovLimit][]byte
+	iov    [getinfo.IovLimit][]byte
 	hdr    transport.Header
 	events int // completions produced by the current poll
 
@@ -343,7 +344,7 @@ func space(flags uint64) uint8 {
 // Send posts a send (every fi_send*/fi_tsend*/fi_inject* call). iov is a C
 // struct iovec array of count entries.
 func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data uint64, ctx unsafe.Pointer, flags uint64) error {
-	if count < 0 || count > IovLimit || (count > 0 && iov == nil) {
+	if count < 0 || count > getinfo.IovLimit || (count > 0 && iov == nil) {
 		return fi.EINVAL
 	}
 	if flags&fi.TRIGGER != 0 {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/provider/names"
 )
 
@@ -39,16 +40,16 @@ func (p *Provider) register(service uint32, n EPName, op byte) {
 func (p *Provider) resolveNode(node, service string) (*EPName, error) {
 	ns := p.names()
 	if ns == nil {
-		return nil, noMatch("cannot resolve %q: the name server is off (FI_PSM2_NAME_SERVER)", node)
+		return nil, getinfo.NoMatch("cannot resolve %q: the name server is off (FI_PSM2_NAME_SERVER)", node)
 	}
 	svc := parseService(service, AnyService)
 	raw, err := ns.Resolve(node, svc)
 	if err != nil {
-		return nil, noMatch("cannot resolve %q service %d: %v", node, svc, err)
+		return nil, getinfo.NoMatch("cannot resolve %q service %d: %v", node, svc, err)
 	}
 	n, err := UnmarshalEPName(raw[:])
 	if err != nil {
-		return nil, noMatch("cannot resolve %q service %d: %v", node, svc, err)
+		return nil, getinfo.NoMatch("cannot resolve %q service %d: %v", node, svc, err)
 	}
 	p.log.Infof(fi.LOG_CORE, "name server: %q service %d is %v", node, svc, n)
 	return &n, nil

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -62,14 +64,18 @@ func TestNameServerPortHeldByStranger(t *testing.T) {
 		greet []byte
 	}{{"silent", nil}, {"another protocol", []byte("SSH-2.0-OpenSSH_9.2\r\n")}} {
 		t.Run(tc.name, func(t *testing.T) {
-			uuid := "0badc0de-0000-0000-0000-000000005e04"
-			if tc.greet != nil {
-				uuid = "0badc0de-0000-0000-0000-000000005e05"
-			}
-			job, _ := ParseUUID(uuid)
-			ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(job.NameServerPort()))))
-			if err != nil {
-				t.Fatal(err)
+			// A job key of its own per run: the port follows from it, and
+			// another run of this test on the machine holds its own.
+			var ln net.Listener
+			var uuid string
+			for try := 0; ln == nil; try++ {
+				uuid = fmt.Sprintf("0badc0de-0000-0000-0000-%012x", rand.Uint64()>>16)
+				job, _ := ParseUUID(uuid)
+				var err error
+				ln, err = net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(job.NameServerPort()))))
+				if err != nil && try == 10 {
+					t.Fatal(err)
+				}
 			}
 			defer ln.Close()
 			go func() {
@@ -88,7 +94,7 @@ func TestNameServerPortHeldByStranger(t *testing.T) {
 			ns := p.names()
 			t.Cleanup(ns.Close)
 			start := time.Now()
-			_, err = p.GetInfo(fi.Version(1, 17), "127.0.0.1", "9228", 0, nil)
+			_, err := p.GetInfo(fi.Version(1, 17), "127.0.0.1", "9228", 0, nil)
 			if err == nil || time.Since(start) > 3*time.Second {
 				t.Fatalf("GetInfo = %v after %v; want an error within the timeout", err, time.Since(start))
 			}

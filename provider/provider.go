@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/provider/names"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -35,7 +36,7 @@ type Provider struct {
 	wire func(wireConfig) (transport.Endpoint, error)
 
 	ctxMu   sync.Mutex
-	ctxUsed [MaxContexts]bool // context numbers in use by open endpoints
+	ctxUsed [getinfo.MaxContexts]bool // context numbers in use by open endpoints
 
 	addrOnce sync.Once // the hfi wire's address (wire.go)
 	addr     [4]byte
@@ -77,10 +78,10 @@ func New(host Host) *Provider {
 }
 
 // Name is the provider name.
-func (p *Provider) Name() string { return ProvName }
+func (p *Provider) Name() string { return getinfo.ProvName }
 
 // Version is the provider version (FI_VERSION(117, 0)).
-func (p *Provider) Version() uint32 { return ProvVersion }
+func (p *Provider) Version() uint32 { return getinfo.ProvVersion }
 
 // APIVersion is the newest libfabric API the provider implements.
 func (p *Provider) APIVersion() uint32 { return fi.APIVersion }
@@ -90,7 +91,7 @@ func (p *Provider) Params() Params { return p.params }
 
 // freeContexts is how many more endpoints this process may open.
 func (p *Provider) freeContexts() uint64 {
-	n := MaxContexts - p.openContexts.Load()
+	n := getinfo.MaxContexts - p.openContexts.Load()
 	if n < 0 {
 		return 0
 	}
@@ -132,7 +133,7 @@ func (p *Provider) GetInfo(version uint32, node, service string, flags uint64, h
 		p.log.Infof(fi.LOG_CORE, "node %q service %q give unit %d, port %d, service %d", node, service, src.Unit(), src.Port, src.Service)
 	}
 	if u := src.Unit(); u != AnyUnit && u != 0 {
-		return nil, p.reject(noMatch("source unit %d does not exist (the only unit is 0)", u))
+		return nil, p.reject(getinfo.NoMatch("source unit %d does not exist (the only unit is 0)", u))
 	}
 	if !nodeUsed && node != "" && flags&fi.SOURCE == 0 {
 		// A host name or IP address: the name server turns it (and the
@@ -148,14 +149,14 @@ func (p *Provider) GetInfo(version uint32, node, service string, flags uint64, h
 
 	kept := infos[:0]
 	for _, info := range infos {
-		if err := checkInfo(info, hints, version); err != nil {
+		if err := getinfo.Check(info, hints, version); err != nil {
 			p.log.Infof(fi.LOG_CORE, "entry skipped: %v", err)
 			continue
 		}
 		kept = append(kept, info)
 	}
 	if len(kept) == 0 {
-		return nil, p.reject(noMatch("no entry fits the hints"))
+		return nil, p.reject(getinfo.NoMatch("no entry fits the hints"))
 	}
 	p.alter(kept, hints, version)
 	return kept, nil
@@ -175,12 +176,12 @@ func (p *Provider) reject(err error) error {
 func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 	ep, format := fi.EP_RDM, fi.ADDR_PSMX2
 	if hints != nil {
-		if hints.Fabric != nil && hints.Fabric.Name != "" && !strings.EqualFold(hints.Fabric.Name, FabricName) {
-			return nil, noMatch("unknown fabric name %q", hints.Fabric.Name)
+		if hints.Fabric != nil && hints.Fabric.Name != "" && !strings.EqualFold(hints.Fabric.Name, getinfo.FabricName) {
+			return nil, getinfo.NoMatch("unknown fabric name %q", hints.Fabric.Name)
 		}
 		if d := hints.Domain; d != nil && d.Name != "" &&
-			(len(d.Name) < len(DomainPrefix) || !strings.EqualFold(d.Name[:len(DomainPrefix)], DomainPrefix)) {
-			return nil, noMatch("unknown domain name %q", d.Name)
+			(len(d.Name) < len(getinfo.DomainPrefix) || !strings.EqualFold(d.Name[:len(getinfo.DomainPrefix)], getinfo.DomainPrefix)) {
+			return nil, getinfo.NoMatch("unknown domain name %q", d.Name)
 		}
 		if hints.EP != nil {
 			switch hints.EP.Type {
@@ -188,7 +189,7 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 			case fi.EP_DGRAM:
 				ep = fi.EP_DGRAM
 			default:
-				return nil, noMatch("unsupported endpoint type %d (RDM and DGRAM are)", hints.EP.Type)
+				return nil, getinfo.NoMatch("unsupported endpoint type %d (RDM and DGRAM are)", hints.EP.Type)
 			}
 		}
 		switch hints.AddrFormat {
@@ -196,29 +197,29 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 		case fi.ADDR_STR:
 			format = fi.ADDR_STR
 		default:
-			return nil, noMatch("unsupported address format %d (FI_ADDR_PSMX2 and FI_ADDR_STR are)", hints.AddrFormat)
+			return nil, getinfo.NoMatch("unsupported address format %d (FI_ADDR_PSMX2 and FI_ADDR_STR are)", hints.AddrFormat)
 		}
-		if hints.Caps&^(Caps|fi.COLLECTIVE) != 0 {
-			return nil, noMatch("caps %#x not supported", hints.Caps&^(Caps|fi.COLLECTIVE))
+		if hints.Caps&^(getinfo.Caps|fi.COLLECTIVE) != 0 {
+			return nil, getinfo.NoMatch("caps %#x not supported", hints.Caps&^(getinfo.Caps|fi.COLLECTIVE))
 		}
 		if hints.Caps&fi.COLLECTIVE != 0 && ep == fi.EP_DGRAM {
-			return nil, noMatch("FI_COLLECTIVE needs an RDM endpoint")
+			return nil, getinfo.NoMatch("FI_COLLECTIVE needs an RDM endpoint")
 		}
 	}
 
 	layout := p.params.TagLayout
 	var infos []*fi.Info
 	if (hints == nil || hints.Domain == nil || hints.Domain.CQDataSize == 0) && layout != TagLayoutTag60 {
-		infos = append(infos, newEntry(entryTag64, ep, format))
+		infos = append(infos, getinfo.Entry(getinfo.Tag64, ep, format))
 	}
 	if layout != TagLayoutTag64 {
-		infos = append(infos, newEntry(entryTag60, ep, format))
+		infos = append(infos, getinfo.Entry(getinfo.Tag60, ep, format))
 	}
 	if hints == nil || hints.Caps&(fi.TAGGED|fi.MSG) == 0 {
-		infos = append(infos, newEntry(entryRMA, ep, format))
+		infos = append(infos, getinfo.Entry(getinfo.RMAOnly, ep, format))
 	}
 	if len(infos) == 0 {
-		return nil, noMatch("FI_PSM2_TAG_LAYOUT=%v leaves no entry for the hints", layout)
+		return nil, getinfo.NoMatch("FI_PSM2_TAG_LAYOUT=%v leaves no entry for the hints", layout)
 	}
 	// Collectives (coll.go), which psm2 does not have: offered only to
 	// hints that ask for them, so that every other answer stays psm2's.
@@ -263,14 +264,14 @@ func (p *Provider) fillAddresses(infos []*fi.Info, src EPName, dest *EPName) {
 		// Scalable and shared-context endpoints are not offered: an
 		// endpoint has exactly one transmit and one receive context.
 		d.MaxEPTxCtx, d.MaxEPRxCtx, d.MaxEPStxCtx = 1, 1, 0
-		d.Name = DomainPrefix + "_0"
+		d.Name = getinfo.DomainPrefix + "_0"
 		info.Tx.InjectSize = uint64(p.params.InjectSize)
 	}
 }
 
 // alter applies the generic hint rules and then the provider's own.
 func (p *Provider) alter(infos []*fi.Info, hints *fi.Info, version uint32) {
-	alterInfo(infos, hints, version)
+	getinfo.Alter(infos, hints, version)
 	for _, info := range infos {
 		if hints == nil || hints.Domain == nil || hints.Domain.ControlProgress == fi.PROGRESS_UNSPEC {
 			info.Domain.ControlProgress = fi.PROGRESS_MANUAL
@@ -286,7 +287,7 @@ func (p *Provider) alter(infos []*fi.Info, hints *fi.Info, version uint32) {
 		if hints != nil && hints.Caps != 0 && hints.Caps&fi.TRIGGER == 0 {
 			info.Caps &^= fi.TRIGGER
 		}
-		info.Nic = nicInfo()
+		info.Nic = getinfo.Nic()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -162,7 +163,7 @@ func (e *engine) rmaByID(id uint64) *op {
 // and key the remote memory; with FI_REMOTE_CQ_DATA a write carries data
 // to the target's CQ.
 func (ep *Endpoint) RMA(iov unsafe.Pointer, count int, dest, addr, key, data uint64, ctx unsafe.Pointer, flags uint64) error {
-	if count < 0 || count > IovLimit || (count > 0 && iov == nil) || flags&(fi.READ|fi.WRITE) == 0 {
+	if count < 0 || count > getinfo.IovLimit || (count > 0 && iov == nil) || flags&(fi.READ|fi.WRITE) == 0 {
 		return fi.EINVAL
 	}
 	if flags&fi.TRIGGER != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/provider"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 //export psm2go_mr_reg
@@ -18,7 +19,7 @@ func psm2go_mr_reg(dc *C.struct_psm2_domain, iov *C.struct_iovec, count C.size_t
 	access, offset, key, flags C.uint64_t, out **C.struct_fid_mr, context unsafe.Pointer) (ret C.int) {
 	defer guardInt(&ret, "psm2go_mr_reg")
 	d := domainObj(dc)
-	if d == nil || out == nil || iov == nil || count == 0 || count > provider.MRIovLimit {
+	if d == nil || out == nil || iov == nil || count == 0 || count > getinfo.MRIovLimit {
 		return -C.int(fi.EINVAL)
 	}
 	civ := unsafe.Slice(iov, int(count))

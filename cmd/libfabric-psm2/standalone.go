@@ -19,6 +19,7 @@ import (
 	"github.com/gopsm2/libfabric-psm2/internal/core"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/provider"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // In the standalone link mode this library is libfabric.so.1: our core
@@ -39,7 +40,7 @@ func newLibrary() *library {
 	C.psm2_log_levels = C.uint(levels)
 	C.psm2_log_subsys = C.uint(subsys)
 	C.psm2_log_interval_ms = C.uint(c.LogInterval().Milliseconds())
-	if c.ProvLogFiltered(provider.ProvName) {
+	if c.ProvLogFiltered(getinfo.ProvName) {
 		C.psm2_log_prov_filtered_psm2 = 1
 	}
 	return l
@@ -49,14 +50,14 @@ func newLibrary() *library {
 type coreHost struct{ c *core.Core }
 
 func (h coreHost) DefineParam(name string, typ provider.ParamType, help string) {
-	h.c.Define(provider.ProvName, name, typ, help)
+	h.c.Define(getinfo.ProvName, name, typ, help)
 }
 func (h coreHost) Getenv(name string) (string, bool) { return h.c.Getenv(name) }
 func (h coreHost) LogEnabled(level fi.LogLevel, subsys fi.LogSubsys) bool {
-	return h.c.LogEnabled(provider.ProvName, level, subsys)
+	return h.c.LogEnabled(getinfo.ProvName, level, subsys)
 }
 func (h coreHost) Log(level fi.LogLevel, subsys fi.LogSubsys, fn string, line int, msg string) {
-	h.c.Log(provider.ProvName, level, subsys, fn, line, msg)
+	h.c.Log(getinfo.ProvName, level, subsys, fn, line, msg)
 }
 
 //export psm2go_init
@@ -95,7 +96,7 @@ func psm2go_core_fabric(attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric
 	if i := strings.LastIndexByte(name, ';'); i >= 0 {
 		name = name[i+1:]
 	}
-	if !strings.EqualFold(name, provider.ProvName) {
+	if !strings.EqualFold(name, getinfo.ProvName) {
 		return -C.int(fi.ENODATA)
 	}
 	return openFabric(attr, out, context)

@@ -1,15 +1,29 @@
-package provider
+package getinfo
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
-// TestCheckInfoDirect drives checkInfo with provider entries GetInfo never
+// v117 is libfabric API 1.17.
+var v117 = fi.Version(1, 17)
+
+// fiInfoHints are the hints the fi_info utility passes: fi_allocinfo with
+// mode, domain mode and mr_mode set, everything else zero.
+func fiInfoHints() *fi.Info {
+	return &fi.Info{
+		Mode:   ^uint64(0),
+		Tx:     &fi.TxAttr{},
+		Rx:     &fi.RxAttr{},
+		EP:     &fi.EPAttr{},
+		Domain: &fi.DomainAttr{Mode: ^uint64(0), MRMode: ^(fi.MR_BASIC | fi.MR_SCALABLE)},
+		Fabric: &fi.FabricAttr{},
+	}
+}
+
+// TestCheckInfoDirect drives Check with provider entries GetInfo never
 // builds, to reach the generic ofi_check_info rules the psm2 templates
 // cannot trigger. Every rejection must be an fi.ENODATA error.
 func TestCheckInfoDirect(t *testing.T) {
@@ -88,7 +102,7 @@ func TestCheckInfoDirect(t *testing.T) {
 			if version == 0 {
 				version = v117
 			}
-			prov := newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)
+			prov := Entry(Tag64, fi.EP_RDM, fi.ADDR_PSMX2)
 			if tt.prov != nil {
 				tt.prov(prov)
 			}
@@ -100,19 +114,19 @@ func TestCheckInfoDirect(t *testing.T) {
 					tt.hints(hints)
 				}
 			}
-			err := checkInfo(prov, hints, version)
+			err := Check(prov, hints, version)
 			if tt.ok {
 				if err != nil {
-					t.Errorf("checkInfo = %v, want nil", err)
+					t.Errorf("Check = %v, want nil", err)
 				}
 				return
 			}
 			if !errors.Is(err, fi.ENODATA) {
-				t.Errorf("checkInfo = %v, want an fi.ENODATA error", err)
+				t.Errorf("Check = %v, want an fi.ENODATA error", err)
 			}
 			var m *mismatch
 			if !errors.As(err, &m) || m.reason == "" {
-				t.Errorf("checkInfo = %v, want a *mismatch with a reason", err)
+				t.Errorf("Check = %v, want a *mismatch with a reason", err)
 			}
 		})
 	}
@@ -131,18 +145,18 @@ func TestAlterInfoGeneric(t *testing.T) {
 			{fi.MR_BASIC, v117, false},
 			{fi.MR_UNSPEC, fi.Version(1, 4), false},
 		} {
-			prov := newEntry(entryRMA, fi.EP_RDM, fi.ADDR_PSMX2)
+			prov := Entry(RMAOnly, fi.EP_RDM, fi.ADDR_PSMX2)
 			prov.Domain.MRMode = fi.MR_PROV_KEY | fi.MR_VIRT_ADDR
 			hints := &fi.Info{Caps: fi.RMA | fi.REMOTE_WRITE | fi.REMOTE_READ, Domain: &fi.DomainAttr{MRMode: tt.hintMode}}
-			alterInfo([]*fi.Info{prov}, hints, tt.version)
+			Alter([]*fi.Info{prov}, hints, tt.version)
 			if got := prov.Caps&(fi.REMOTE_READ|fi.REMOTE_WRITE) == 0; got != tt.trimmed {
 				t.Errorf("mr_mode %#x version %#x: remote caps trimmed = %v, want %v", tt.hintMode, tt.version, got, tt.trimmed)
 			}
 		}
 		// No domain hints at all trims too.
-		prov := newEntry(entryRMA, fi.EP_RDM, fi.ADDR_PSMX2)
+		prov := Entry(RMAOnly, fi.EP_RDM, fi.ADDR_PSMX2)
 		prov.Domain.MRMode = fi.MR_PROV_KEY
-		alterInfo([]*fi.Info{prov}, &fi.Info{Caps: fi.RMA | fi.REMOTE_WRITE}, v117)
+		Alter([]*fi.Info{prov}, &fi.Info{Caps: fi.RMA | fi.REMOTE_WRITE}, v117)
 		if prov.Caps&fi.REMOTE_WRITE != 0 {
 			t.Errorf("no domain hints: REMOTE_WRITE kept")
 		}
@@ -158,18 +172,18 @@ func TestAlterInfoGeneric(t *testing.T) {
 			{v117, &fi.Info{Domain: &fi.DomainAttr{MRMode: fi.MR_BASIC}}, true},
 			{v117, &fi.Info{Domain: &fi.DomainAttr{MRMode: fi.MR_LOCAL}}, false},
 		} {
-			prov := newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)
+			prov := Entry(Tag64, fi.EP_RDM, fi.ADDR_PSMX2)
 			prov.Domain.MRMode = fi.MR_LOCAL | fi.MR_BASIC
-			alterInfo([]*fi.Info{prov}, tt.hints, tt.version)
+			Alter([]*fi.Info{prov}, tt.hints, tt.version)
 			if got := prov.Mode&fi.LOCAL_MR != 0; got != tt.want {
 				t.Errorf("version %#x hints %+v: LOCAL_MR = %v, want %v", tt.version, tt.hints, got, tt.want)
 			}
 		}
 	})
 	t.Run("mr_mode narrowed to the hints", func(t *testing.T) {
-		prov := newEntry(entryRMA, fi.EP_RDM, fi.ADDR_PSMX2)
+		prov := Entry(RMAOnly, fi.EP_RDM, fi.ADDR_PSMX2)
 		prov.Domain.MRMode = fi.MR_BASIC | fi.MR_SCALABLE | fi.MR_LOCAL | fi.MR_PROV_KEY | fi.MR_HMEM
-		alterInfo([]*fi.Info{prov}, &fi.Info{Caps: fi.RMA, Domain: &fi.DomainAttr{MRMode: fi.MR_LOCAL | fi.MR_PROV_KEY}}, v117)
+		Alter([]*fi.Info{prov}, &fi.Info{Caps: fi.RMA, Domain: &fi.DomainAttr{MRMode: fi.MR_LOCAL | fi.MR_PROV_KEY}}, v117)
 		if got, want := prov.Domain.MRMode, fi.MR_LOCAL|fi.MR_PROV_KEY; got != want {
 			t.Errorf("mr_mode = %#x, want %#x", got, want)
 		}
@@ -213,34 +227,6 @@ func TestMaxTag(t *testing.T) {
 	}
 }
 
-// TestNewEntryShapes pins the three templates against the facts, before
-// any hint is applied.
-func TestNewEntryShapes(t *testing.T) {
-	for _, kind := range []struct {
-		k    entryKind
-		name string
-	}{{entryTag64, "TAG64"}, {entryTag60, "TAG60"}, {entryRMA, "RMA"}} {
-		t.Run(kind.name, func(t *testing.T) {
-			got := newEntry(kind.k, fi.EP_DGRAM, fi.ADDR_STR)
-			want := refNilHints(kind.name)
-			want.EP.Type = fi.EP_DGRAM
-			want.AddrFormat = fi.ADDR_STR
-			// Template values that GetInfo replaces.
-			want.SrcAddr, want.SrcAddrLen, want.DestAddrLen = nil, 0, 0
-			want.Nic = nil
-			want.Domain.Name = "hfi1"
-			want.Domain.ControlProgress = fi.PROGRESS_AUTO
-			want.Domain.DataProgress = fi.PROGRESS_AUTO
-			want.Domain.MRMode = fi.MR_BASIC | fi.MR_SCALABLE
-			want.Domain.TxCtxCnt, want.Domain.RxCtxCnt = 1, 1
-			want.Domain.MaxEPTxCtx, want.Domain.MaxEPRxCtx, want.Domain.MaxEPStxCtx = 1, 1, 1
-			if diff := cmp.Diff(want, got, infoOpts); diff != "" {
-				t.Errorf("newEntry mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestCheckInfoRanksAndFormats(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -279,72 +265,20 @@ func TestCheckInfoRanksAndFormats(t *testing.T) {
 			if version == 0 {
 				version = v117
 			}
-			prov := newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)
+			prov := Entry(Tag64, fi.EP_RDM, fi.ADDR_PSMX2)
 			if tt.prov != nil {
 				tt.prov(prov)
 			}
 			hints := fiInfoHints()
 			hints.Domain.MRMode = 0
 			tt.hints(hints)
-			err := checkInfo(prov, hints, version)
+			err := Check(prov, hints, version)
 			if tt.ok && err != nil {
-				t.Errorf("checkInfo = %v, want nil", err)
+				t.Errorf("Check = %v, want nil", err)
 			}
 			if !tt.ok && !errors.Is(err, fi.ENODATA) {
-				t.Errorf("checkInfo = %v, want an fi.ENODATA error", err)
+				t.Errorf("Check = %v, want an fi.ENODATA error", err)
 			}
 		})
-	}
-}
-
-func TestAlterBasicScalable(t *testing.T) {
-	// psmx2_alter_prov_info reports BASIC|SCALABLE as SCALABLE.
-	p, _ := newTestProvider(t, nil)
-	infos := []*fi.Info{newEntry(entryTag64, fi.EP_RDM, fi.ADDR_PSMX2)}
-	p.alter(infos, &fi.Info{Domain: &fi.DomainAttr{MRMode: fi.MR_BASIC | fi.MR_SCALABLE}}, v117)
-	if got := infos[0].Domain.MRMode; got != fi.MR_SCALABLE {
-		t.Errorf("mr_mode = %#x, want FI_MR_SCALABLE", got)
-	}
-}
-
-func TestRejectWrapsENODATA(t *testing.T) {
-	p, _ := newTestProvider(t, nil)
-	for _, err := range []error{errors.New("plain"), noMatch("x"), fi.ENODATA} {
-		if got := p.reject(err); !errors.Is(got, fi.ENODATA) {
-			t.Errorf("reject(%v) = %v, want an fi.ENODATA error", err, got)
-		}
-	}
-}
-
-func TestParseHelpers(t *testing.T) {
-	for _, tt := range []struct {
-		node string
-		unit int
-		port uint8
-	}{
-		{"h:1:2", 1, 2},
-		{"h:0:x", 0, 0},
-		{"h:0:", 0, 0},
-		{"h:+3:4", 3, 4},
-		{"h:300:4", 44, 4}, // %hhi keeps the low 8 bits
-		{"h:0x7f:255", 127, 255},
-		{"h:010:7", 8, 7},  // %i reads 010 as octal
-		{"h: 2:7", 2, 7},   // scanf skips blanks before a number
-		{"h:2:300", 2, 44}, // %hhu keeps the low 8 bits
-		{"h", -1, 0},
-		{":1:2", -1, 0},
-	} {
-		u, p := parseHostUnitPort(tt.node, -1, 0)
-		if u != tt.unit || p != tt.port {
-			t.Errorf("parseHostUnitPort(%q) = %d, %d; want %d, %d", tt.node, u, p, tt.unit, tt.port)
-		}
-	}
-	for _, tt := range []struct {
-		in   string
-		want uint32
-	}{{"77", 77}, {"4294967295", 4294967295}, {"12abc", 12}, {"abc", 9}, {"", 9}, {" 5", 5}} {
-		if got := parseService(tt.in, 9); got != tt.want {
-			t.Errorf("parseService(%q) = %d, want %d", tt.in, got, tt.want)
-		}
 	}
 }

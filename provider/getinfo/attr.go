@@ -1,4 +1,4 @@
-package provider
+package getinfo
 
 import "github.com/gopsm2/libfabric-psm2/internal/fi"
 
@@ -62,9 +62,9 @@ const (
 // ProvVersion is the provider version, 117.0 as in libfabric 1.17.
 var ProvVersion = fi.Version(117, 0)
 
-// template returns a fresh copy of the full-featured fi_info every entry
+// Template returns a fresh copy of the full-featured fi_info every entry
 // starts from (the TAG64 shape).
-func template() *fi.Info {
+func Template() *fi.Info {
 	return &fi.Info{
 		Caps:       Caps,
 		Mode:       fi.CONTEXT,
@@ -134,25 +134,25 @@ func template() *fi.Info {
 }
 
 // The three shapes the provider offers.
-type entryKind int
+type EntryKind int
 
 const (
-	entryTag64 entryKind = iota // 64-bit tags, no CQ data
-	entryTag60                  // 60-bit tags, 32-bit CQ data
-	entryRMA                    // RMA and atomics only, 64-bit CQ data
+	Tag64   EntryKind = iota // 64-bit tags, no CQ data
+	Tag60                    // 60-bit tags, 32-bit CQ data
+	RMAOnly                  // RMA and atomics only, 64-bit CQ data
 )
 
-// newEntry builds one entry of the given kind for an endpoint type and
+// Entry builds one entry of the given kind for an endpoint type and
 // address format.
-func newEntry(kind entryKind, ep fi.EPType, format uint32) *fi.Info {
-	info := template()
+func Entry(kind EntryKind, ep fi.EPType, format uint32) *fi.Info {
+	info := Template()
 	info.AddrFormat = format
 	info.EP.Type = ep
 	switch kind {
-	case entryTag60:
+	case Tag60:
 		info.EP.MemTagFormat >>= 4
 		info.Domain.CQDataSize = 4
-	case entryRMA:
+	case RMAOnly:
 		info.Caps = rmaCaps
 		info.Mode = 0
 		info.Tx.Caps, info.Tx.Mode = rmaTxCaps, 0
@@ -162,10 +162,10 @@ func newEntry(kind entryKind, ep fi.EPType, format uint32) *fi.Info {
 	return info
 }
 
-// nicInfo is the fid_nic every entry carries: there is no hardware to
+// Nic is the fid_nic every entry carries: there is no hardware to
 // describe, so every field is unknown, as with a real HFI whose sysfs
 // entry cannot be read.
-func nicInfo() *fi.Nic {
+func Nic() *fi.Nic {
 	return &fi.Nic{
 		Device: &fi.DeviceAttr{},
 		Bus:    &fi.BusAttr{Type: fi.BUS_UNKNOWN},

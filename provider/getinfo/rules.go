@@ -1,4 +1,4 @@
-package provider
+package getinfo
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 )
 
 // This file holds libfabric's generic hint semantics: which provider
-// entries a set of hints accepts (checkInfo) and how an accepted entry is
-// narrowed to the hints (alterInfo). They follow the rules every libfabric
+// entries a set of hints accepts (Check) and how an accepted entry is
+// narrowed to the hints (Alter). They follow the rules every libfabric
 // provider built on the util layer applies, in the same order, so that the
 // answers and the reasons match.
 
@@ -47,14 +47,16 @@ type mismatch struct{ reason string }
 func (m *mismatch) Error() string { return m.reason }
 func (m *mismatch) Unwrap() error { return fi.ENODATA }
 
-func noMatch(format string, args ...any) error {
+// NoMatch is an fi.ENODATA error saying why nothing fits: what fi_getinfo
+// returns (and logs) for hints no entry satisfies.
+func NoMatch(format string, args ...any) error {
 	return &mismatch{fmt.Sprintf(format, args...)}
 }
 
 func version15(v uint32) bool { return fi.VersionGE(v, fi.Version(1, 5)) }
 
-// checkInfo reports whether prov satisfies hints (nil hints always do).
-func checkInfo(prov, hints *fi.Info, version uint32) error {
+// Check reports whether prov satisfies hints (nil hints always do).
+func Check(prov, hints *fi.Info, version uint32) error {
 	if hints == nil {
 		return nil
 	}
@@ -64,13 +66,13 @@ func checkInfo(prov, hints *fi.Info, version uint32) error {
 		}
 	}
 	if hints.Caps&^prov.Caps != 0 {
-		return noMatch("unsupported capabilities %#x", hints.Caps&^prov.Caps)
+		return NoMatch("unsupported capabilities %#x", hints.Caps&^prov.Caps)
 	}
 	if need := provMode(version, hints, prov); hints.Mode&need != need {
-		return noMatch("needed mode %#x not set", need)
+		return NoMatch("needed mode %#x not set", need)
 	}
 	if !validAddrFormat(prov.AddrFormat, hints.AddrFormat) {
-		return noMatch("address format %d not supported", hints.AddrFormat)
+		return NoMatch("address format %d not supported", hints.AddrFormat)
 	}
 	if hints.Fabric != nil {
 		if err := checkFabricAttr(prov.Fabric, hints.Fabric); err != nil {
@@ -130,17 +132,17 @@ func validAddrFormat(prov, user uint32) bool {
 
 func checkEPType(prov, user *fi.EPAttr) error {
 	if user.Type != fi.EP_UNSPEC && prov.Type != fi.EP_UNSPEC && user.Type != prov.Type {
-		return noMatch("unsupported endpoint type %d", user.Type)
+		return NoMatch("unsupported endpoint type %d", user.Type)
 	}
 	return nil
 }
 
 func checkFabricAttr(prov, user *fi.FabricAttr) error {
 	if user.ProvVersion > prov.ProvVersion {
-		return noMatch("unsupported provider version")
+		return NoMatch("unsupported provider version")
 	}
 	if !fi.VersionGE(user.APIVersion, prov.APIVersion) {
-		return noMatch("unsupported api version")
+		return NoMatch("unsupported api version")
 	}
 	return nil
 }
@@ -216,7 +218,7 @@ func capMRMode(caps uint64, mode int32) int32 {
 
 func checkMRMode(version uint32, provMode int32, user *fi.Info) error {
 	userMode := user.Domain.MRMode
-	bad := func() error { return noMatch("memory registration mode %#x not supported", userMode) }
+	bad := func() error { return NoMatch("memory registration mode %#x not supported", userMode) }
 	if provMode&fi.MR_LOCAL != 0 && user.Mode&fi.LOCAL_MR == 0 && userMode&fi.MR_LOCAL == 0 {
 		return bad()
 	}
@@ -257,17 +259,17 @@ func checkDomainAttr(prov *fi.DomainAttr, user *fi.Info, version uint32) error {
 	u := user.Domain
 	switch {
 	case threadRank(u.Threading) < threadRank(prov.Threading):
-		return noMatch("invalid threading model %d", u.Threading)
+		return NoMatch("invalid threading model %d", u.Threading)
 	case progressRank(u.ControlProgress) < progressRank(prov.ControlProgress):
-		return noMatch("invalid control progress model %d", u.ControlProgress)
+		return NoMatch("invalid control progress model %d", u.ControlProgress)
 	case progressRank(u.DataProgress) < progressRank(prov.DataProgress):
-		return noMatch("invalid data progress model %d", u.DataProgress)
+		return NoMatch("invalid data progress model %d", u.DataProgress)
 	case rmRank(u.ResourceMgmt) < rmRank(prov.ResourceMgmt):
-		return noMatch("invalid resource management model %d", u.ResourceMgmt)
+		return NoMatch("invalid resource management model %d", u.ResourceMgmt)
 	case prov.AVType != fi.AV_UNSPEC && u.AVType != fi.AV_UNSPEC && prov.AVType != u.AVType:
-		return noMatch("invalid AV type %d", u.AVType)
+		return NoMatch("invalid AV type %d", u.AVType)
 	case u.CQDataSize > prov.CQDataSize:
-		return noMatch("CQ data size %d too large (max %d)", u.CQDataSize, prov.CQDataSize)
+		return NoMatch("CQ data size %d too large (max %d)", u.CQDataSize, prov.CQDataSize)
 	}
 	if err := checkMRMode(version, prov.MRMode, user); err != nil {
 		return err
@@ -277,17 +279,17 @@ func checkDomainAttr(prov *fi.DomainAttr, user *fi.Info, version uint32) error {
 	}
 	switch {
 	case u.CntrCnt > prov.CntrCnt:
-		return noMatch("counter count %d too large", u.CntrCnt)
+		return NoMatch("counter count %d too large", u.CntrCnt)
 	case u.MRIovLimit > prov.MRIovLimit:
-		return noMatch("MR iov limit %d too large", u.MRIovLimit)
+		return NoMatch("MR iov limit %d too large", u.MRIovLimit)
 	case u.Caps&^prov.Caps != 0:
-		return noMatch("domain caps %#x not supported", u.Caps&^prov.Caps)
+		return NoMatch("domain caps %#x not supported", u.Caps&^prov.Caps)
 	case u.Mode&prov.Mode != prov.Mode:
-		return noMatch("required domain mode %#x missing", prov.Mode)
+		return NoMatch("required domain mode %#x missing", prov.Mode)
 	case u.MaxErrData > prov.MaxErrData:
-		return noMatch("max_err_data %d too large", u.MaxErrData)
+		return NoMatch("max_err_data %d too large", u.MaxErrData)
 	case u.MRCnt > prov.MRCnt:
-		return noMatch("MR count %d too large", u.MRCnt)
+		return NoMatch("MR count %d too large", u.MRCnt)
 	}
 	return nil
 }
@@ -307,11 +309,11 @@ func checkEPAttr(prov, user *fi.Info) error {
 	}
 	switch {
 	case u.Protocol != fi.PROTO_UNSPEC && u.Protocol != p.Protocol:
-		return noMatch("unsupported protocol %d", u.Protocol)
+		return NoMatch("unsupported protocol %d", u.Protocol)
 	case u.ProtocolVersion != 0 && u.ProtocolVersion > p.ProtocolVersion:
-		return noMatch("unsupported protocol version %d", u.ProtocolVersion)
+		return NoMatch("unsupported protocol version %d", u.ProtocolVersion)
 	case u.MaxMsgSize > p.MaxMsgSize:
-		return noMatch("max_msg_size %d too large", u.MaxMsgSize)
+		return NoMatch("max_msg_size %d too large", u.MaxMsgSize)
 	}
 	if err := checkCtxCnt("tx", u.TxCtxCnt, p.TxCtxCnt, prov.Domain.MaxEPTxCtx, prov.Domain.MaxEPStxCtx); err != nil {
 		return err
@@ -322,18 +324,18 @@ func checkEPAttr(prov, user *fi.Info) error {
 	if user.Caps&(fi.RMA|fi.ATOMIC) != 0 {
 		switch {
 		case u.MaxOrderRAWSize > p.MaxOrderRAWSize:
-			return noMatch("max_order_raw_size too large")
+			return NoMatch("max_order_raw_size too large")
 		case u.MaxOrderWARSize > p.MaxOrderWARSize:
-			return noMatch("max_order_war_size too large")
+			return NoMatch("max_order_war_size too large")
 		case u.MaxOrderWAWSize > p.MaxOrderWAWSize:
-			return noMatch("max_order_waw_size too large")
+			return NoMatch("max_order_waw_size too large")
 		}
 	}
 	if u.AuthKeySize != 0 && u.AuthKeySize != p.AuthKeySize {
-		return noMatch("auth_key_size %d not supported (want %d)", u.AuthKeySize, p.AuthKeySize)
+		return NoMatch("auth_key_size %d not supported (want %d)", u.AuthKeySize, p.AuthKeySize)
 	}
 	if user.Caps&fi.TAGGED != 0 && u.MemTagFormat != 0 && maxTag(u.MemTagFormat) > maxTag(p.MemTagFormat) {
-		return noMatch("tag format %#x wider than %#x", u.MemTagFormat, p.MemTagFormat)
+		return NoMatch("tag format %#x wider than %#x", u.MemTagFormat, p.MemTagFormat)
 	}
 	return nil
 }
@@ -342,14 +344,14 @@ func checkCtxCnt(dir string, user, prov, maxEP, maxShared uint64) error {
 	if user > maxEP {
 		if user == sharedContext {
 			if maxShared == 0 {
-				return noMatch("shared %s context not supported", dir)
+				return NoMatch("shared %s context not supported", dir)
 			}
 			return nil
 		}
-		return noMatch("%s_ctx_cnt %d exceeds %d", dir, user, maxEP)
+		return NoMatch("%s_ctx_cnt %d exceeds %d", dir, user, maxEP)
 	}
 	if user == 0 && prov == sharedContext {
-		return noMatch("provider requires a shared %s context", dir)
+		return NoMatch("provider requires a shared %s context", dir)
 	}
 	return nil
 }
@@ -357,15 +359,15 @@ func checkCtxCnt(dir string, user, prov, maxEP, maxShared uint64) error {
 func checkOps(caps, provCaps, mode, provMode, opFlags, provOpFlags, order, provOrder, comp, provComp uint64) error {
 	switch {
 	case caps&^provCaps != 0:
-		return noMatch("caps %#x not supported", caps&^provCaps)
+		return NoMatch("caps %#x not supported", caps&^provCaps)
 	case mode&provMode != provMode:
-		return noMatch("needed mode %#x not set", provMode)
+		return NoMatch("needed mode %#x not set", provMode)
 	case opFlags&^provOpFlags != 0:
-		return noMatch("op_flags %#x not supported", opFlags&^provOpFlags)
+		return NoMatch("op_flags %#x not supported", opFlags&^provOpFlags)
 	case order&^provOrder != 0:
-		return noMatch("msg_order %#x not supported", order&^provOrder)
+		return NoMatch("msg_order %#x not supported", order&^provOrder)
 	case comp&^provComp != 0:
-		return noMatch("comp_order %#x not supported", comp&^provComp)
+		return NoMatch("comp_order %#x not supported", comp&^provComp)
 	}
 	return nil
 }
@@ -381,11 +383,11 @@ func checkRxAttr(prov *fi.Info, u *fi.RxAttr, infoMode uint64) error {
 	}
 	switch {
 	case u.TotalBufferedRecv > p.TotalBufferedRecv:
-		return noMatch("total_buffered_recv %d too large", u.TotalBufferedRecv)
+		return NoMatch("total_buffered_recv %d too large", u.TotalBufferedRecv)
 	case u.Size > p.Size:
-		return noMatch("rx size %d too large", u.Size)
+		return NoMatch("rx size %d too large", u.Size)
 	case u.IovLimit > p.IovLimit:
-		return noMatch("rx iov_limit %d too large", u.IovLimit)
+		return NoMatch("rx iov_limit %d too large", u.IovLimit)
 	}
 	return nil
 }
@@ -400,13 +402,13 @@ func checkTxAttr(p, u *fi.TxAttr, infoMode uint64) error {
 	}
 	switch {
 	case u.InjectSize > p.InjectSize:
-		return noMatch("inject_size %d too large", u.InjectSize)
+		return NoMatch("inject_size %d too large", u.InjectSize)
 	case u.Size > p.Size:
-		return noMatch("tx size %d too large", u.Size)
+		return NoMatch("tx size %d too large", u.Size)
 	case u.IovLimit > p.IovLimit:
-		return noMatch("tx iov_limit %d too large", u.IovLimit)
+		return NoMatch("tx iov_limit %d too large", u.IovLimit)
 	case u.RMAIovLimit > p.RMAIovLimit:
-		return noMatch("rma_iov_limit %d too large", u.RMAIovLimit)
+		return NoMatch("rma_iov_limit %d too large", u.RMAIovLimit)
 	}
 	return nil
 }
@@ -451,8 +453,8 @@ func infoCaps(prov, hints *fi.Info, version uint32) uint64 {
 	return caps &^ (fi.REMOTE_WRITE | fi.REMOTE_READ)
 }
 
-// alterInfo applies the hints to accepted entries.
-func alterInfo(infos []*fi.Info, hints *fi.Info, version uint32) {
+// Alter applies the hints to accepted entries.
+func Alter(infos []*fi.Info, hints *fi.Info, version uint32) {
 	for _, info := range infos {
 		info.Caps = infoCaps(info, hints, version)
 		if info.Domain.MRMode&fi.MR_LOCAL != 0 && (!version15(version) ||
