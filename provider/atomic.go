@@ -374,10 +374,11 @@ func cswap[T integer | real](op int, c, x T) bool {
 
 // Atomic starts an fi_atomic* (kind AtomicWrite), fi_fetch_atomic*
 // (AtomicFetch) or fi_compare_atomic* (AtomicCompare) call. buf, cmp and
-// res are C struct fi_ioc arrays (address, count of elements) of the
+// res are struct fi_ioc arrays (Len counts elements of datatype dt) of the
 // operands, compare values and results; the remote memory is addr/key at
-// dest.
-func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Pointer, ncmp int, res unsafe.Pointer, nres int,
+// dest. For FI_ATOMIC_READ, buf is ignored (fi_atomic(3): it may be NULL,
+// so the caller passes none).
+func (ep *Endpoint) Atomic(kind int, buf, cmp, res []Iovec,
 	dest, addr, key uint64, dt, op int, ctx unsafe.Pointer, flags uint64) error {
 	if dt < 0 || dt >= dtLast || op < 0 || op >= opLast {
 		return fi.EOPNOTSUPP
@@ -386,26 +387,27 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 		return err
 	}
 	size := uint64(dtSize[dt])
-	var vb, vc, vr [getinfo.IovLimit]iovec
-	conv := func(dst *[getinfo.IovLimit]iovec, p unsafe.Pointer, n int) ([]iovec, bool) {
-		if n < 0 || n > getinfo.IovLimit || (n > 0 && p == nil) {
+	var vb, vc, vr [getinfo.IovLimit]Iovec
+	// Element counts to bytes, into arrays of this call's own.
+	conv := func(dst *[getinfo.IovLimit]Iovec, in []Iovec) ([]Iovec, bool) {
+		n := len(in)
+		if n > getinfo.IovLimit {
 			return nil, false
 		}
-		in := unsafe.Slice((*iovec)(p), n) // struct fi_ioc has iovec's layout
 		for i := range in {
-			if in[i].len > 1<<40 {
+			if in[i].Len > 1<<40 {
 				return nil, false
 			}
-			dst[i] = iovec{base: in[i].base, len: in[i].len * size}
+			dst[i] = Iovec{Base: in[i].Base, Len: in[i].Len * size}
 		}
 		return dst[:n], true
 	}
 	if op == opAtomicRead {
-		buf, nbuf = nil, 0 // ignored, and may be NULL (fi_atomic(3))
+		buf = nil // ignored (fi_atomic(3))
 	}
-	b, ok1 := conv(&vb, buf, nbuf)
-	c, ok2 := conv(&vc, cmp, ncmp)
-	r, ok3 := conv(&vr, res, nres)
+	b, ok1 := conv(&vb, buf)
+	c, ok2 := conv(&vc, cmp)
+	r, ok3 := conv(&vr, res)
 	if !ok1 || !ok2 || !ok3 {
 		return fi.EINVAL
 	}
@@ -424,7 +426,7 @@ func (ep *Endpoint) Atomic(kind int, buf unsafe.Pointer, nbuf int, cmp unsafe.Po
 	return nil
 }
 
-func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, key uint64, dt, op int, ctx uintptr, flags uint64) fi.Errno {
+func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []Iovec, dest, addr, key uint64, dt, op int, ctx uintptr, flags uint64) fi.Errno {
 	if !ep.enabled {
 		return fi.EOPBADSTATE
 	}
@@ -467,7 +469,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	o.rma.atomic = true
 	if kind != AtomicWrite {
 		if len(res) == 1 {
-			o.buf = uintptr(res[0].base)
+			o.buf = uintptr(res[0].Base)
 		} else {
 			o.rma.iov = append(o.rma.iov[:0], res...)
 		}
@@ -479,11 +481,11 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []iovec, dest, addr, ke
 	binary.LittleEndian.PutUint64(hdr[16:], n)
 	iov := e.iov[:1]
 	iov[0] = hdr
-	gather := func(v []iovec, limit uint64) {
+	gather := func(v []Iovec, limit uint64) {
 		for i := range v {
-			k := min(v[i].len, limit)
+			k := min(v[i].Len, limit)
 			if k > 0 {
-				iov = append(iov, unsafe.Slice((*byte)(v[i].base), k))
+				iov = append(iov, unsafe.Slice((*byte)(v[i].Base), k))
 			}
 			limit -= k
 		}

@@ -16,17 +16,17 @@ func BenchmarkSendRecv(b *testing.B) {
 			p := newBenchPair(b)
 			msg := make([]byte, size)
 			buf := make([]byte, size)
-			sv := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(size)}
-			rv := iovec{base: unsafe.Pointer(&buf[0]), len: uint64(size)}
+			sv := Iovec{Base: unsafe.Pointer(&msg[0]), Len: uint64(size)}
+			rv := Iovec{Base: unsafe.Pointer(&buf[0]), Len: uint64(size)}
 			var e [4]cqTagged
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := p.b.Recv(unsafe.Pointer(&rv), 1, fi.AddrUnspec, 7, 0, cptr(1), fi.TAGGED|fi.COMPLETION); err != nil {
+				if err := p.b.Recv([]Iovec{rv}, fi.AddrUnspec, 7, 0, cptr(1), fi.TAGGED|fi.COMPLETION); err != nil {
 					b.Fatal(err)
 				}
-				if err := p.a.Send(unsafe.Pointer(&sv), 1, p.bAddr, 7, 0, cptr(2), fi.TAGGED|fi.COMPLETION); err != nil {
+				if err := p.a.Send([]Iovec{sv}, p.bAddr, 7, 0, cptr(2), fi.TAGGED|fi.COMPLETION); err != nil {
 					b.Fatal(err)
 				}
 				for got := 0; got < 2; {
@@ -88,22 +88,22 @@ func BenchmarkRMA(b *testing.B) {
 	}
 	defer mr.Close()
 	v, old := make([]byte, 8), make([]byte, 8)
-	vv := iovec{base: unsafe.Pointer(&v[0]), len: 8}
-	ov := iovec{base: unsafe.Pointer(&old[0]), len: 8}
-	one := iovec{base: unsafe.Pointer(&v[0]), len: 1} // one element (fi_ioc)
-	res := iovec{base: unsafe.Pointer(&old[0]), len: 1}
+	vv := Iovec{Base: unsafe.Pointer(&v[0]), Len: 8}
+	ov := Iovec{Base: unsafe.Pointer(&old[0]), Len: 8}
+	one := Iovec{Base: unsafe.Pointer(&v[0]), Len: 1} // one element (fi_ioc)
+	res := Iovec{Base: unsafe.Pointer(&old[0]), Len: 1}
 	for _, c := range []struct {
 		name string
 		post func() error
 	}{
 		{"write", func() error {
-			return p.a.RMA(unsafe.Pointer(&vv), 1, p.bAddr, 0, mr.Key(), 0, cptr(1), fi.RMA|fi.WRITE)
+			return p.a.RMA([]Iovec{vv}, p.bAddr, 0, mr.Key(), 0, cptr(1), fi.RMA|fi.WRITE)
 		}},
 		{"read", func() error {
-			return p.a.RMA(unsafe.Pointer(&ov), 1, p.bAddr, 0, mr.Key(), 0, cptr(1), fi.RMA|fi.READ)
+			return p.a.RMA([]Iovec{ov}, p.bAddr, 0, mr.Key(), 0, cptr(1), fi.RMA|fi.READ)
 		}},
 		{"fetchadd", func() error {
-			return p.a.Atomic(AtomicFetch, unsafe.Pointer(&one), 1, nil, 0, unsafe.Pointer(&res), 1, p.bAddr, 8,
+			return p.a.Atomic(AtomicFetch, []Iovec{one}, nil, []Iovec{res}, p.bAddr, 8,
 				mr.Key(), dtUint64, opSum, cptr(1), fi.ATOMIC|fi.READ)
 		}},
 	} {

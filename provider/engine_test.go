@@ -139,20 +139,20 @@ func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, pro
 
 func (p *pair) send(ep *Endpoint, dest uint64, data []byte, tag uint64, ctx uintptr, flags uint64) error {
 	p.keep = append(p.keep, data)
-	v := iovec{len: uint64(len(data))}
+	v := Iovec{Len: uint64(len(data))}
 	if len(data) > 0 {
-		v.base = unsafe.Pointer(&data[0])
+		v.Base = unsafe.Pointer(&data[0])
 	}
-	return ep.Send(unsafe.Pointer(&v), 1, dest, tag, 0xD47A, cptr(ctx), flags)
+	return ep.Send([]Iovec{v}, dest, tag, 0xD47A, cptr(ctx), flags)
 }
 
 func (p *pair) recv(ep *Endpoint, buf []byte, src, tag, ignore uint64, ctx uintptr, flags uint64) error {
 	p.keep = append(p.keep, buf)
-	v := iovec{len: uint64(len(buf))}
+	v := Iovec{Len: uint64(len(buf))}
 	if len(buf) > 0 {
-		v.base = unsafe.Pointer(&buf[0])
+		v.Base = unsafe.Pointer(&buf[0])
 	}
-	return ep.Recv(unsafe.Pointer(&v), 1, src, tag, ignore, cptr(ctx), flags)
+	return ep.Recv([]Iovec{v}, src, tag, ignore, cptr(ctx), flags)
 }
 
 // read takes one completion from cq, driving progress a few times.
@@ -572,13 +572,13 @@ func TestEngineSendQueue(t *testing.T) {
 	// The bound.
 	w.full = true
 	one := []byte("x")
-	v := iovec{base: unsafe.Pointer(&one[0]), len: 1}
+	v := Iovec{Base: unsafe.Pointer(&one[0]), Len: 1}
 	for i := range sendQMax {
-		if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 5, 0, nil, fi.TAGGED); err != nil {
+		if err := p.a.Send([]Iovec{v}, p.bAddr, 5, 0, nil, fi.TAGGED); err != nil {
 			t.Fatalf("queued send %d: %v", i, err)
 		}
 	}
-	if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 5, 0, nil, fi.TAGGED); !errors.Is(err, fi.EAGAIN) {
+	if err := p.a.Send([]Iovec{v}, p.bAddr, 5, 0, nil, fi.TAGGED); !errors.Is(err, fi.EAGAIN) {
 		t.Fatalf("send past %d queued = %v, want EAGAIN", sendQMax, err)
 	}
 }
@@ -623,14 +623,14 @@ func TestEngineBadInput(t *testing.T) {
 	if err := p.send(p.a, 12345, []byte("x"), 1, 0, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("unknown address = %v", err)
 	}
-	if err := p.a.Send(nil, 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
-		t.Errorf("nil iov = %v", err)
+	if err := p.a.Send([]Iovec{{Len: 1}}, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+		t.Errorf("a NULL piece = %v", err)
 	}
-	if err := p.a.Send(nil, getinfo.IovLimit+1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
+	if err := p.a.Send(make([]Iovec, getinfo.IovLimit+1), p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EINVAL) {
 		t.Errorf("iov count over the limit = %v", err)
 	}
-	v := iovec{base: unsafe.Pointer(&p.keep), len: getinfo.MaxMsgSize + 1}
-	if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EMSGSIZE) {
+	v := Iovec{Base: unsafe.Pointer(&p.keep), Len: getinfo.MaxMsgSize + 1}
+	if err := p.a.Send([]Iovec{v}, p.bAddr, 0, 0, nil, fi.TAGGED); !errors.Is(err, fi.EMSGSIZE) {
 		t.Errorf("over max_msg_size = %v", err)
 	}
 	var names [2 * EPNameLen]byte

@@ -295,9 +295,9 @@ func (ep *Endpoint) drainFast() {
 	}
 	for i := 0; i < int(n); i++ {
 		r := (*rqEntry)(unsafe.Pointer(&p[epfRQ+i*rqEntrySize]))
-		iov := iovec{base: r.buf, len: r.len}
+		iov := [1]Iovec{{Base: r.buf, Len: r.len}}
 		src, tag, ign, ctx, flags := r.src, r.tag, r.ignore, uintptr(r.ctx), r.flags
-		if errno := ep.recvLocked(unsafe.Pointer(&iov), 1, src, tag, ign, ctx, flags); errno != 0 {
+		if errno := ep.recvLocked(iov[:], src, tag, ign, ctx, flags); errno != 0 {
 			cflags := fi.RECV | fi.MSG
 			if flags&fi.TAGGED != 0 {
 				cflags = fi.RECV | fi.TAGGED

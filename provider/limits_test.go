@@ -42,16 +42,16 @@ func TestUnexpectedHeldBack(t *testing.T) {
 	}
 	// b posts a tagged receive that nothing matches.
 	never := make([]byte, 8)
-	nv := iovec{base: unsafe.Pointer(&never[0]), len: 8}
-	if err := b.ep.Recv(unsafe.Pointer(&nv), 1, aAddr, 1<<40, 0, cptr(1<<20), fi.TAGGED); err != nil {
+	nv := Iovec{Base: unsafe.Pointer(&never[0]), Len: 8}
+	if err := b.ep.Recv([]Iovec{nv}, aAddr, 1<<40, 0, cptr(1<<20), fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, size)
 	sent, sendsDone := 0, 0
 	send := func() bool {
 		fillMsg(out, sent)
-		v := iovec{base: unsafe.Pointer(&out[0]), len: size}
-		err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 0, 0, cptr(uintptr(sent+1)), fi.MSG|fi.INJECT)
+		v := Iovec{Base: unsafe.Pointer(&out[0]), Len: size}
+		err := a.ep.Send([]Iovec{v}, bAddr, 0, 0, cptr(uintptr(sent+1)), fi.MSG|fi.INJECT)
 		if errors.Is(err, fi.EAGAIN) {
 			return false
 		}
@@ -121,8 +121,8 @@ func TestUnexpectedHeldBack(t *testing.T) {
 	posted, got := 0, 0
 	post := func() {
 		for posted < count && posted-got < window {
-			v := iovec{base: unsafe.Pointer(&bufs[posted%window][0]), len: size}
-			if err := b.ep.Recv(unsafe.Pointer(&v), 1, fi.AddrUnspec, 0, 0, cptr(uintptr(posted+1)), fi.MSG); err != nil {
+			v := Iovec{Base: unsafe.Pointer(&bufs[posted%window][0]), Len: size}
+			if err := b.ep.Recv([]Iovec{v}, fi.AddrUnspec, 0, 0, cptr(uintptr(posted+1)), fi.MSG); err != nil {
 				t.Fatal(err)
 			}
 			posted++
@@ -217,8 +217,8 @@ func TestReconnectAfterPartition(t *testing.T) {
 	bAddr, aAddr := connectNodes(t, a, b)
 	cut(true)
 	big := make([]byte, 200000)
-	v := iovec{base: unsafe.Pointer(&big[0]), len: uint64(len(big))}
-	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 3, 0, nil, fi.TAGGED); err != nil {
+	v := Iovec{Base: unsafe.Pointer(&big[0]), Len: uint64(len(big))}
+	if err := a.ep.Send([]Iovec{v}, bAddr, 3, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -242,12 +242,12 @@ func TestReconnectAfterPartition(t *testing.T) {
 	cut(false)
 	msg := []byte("after the partition")
 	got := make([]byte, len(msg))
-	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
-	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 4, 0, nil, fi.TAGGED); err != nil {
+	rv := Iovec{Base: unsafe.Pointer(&got[0]), Len: uint64(len(got))}
+	if err := b.ep.Recv([]Iovec{rv}, aAddr, 4, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
-	sv := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
-	if err := a.ep.Send(unsafe.Pointer(&sv), 1, bAddr, 4, 0, nil, fi.TAGGED); err != nil {
+	sv := Iovec{Base: unsafe.Pointer(&msg[0]), Len: uint64(len(msg))}
+	if err := a.ep.Send([]Iovec{sv}, bAddr, 4, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	if !b.await(t, 5*time.Second, "receiver") {

@@ -6,6 +6,7 @@ package provider
 import (
 	"errors"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -341,19 +342,19 @@ func space(flags uint64) uint8 {
 	return 0
 }
 
-// Send posts a send (every fi_send*/fi_tsend*/fi_inject* call). iov is a C
-// struct iovec array of count entries.
-func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data uint64, ctx unsafe.Pointer, flags uint64) error {
-	if count < 0 || count > getinfo.IovLimit || (count > 0 && iov == nil) {
+// Send posts a send (every fi_send*/fi_tsend*/fi_inject* call) of the
+// bytes iov names, at most getinfo.IovLimit pieces.
+func (ep *Endpoint) Send(iov []Iovec, dest uint64, tag, data uint64, ctx unsafe.Pointer, flags uint64) error {
+	if len(iov) > getinfo.IovLimit {
 		return fi.EINVAL
 	}
 	if flags&fi.TRIGGER != 0 {
-		return ep.deferCall(&trigger{kind: trigSend, iov: copyIov(iov, count), peer: dest, tag: tag, aux: data, flags: flags}, ctx)
+		return ep.deferCall(&trigger{kind: trigSend, iov: slices.Clone(iov), peer: dest, tag: tag, aux: data, flags: flags}, ctx)
 	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock() // also on a panic, which the export recovers from
-	err := ep.sendLocked(iov, count, dest, tag, data, uintptr(ctx), flags)
+	err := ep.sendLocked(iov, dest, tag, data, uintptr(ctx), flags)
 	d.refreshFast()
 	if err != 0 {
 		return err
@@ -361,12 +362,11 @@ func (ep *Endpoint) Send(iov unsafe.Pointer, count int, dest uint64, tag, data u
 	return nil
 }
 
-func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, data uint64, ctx uintptr, flags uint64) fi.Errno {
+func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx uintptr, flags uint64) fi.Errno {
 	if !ep.enabled {
 		return fi.EOPBADSTATE
 	}
 	e := &ep.engine
-	vecs := unsafe.Slice((*iovec)(iov), count)
 	total, errno := iovTotal(vecs, ep.maxMsgSize)
 	if errno != 0 {
 		return errno
@@ -379,7 +379,7 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 		return errno
 	}
 	for i := range vecs {
-		e.iov[i] = unsafe.Slice((*byte)(vecs[i].base), vecs[i].len)
+		e.iov[i] = unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len)
 	}
 	h := &e.hdr
 	*h = transport.Header{Len: total}
@@ -406,21 +406,21 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 			// Behind this peer's queued sends, in order (FI_ORDER_SAS).
 			errno := fi.EAGAIN
 			if e.sendQ.n < sendQMax {
-				errno = ep.queueSend(o, c, e.iov[:count], tflags)
+				errno = ep.queueSend(o, c, e.iov[:len(vecs)], tflags)
 			} else {
 				e.freeOp(o)
 			}
-			clear(e.iov[:count])
+			clear(e.iov[:len(vecs)])
 			return errno
 		}
 	}
-	done, err := ep.wireSend(dest, &c, h, e.iov[:count], o.id, tflags)
+	done, err := ep.wireSend(dest, &c, h, e.iov[:len(vecs)], o.id, tflags)
 	if err != nil && e.sendQ.n < sendQMax && errnoOf(err) == fi.EAGAIN {
-		errno := ep.queueSend(o, c, e.iov[:count], tflags)
-		clear(e.iov[:count])
+		errno := ep.queueSend(o, c, e.iov[:len(vecs)], tflags)
+		clear(e.iov[:len(vecs)])
 		return errno
 	}
-	clear(e.iov[:count])
+	clear(e.iov[:len(vecs)])
 	if err != nil {
 		e.freeOp(o)
 		errno := errnoOf(err)
@@ -445,11 +445,11 @@ func (ep *Endpoint) sendLocked(iov unsafe.Pointer, count int, dest uint64, tag, 
 // iovTotal is the byte count of vecs: EINVAL for a NULL buffer with a
 // length, EMSGSIZE past max. Each length is checked on its own first:
 // lengths near 2^64 would wrap the sum to something small.
-func iovTotal(vecs []iovec, max uint64) (uint64, fi.Errno) {
+func iovTotal(vecs []Iovec, max uint64) (uint64, fi.Errno) {
 	var total uint64
 	for i := range vecs {
-		n := vecs[i].len
-		if n > 0 && vecs[i].base == nil {
+		n := vecs[i].Len
+		if n > 0 && vecs[i].Base == nil {
 			return 0, fi.EINVAL
 		}
 		if n > max {
@@ -463,10 +463,14 @@ func iovTotal(vecs []iovec, max uint64) (uint64, fi.Errno) {
 	return total, 0
 }
 
-// iovec is struct iovec.
-type iovec struct {
-	base unsafe.Pointer
-	len  uint64
+// Iovec is one piece of an application buffer, with C's struct iovec
+// layout (and struct fi_ioc's, whose count of elements takes iov_len's
+// place), so that cmd/libfabric-psm2 hands the engine a C array as a
+// []Iovec without copying it. The memory is the application's: the engine
+// copies from or into it only with guarded copies (internal/umem).
+type Iovec struct {
+	Base unsafe.Pointer
+	Len  uint64
 }
 
 // NoCompletion marks the sends of the fi_inject* calls (PSM2_NO_COMPLETION
@@ -502,18 +506,19 @@ func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 	ep.events++
 }
 
-// Recv posts a receive (every fi_recv*/fi_trecv* call).
-func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore uint64, ctx unsafe.Pointer, flags uint64) error {
-	if count < 0 || count > 1 || (count > 0 && iov == nil) {
+// Recv posts a receive (every fi_recv*/fi_trecv* call) into iov, at most
+// one piece (rx_attr iov_limit).
+func (ep *Endpoint) Recv(iov []Iovec, src uint64, tag, ignore uint64, ctx unsafe.Pointer, flags uint64) error {
+	if len(iov) > 1 {
 		return fi.EINVAL
 	}
 	if flags&fi.TRIGGER != 0 {
-		return ep.deferCall(&trigger{kind: trigRecv, iov: copyIov(iov, count), peer: src, tag: tag, aux: ignore, flags: flags}, ctx)
+		return ep.deferCall(&trigger{kind: trigRecv, iov: slices.Clone(iov), peer: src, tag: tag, aux: ignore, flags: flags}, ctx)
 	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock()
-	err := ep.recvLocked(iov, count, src, tag, ignore, uintptr(ctx), flags)
+	err := ep.recvLocked(iov, src, tag, ignore, uintptr(ctx), flags)
 	d.refreshFast()
 	if err != 0 {
 		return err
@@ -521,16 +526,15 @@ func (ep *Endpoint) Recv(iov unsafe.Pointer, count int, src uint64, tag, ignore 
 	return nil
 }
 
-func (ep *Endpoint) recvLocked(iov unsafe.Pointer, count int, src uint64, tag, ignore uint64, ctx uintptr, flags uint64) fi.Errno {
+func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx uintptr, flags uint64) fi.Errno {
 	if !ep.enabled {
 		return fi.EOPBADSTATE
 	}
 	e := &ep.engine
 	var buf uintptr
 	var length uint64
-	if count == 1 {
-		v := (*iovec)(iov)
-		buf, length = uintptr(v.base), v.len
+	if len(iov) == 1 {
+		buf, length = uintptr(iov[0].Base), iov[0].Len
 		if length > 0 && buf == 0 {
 			return fi.EINVAL
 		}

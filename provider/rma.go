@@ -6,6 +6,7 @@ package provider
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -111,7 +112,7 @@ type rmaOp struct {
 	write    bool
 	addr     uint64   // initiator: the remote address; target: the local one
 	key      uint64   // initiator: the remote key
-	iov      []iovec  // initiator, several local buffers: where a read lands
+	iov      []Iovec  // initiator, several local buffers: where a read lands
 	stage    []byte   // a bounce buffer: a scattered read, a staged request
 	wire     int      // this op's sends and fetches in flight
 	answered bool     // initiator: the target's answer (or a failure) came
@@ -159,20 +160,19 @@ func (e *engine) rmaByID(id uint64) *op {
 }
 
 // RMA starts an fi_read* (flags has FI_READ) or fi_write* (FI_WRITE)
-// call: iov (count C iovecs) is the local memory, dest the peer, addr
-// and key the remote memory; with FI_REMOTE_CQ_DATA a write carries data
-// to the target's CQ.
-func (ep *Endpoint) RMA(iov unsafe.Pointer, count int, dest, addr, key, data uint64, ctx unsafe.Pointer, flags uint64) error {
-	if count < 0 || count > getinfo.IovLimit || (count > 0 && iov == nil) || flags&(fi.READ|fi.WRITE) == 0 {
+// call: iov is the local memory, dest the peer, addr and key the remote
+// memory; with FI_REMOTE_CQ_DATA a write carries data to the target's CQ.
+func (ep *Endpoint) RMA(iov []Iovec, dest, addr, key, data uint64, ctx unsafe.Pointer, flags uint64) error {
+	if len(iov) > getinfo.IovLimit || flags&(fi.READ|fi.WRITE) == 0 {
 		return fi.EINVAL
 	}
 	if flags&fi.TRIGGER != 0 {
-		return ep.deferCall(&trigger{kind: trigRMA, iov: copyIov(iov, count), peer: dest, addr: addr, key: key, aux: data, flags: flags}, ctx)
+		return ep.deferCall(&trigger{kind: trigRMA, iov: slices.Clone(iov), peer: dest, addr: addr, key: key, aux: data, flags: flags}, ctx)
 	}
 	d := ep.dom
 	d.lock()
 	defer d.unlock()
-	err := ep.rmaLocked(unsafe.Slice((*iovec)(iov), count), dest, addr, key, data, uintptr(ctx), flags)
+	err := ep.rmaLocked(iov, dest, addr, key, data, uintptr(ctx), flags)
 	d.refreshFast()
 	if err != 0 {
 		return err
@@ -180,7 +180,7 @@ func (ep *Endpoint) RMA(iov unsafe.Pointer, count int, dest, addr, key, data uin
 	return nil
 }
 
-func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx uintptr, flags uint64) fi.Errno {
+func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx uintptr, flags uint64) fi.Errno {
 	if !ep.enabled {
 		return fi.EOPBADSTATE
 	}
@@ -199,7 +199,7 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	}
 	o.rdata = data
 	if len(vecs) == 1 {
-		o.buf = uintptr(vecs[0].base)
+		o.buf = uintptr(vecs[0].Base)
 	} else if !write {
 		o.rma.iov = append(o.rma.iov[:0], vecs...)
 	}
@@ -218,7 +218,7 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 		h.Flags = hfRMA | rmaWrite<<rmaKindShift
 		h.Len += total
 		for i := range vecs {
-			iov = append(iov, unsafe.Slice((*byte)(vecs[i].base), vecs[i].len))
+			iov = append(iov, unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len))
 		}
 	default:
 		h.Flags = hfRMA | rmaWriteLong<<rmaKindShift
@@ -240,7 +240,7 @@ func (ep *Endpoint) rmaLocked(vecs []iovec, dest, addr, key, data uint64, ctx ui
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
 		for i := range vecs {
-			bytes[i] = unsafe.Slice((*byte)(vecs[i].base), vecs[i].len)
+			bytes[i] = unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len)
 		}
 		ep.rmaWire(o, 1) // the data's send, until it is done
 		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaWriteData<<rmaKindShift, Tag: rmaID(o), Len: total},
@@ -750,8 +750,8 @@ func (ep *Endpoint) rmaScatter(o *op, b []byte) int {
 		if off == len(b) {
 			break
 		}
-		k := min(uint64(len(b)-off), v.len)
-		if copyIn(unsafe.Slice((*byte)(v.base), k), b[off:off+int(k)]) != 0 {
+		k := min(uint64(len(b)-off), v.Len)
+		if copyIn(unsafe.Slice((*byte)(v.Base), k), b[off:off+int(k)]) != 0 {
 			return -1
 		}
 		off += int(k)

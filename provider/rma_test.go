@@ -14,11 +14,11 @@ import (
 // rmaCall starts an RMA from ep on buf (one iovec).
 func (p *pair) rma(ep *Endpoint, buf []byte, dest, addr, key, data uint64, ctx uintptr, flags uint64) error {
 	p.keep = append(p.keep, buf)
-	v := iovec{len: uint64(len(buf))}
+	v := Iovec{Len: uint64(len(buf))}
 	if len(buf) > 0 {
-		v.base = unsafe.Pointer(&buf[0])
+		v.Base = unsafe.Pointer(&buf[0])
 	}
-	return ep.RMA(unsafe.Pointer(&v), 1, dest, addr, key, data, cptr(ctx), flags)
+	return ep.RMA([]Iovec{v}, dest, addr, key, data, cptr(ctx), flags)
 }
 
 // settle progresses the domain until a's CQ has an entry (success or
@@ -216,9 +216,9 @@ func TestAtomicOverLoopWire(t *testing.T) {
 	for i := range opnd {
 		words[i], opnd[i] = uint64(i), 3
 	}
-	ioc := func(s []uint64) iovec { return iovec{base: unsafe.Pointer(&s[0]), len: uint64(len(s))} }
+	ioc := func(s []uint64) Iovec { return Iovec{Base: unsafe.Pointer(&s[0]), Len: uint64(len(s))} }
 	b, r := ioc(opnd), ioc(old)
-	if err := p.a.Atomic(AtomicFetch, unsafe.Pointer(&b), 1, nil, 0, unsafe.Pointer(&r), 1, p.bAddr, 0, mr.Key(),
+	if err := p.a.Atomic(AtomicFetch, []Iovec{b}, nil, []Iovec{r}, p.bAddr, 0, mr.Key(),
 		dtUint64, opSum, cptr(5), fi.ATOMIC|fi.READ); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestAtomicOverLoopWire(t *testing.T) {
 	cmp := []uint64{3, 99}
 	sw := []uint64{7, 8}
 	b, c, r := ioc(sw), ioc(cmp), ioc(old[:2])
-	if err := p.a.Atomic(AtomicCompare, unsafe.Pointer(&b), 1, unsafe.Pointer(&c), 1, unsafe.Pointer(&r), 1, p.bAddr, 0,
+	if err := p.a.Atomic(AtomicCompare, []Iovec{b}, []Iovec{c}, []Iovec{r}, p.bAddr, 0,
 		mr.Key(), dtUint64, opCswap, nil, fi.ATOMIC|fi.READ); err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +241,14 @@ func TestAtomicOverLoopWire(t *testing.T) {
 		t.Fatalf("cswap: errno %v, words %d %d, old %d %d", errno, words[0], words[1], old[0], old[1])
 	}
 	b = ioc(opnd[:1])
-	if err := p.a.Atomic(AtomicWrite, unsafe.Pointer(&b), 1, nil, 0, nil, 0, p.bAddr, 0, mr.Key()+9,
+	if err := p.a.Atomic(AtomicWrite, []Iovec{b}, nil, nil, p.bAddr, 0, mr.Key()+9,
 		dtUint64, opSum, nil, fi.ATOMIC|fi.WRITE); err != nil {
 		t.Fatal(err)
 	}
 	if _, errno := p.settle(); errno != fi.EACCES {
 		t.Fatalf("bad key: %v", errno)
 	}
-	if err := p.a.Atomic(AtomicWrite, unsafe.Pointer(&b), 1, nil, 0, nil, 0, p.bAddr, 0, mr.Key(),
+	if err := p.a.Atomic(AtomicWrite, []Iovec{b}, nil, nil, p.bAddr, 0, mr.Key(),
 		dtFloat, opBor, nil, fi.ATOMIC|fi.WRITE); !errors.Is(err, fi.EOPNOTSUPP) {
 		t.Fatalf("BOR on float: %v", err)
 	}

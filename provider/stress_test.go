@@ -96,8 +96,8 @@ func TestStressOpenCloseWhilePolling(t *testing.T) {
 		for k := 2; k < msgLen; k++ {
 			msg[k] = byte(tag) + byte(k)
 		}
-		v := iovec{base: unsafe.Pointer(&msg[0]), len: msgLen}
-		if err := p.a.Send(unsafe.Pointer(&v), 1, p.bAddr, 7, 0, nil, fi.TAGGED|fi.INJECT|NoCompletion); err == nil {
+		v := Iovec{Base: unsafe.Pointer(&msg[0]), Len: msgLen}
+		if err := p.a.Send([]Iovec{v}, p.bAddr, 7, 0, nil, fi.TAGGED|fi.INJECT|NoCompletion); err == nil {
 			sent.Add(1)
 			tag++
 		} else if err != fi.EAGAIN {
@@ -107,9 +107,9 @@ func TestStressOpenCloseWhilePolling(t *testing.T) {
 	run(func() { // receiver
 		select {
 		case i := <-free:
-			v := iovec{base: unsafe.Pointer(&bufs[i][0]), len: msgLen}
+			v := Iovec{Base: unsafe.Pointer(&bufs[i][0]), Len: msgLen}
 			for {
-				err := p.b.Recv(unsafe.Pointer(&v), 1, fi.AddrUnspec, 7, 0, cptr(uintptr(i+1)), fi.TAGGED)
+				err := p.b.Recv([]Iovec{v}, fi.AddrUnspec, 7, 0, cptr(uintptr(i+1)), fi.TAGGED)
 				if err == nil {
 					posted.Add(1)
 					return

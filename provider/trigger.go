@@ -36,8 +36,8 @@ type trigger struct {
 	threshold uint64
 	ep        *Endpoint
 	kind      int
-	iov       []iovec // bytes; for atomics the operands
-	cmp, res  []iovec // atomics
+	iov       []Iovec // bytes; for atomics the operands
+	cmp, res  []Iovec // atomics
 	peer      uint64  // dest or src
 	tag       uint64
 	aux       uint64 // ignore (receives), data (sends, RMA)
@@ -46,20 +46,6 @@ type trigger struct {
 	akind     int
 	ctx       uintptr
 	flags     uint64
-}
-
-func copyIov(p unsafe.Pointer, n int) []iovec {
-	if n <= 0 || p == nil {
-		return nil
-	}
-	return slices.Clone(unsafe.Slice((*iovec)(p), n))
-}
-
-func iovPtr(v []iovec) unsafe.Pointer {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Pointer(&v[0])
 }
 
 // deferCall queues t on the counter its context names, or runs it now if
@@ -136,9 +122,9 @@ func (t *trigger) run() fi.Errno {
 	}
 	switch t.kind {
 	case trigSend:
-		return ep.sendLocked(iovPtr(t.iov), len(t.iov), t.peer, t.tag, t.aux, t.ctx, t.flags)
+		return ep.sendLocked(t.iov, t.peer, t.tag, t.aux, t.ctx, t.flags)
 	case trigRecv:
-		return ep.recvLocked(iovPtr(t.iov), len(t.iov), t.peer, t.tag, t.aux, t.ctx, t.flags)
+		return ep.recvLocked(t.iov, t.peer, t.tag, t.aux, t.ctx, t.flags)
 	case trigRMA:
 		return ep.rmaLocked(t.iov, t.peer, t.addr, t.key, t.aux, t.ctx, t.flags)
 	default:

@@ -119,12 +119,12 @@ func connectNodes(t *testing.T, a, b *hfiNode) (bAddr, aAddr uint64) {
 	a.insert(t, a)
 	aAddr = b.insert(t, a)
 	one := []byte{9}
-	v := iovec{base: unsafe.Pointer(&one[0]), len: 1}
-	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 99, 0, nil, fi.TAGGED); err != nil {
+	v := Iovec{Base: unsafe.Pointer(&one[0]), Len: 1}
+	if err := a.ep.Send([]Iovec{v}, bAddr, 99, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
-	rv := iovec{base: unsafe.Pointer(&one[0]), len: 1}
-	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, fi.AddrUnspec, 99, 0, nil, fi.TAGGED); err != nil {
+	rv := Iovec{Base: unsafe.Pointer(&one[0]), Len: 1}
+	if err := b.ep.Recv([]Iovec{rv}, fi.AddrUnspec, 99, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	for sent, got, end := false, false, time.Now().Add(10*time.Second); !sent || !got; {
@@ -155,12 +155,12 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 	// park: the question's arrival must wake it (netArrived).
 	time.Sleep(500 * time.Millisecond)
 	msg, answer := []byte("question"), make([]byte, 6)
-	v := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
-	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 1, 0, nil, fi.TAGGED); err != nil {
+	v := Iovec{Base: unsafe.Pointer(&msg[0]), Len: uint64(len(msg))}
+	if err := a.ep.Send([]Iovec{v}, bAddr, 1, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
-	av := iovec{base: unsafe.Pointer(&answer[0]), len: uint64(len(answer))}
-	if err := a.ep.Recv(unsafe.Pointer(&av), 1, bAddr, 2, 0, nil, fi.TAGGED); err != nil {
+	av := Iovec{Base: unsafe.Pointer(&answer[0]), Len: uint64(len(answer))}
+	if err := a.ep.Recv([]Iovec{av}, bAddr, 2, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	// b "computes" for twice the timeout; a waits for its answer.
@@ -183,8 +183,8 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 		}
 	}
 	got := make([]byte, len(msg))
-	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
-	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 1, 0, nil, fi.TAGGED); err != nil {
+	rv := Iovec{Base: unsafe.Pointer(&got[0]), Len: uint64(len(got))}
+	if err := b.ep.Recv([]Iovec{rv}, aAddr, 1, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	if !b.await(t, 5*time.Second, "receiver") {
@@ -194,8 +194,8 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 		t.Fatalf("received %q", got)
 	}
 	ans := []byte("answer")
-	sv := iovec{base: unsafe.Pointer(&ans[0]), len: uint64(len(ans))}
-	if err := b.ep.Send(unsafe.Pointer(&sv), 1, aAddr, 2, 0, nil, fi.TAGGED); err != nil {
+	sv := Iovec{Base: unsafe.Pointer(&ans[0]), Len: uint64(len(ans))}
+	if err := b.ep.Send([]Iovec{sv}, aAddr, 2, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	for end := time.Now().Add(5 * time.Second); aRead() == 0; {
@@ -232,8 +232,8 @@ func senderStopsPolling(t *testing.T, sizes []int) {
 	for i, n := range sizes {
 		data := bytes.Repeat([]byte{byte(i + 1)}, n)
 		keep = append(keep, data)
-		v := iovec{base: unsafe.Pointer(&data[0]), len: uint64(n)}
-		if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, uint64(i), 0, nil, fi.TAGGED); err != nil {
+		v := Iovec{Base: unsafe.Pointer(&data[0]), Len: uint64(n)}
+		if err := a.ep.Send([]Iovec{v}, bAddr, uint64(i), 0, nil, fi.TAGGED); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -241,8 +241,8 @@ func senderStopsPolling(t *testing.T, sizes []int) {
 	bufs := make([][]byte, len(sizes))
 	for i, n := range sizes {
 		bufs[i] = make([]byte, n)
-		v := iovec{base: unsafe.Pointer(&bufs[i][0]), len: uint64(n)}
-		if err := b.ep.Recv(unsafe.Pointer(&v), 1, fi.AddrUnspec, uint64(i), 0, nil, fi.TAGGED); err != nil {
+		v := Iovec{Base: unsafe.Pointer(&bufs[i][0]), Len: uint64(n)}
+		if err := b.ep.Recv([]Iovec{v}, fi.AddrUnspec, uint64(i), 0, nil, fi.TAGGED); err != nil {
 			t.Fatalf("recv %d: %v", i, err)
 		}
 	}
@@ -318,8 +318,8 @@ func TestLostTailSentWhileSenderComputes(t *testing.T) {
 		msg[i] = byte(i*7 + 3)
 	}
 	lossy.drop.Store(1 << 30) // everything a sends from now on is lost...
-	v := iovec{base: unsafe.Pointer(&msg[0]), len: uint64(len(msg))}
-	if err := a.ep.Send(unsafe.Pointer(&v), 1, bAddr, 5, 0, nil, fi.TAGGED); err != nil {
+	v := Iovec{Base: unsafe.Pointer(&msg[0]), Len: uint64(len(msg))}
+	if err := a.ep.Send([]Iovec{v}, bAddr, 5, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	if !a.await(t, 5*time.Second, "sender") {
@@ -332,8 +332,8 @@ func TestLostTailSentWhileSenderComputes(t *testing.T) {
 	}
 
 	got := make([]byte, len(msg))
-	rv := iovec{base: unsafe.Pointer(&got[0]), len: uint64(len(got))}
-	if err := b.ep.Recv(unsafe.Pointer(&rv), 1, aAddr, 5, 0, nil, fi.TAGGED); err != nil {
+	rv := Iovec{Base: unsafe.Pointer(&got[0]), Len: uint64(len(got))}
+	if err := b.ep.Recv([]Iovec{rv}, aAddr, 5, 0, nil, fi.TAGGED); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -188,7 +188,11 @@ func psm2go_ep_send(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, 
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	err := ep.Send(unsafe.Pointer(iov), int(count), uint64(dest), uint64(tag), uint64(data), context, uint64(flags))
+	v, ok := iovecs(unsafe.Pointer(iov), count)
+	if !ok {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.Send(v, uint64(dest), uint64(tag), uint64(data), context, uint64(flags))
 	return C.ssize_t(errnoOf(err))
 }
 
@@ -204,7 +208,11 @@ func psm2go_ep_rma(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, a
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	err := ep.RMA(unsafe.Pointer(iov), int(count), uint64(dest), uint64(addr), uint64(key), uint64(data), context, uint64(flags))
+	v, ok := iovecs(unsafe.Pointer(iov), count)
+	if !ok {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.RMA(v, uint64(dest), uint64(addr), uint64(key), uint64(data), context, uint64(flags))
 	return C.ssize_t(errnoOf(err))
 }
 
@@ -227,10 +235,16 @@ func psm2go_ep_atomic(slot C.uint32_t, kind C.int, buf unsafe.Pointer, nbuf C.si
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	if nbuf > 1<<20 || ncmp > 1<<20 || nres > 1<<20 {
+	if op == C.FI_ATOMIC_READ {
+		buf, nbuf = nil, 0 // ignored, and may be NULL (fi_atomic(3))
+	}
+	b, ok1 := iovecs(buf, nbuf) // struct fi_ioc has struct iovec's layout
+	c, ok2 := iovecs(cmp, ncmp)
+	r, ok3 := iovecs(res, nres)
+	if !ok1 || !ok2 || !ok3 {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	err := ep.Atomic(int(kind), buf, int(nbuf), cmp, int(ncmp), res, int(nres), uint64(dest), uint64(addr), uint64(key),
+	err := ep.Atomic(int(kind), b, c, r, uint64(dest), uint64(addr), uint64(key),
 		int(datatype), int(op), context, uint64(flags))
 	return C.ssize_t(errnoOf(err))
 }
@@ -258,6 +272,42 @@ func psm2go_ep_recv(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, src, t
 	if ep == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	err := ep.Recv(unsafe.Pointer(iov), int(count), uint64(src), uint64(tag), uint64(ignore), context, uint64(flags))
+	v, ok := iovecs(unsafe.Pointer(iov), count)
+	if !ok {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	err := ep.Recv(v, uint64(src), uint64(tag), uint64(ignore), context, uint64(flags))
 	return C.ssize_t(errnoOf(err))
+}
+
+// Layouts the views below rely on: provider.Iovec is struct iovec, and
+// struct fi_ioc (addr, count) is laid out as struct iovec is.
+var (
+	_ [unsafe.Sizeof(C.struct_iovec{}) - unsafe.Sizeof(provider.Iovec{})]byte
+	_ [unsafe.Sizeof(provider.Iovec{}) - unsafe.Sizeof(C.struct_iovec{})]byte
+	_ [unsafe.Offsetof(C.struct_iovec{}.iov_len) - unsafe.Offsetof(provider.Iovec{}.Len)]byte
+	_ [unsafe.Offsetof(provider.Iovec{}.Len) - unsafe.Offsetof(C.struct_iovec{}.iov_len)]byte
+	_ [unsafe.Sizeof(C.struct_fi_ioc{}) - unsafe.Sizeof(provider.Iovec{})]byte
+	_ [unsafe.Sizeof(provider.Iovec{}) - unsafe.Sizeof(C.struct_fi_ioc{})]byte
+	_ [unsafe.Offsetof(C.struct_fi_ioc{}.count) - unsafe.Offsetof(provider.Iovec{}.Len)]byte
+	_ [unsafe.Offsetof(provider.Iovec{}.Len) - unsafe.Offsetof(C.struct_fi_ioc{}.count)]byte
+)
+
+// maxIovecs bounds the entries a view takes: far above any iov_limit, so
+// the provider answers a long array with its own FI_EINVAL, and far below
+// what could make the view's length overflow.
+const maxIovecs = 1 << 20
+
+// iovecs views the application's count struct iovec (or struct fi_ioc)
+// entries at p as a []provider.Iovec, without copying: the one place a C
+// array of buffers becomes a Go slice. ok is false for a NULL array with
+// entries, or a count no call could mean.
+func iovecs(p unsafe.Pointer, count C.size_t) (v []provider.Iovec, ok bool) {
+	switch {
+	case count == 0:
+		return nil, true
+	case p == nil || count > maxIovecs:
+		return nil, false
+	}
+	return unsafe.Slice((*provider.Iovec)(p), int(count)), true
 }
