@@ -177,13 +177,15 @@ struct ct_ep {
 	char name[64];		/* the endpoint's name (fi_getname) */
 };
 
-/* ct_open_ep opens n in domain d for info, its CQ with wait object wait,
- * binds and enables it: 0 or the failing call's -FI_E*. */
-static inline int ct_open_ep(struct ct_ep *n, struct fid_domain *d, struct fi_info *info,
-			     enum fi_wait_obj wait)
+/* ct_open_ep_cond opens n in domain d for info, its CQ with wait object
+ * wait and wait condition cond, binds and enables it: 0 or the failing
+ * call's -FI_E*. ct_open_ep is the same without a wait condition. */
+static inline int ct_open_ep_cond(struct ct_ep *n, struct fid_domain *d, struct fi_info *info,
+				  enum fi_wait_obj wait, enum fi_cq_wait_cond cond)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096, .wait_obj = wait };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096, .wait_obj = wait,
+				      .wait_cond = cond };
 	size_t len = sizeof(n->name);
 	int ret;
 
@@ -197,6 +199,12 @@ static inline int ct_open_ep(struct ct_ep *n, struct fid_domain *d, struct fi_in
 	    (ret = fi_getname(&n->ep->fid, n->name, &len)))
 		return ret;
 	return 0;
+}
+
+static inline int ct_open_ep(struct ct_ep *n, struct fid_domain *d, struct fi_info *info,
+			     enum fi_wait_obj wait)
+{
+	return ct_open_ep_cond(n, d, info, wait, FI_CQ_COND_NONE);
 }
 
 /* ct_close_ep closes n's endpoint, CQ and AV (not its domain). */

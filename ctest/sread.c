@@ -8,8 +8,12 @@
  *     send another thread makes (the sender sees the sleeper and lets Go
  *     queue and signal the completion), not after sread's internal
  *     timeout: the average wake is checked (not under valgrind);
- *   - fi_cq_sread with a threshold, and on a CQ without a wait object
- *     (-FI_ENOSYS even with a completion waiting). */
+ *   - fi_cq_sread on a CQ whose wait_cond is FI_CQ_COND_THRESHOLD: cond
+ *     is the threshold itself, a value cast to a pointer (fi_cq(3)), so
+ *     the read waits for that many and never dereferences it; on a CQ
+ *     without a wait condition cond is ignored;
+ *   - fi_cq_sread on a CQ without a wait object (-FI_ENOSYS even with a
+ *     completion waiting). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,12 +32,17 @@ struct wnode {
 static struct fi_info *info;
 static struct fid_fabric *fabric;
 
-static int open_wnode(struct wnode *n, enum fi_wait_obj wait)
+static int open_wnode_cond(struct wnode *n, enum fi_wait_obj wait, enum fi_cq_wait_cond cond)
 {
 	struct fid_domain *d;
 	int ret = fi_domain(fabric, info, &d, NULL);
 
-	return ret ? ret : ct_open_ep(&n->e, d, info, wait);
+	return ret ? ret : ct_open_ep_cond(&n->e, d, info, wait, cond);
+}
+
+static int open_wnode(struct wnode *n, enum fi_wait_obj wait)
+{
+	return open_wnode_cond(n, wait, FI_CQ_COND_NONE);
 }
 
 static void close_wnode(struct wnode *n)
@@ -163,7 +172,6 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 	struct fi_cq_tagged_entry e[4];
 	struct fi_context ctx[4];
 	char buf[4][8], sbuf[8] = "x";
-	size_t two = 2;
 	ssize_t got;
 	int ok = 1;
 
@@ -173,13 +181,14 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 		ok &= fi_tsend(a->e.ep, sbuf, 1, NULL, a->peer, 11, &ctx[2 + i]) == 0;
 	CHECK(ok, "posting");
 	got = 0;
-	for (int k = 0; k < 2 && got < 2; k++) {
-		ssize_t r = fi_cq_sread(b->e.cq, e + got, 4 - got, &two, 2000);
+	for (int k = 0; k < 4 && got < 2; k++) {
+		/* No wait condition on this CQ: cond is ignored, whatever it is. */
+		ssize_t r = fi_cq_sread(b->e.cq, e + got, 4 - got, (void *) 0x10, 2000);
 
 		if (r > 0)
 			got += r;
 	}
-	CHECK(got == 2, "sread with threshold 2: %zd", got);
+	CHECK(got == 2, "sread with a cond the CQ ignores: %zd", got);
 	got = 0;
 	for (int k = 0; k < 4 && got < 2; k++) {
 		ssize_t r = fi_cq_sread(a->e.cq, e, 4, NULL, 2000);
@@ -202,10 +211,49 @@ static void test_edges(struct wnode *a, struct wnode *b, struct wnode *nw)
 	CHECK(got == 1, "the completion is still there for fi_cq_read");
 }
 
+/* A CQ with FI_CQ_COND_THRESHOLD: fi_cq_sread(cq, buf, 4, (void *) 3, t)
+ * returns the three completions together once the third is queued. */
+static void test_threshold(struct wnode *a, struct wnode *t)
+{
+	struct fi_cq_tagged_entry e[4];
+	struct fi_context ctx[3], sctx[3];
+	char buf[3][8], sbuf[8] = "t";
+	ssize_t got;
+	int ok = 1;
+
+	for (int i = 0; i < 3; i++)
+		ok &= fi_trecv(t->e.ep, buf[i], 8, NULL, t->peer, 13, 0, &ctx[i]) == 0;
+	CHECK(ok, "posting at the threshold CQ");
+	/* One completion queued: a threshold of 3 waits it out. */
+	ok = fi_tsend(a->e.ep, sbuf, 1, NULL, a->peer, 13, &sctx[0]) == 0;
+	got = fi_cq_sread(t->e.cq, e, 4, (void *) 3, 300);
+	CHECK(ok && got == -FI_EAGAIN, "sread(threshold 3) with one completion: %zd, want -FI_EAGAIN", got);
+	for (int i = 1; i < 3; i++)
+		ok &= fi_tsend(a->e.ep, sbuf, 1, NULL, a->peer, 13, &sctx[i]) == 0;
+	got = 0;
+	for (int k = 0; k < 4 && got < 3; k++) {
+		ssize_t r = fi_cq_sread(t->e.cq, e + got, 4 - got, (void *) 3, 2000);
+
+		if (r > 0)
+			got += r;
+		else if (r != -FI_EAGAIN)
+			break;
+	}
+	CHECK(got == 3, "sread(threshold 3) with three completions: %zd", got);
+	got = 0;
+	for (int k = 0; k < 8 && got < 3; k++) {
+		ssize_t r = fi_cq_sread(a->e.cq, e, 4, NULL, 2000);
+
+		if (r > 0)
+			got += r;
+	}
+	CHECK(got == 3, "the three send completions: %zd", got);
+}
+
 int main(void)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct wnode a = { 0 }, b = { 0 }, nw = { 0 }, nwpeer = { 0 };
+	struct wnode a = { 0 }, b = { 0 }, nw = { 0 }, nwpeer = { 0 }, th = { 0 }, thpeer = { 0 };
 	int ret;
 
 	hints->caps = FI_TAGGED;
@@ -220,7 +268,8 @@ int main(void)
 	ret = fi_fabric(info->fabric_attr, &fabric, NULL) ||
 	      open_wnode(&a, FI_WAIT_UNSPEC) || open_wnode(&b, FI_WAIT_UNSPEC) ||
 	      open_wnode(&nw, FI_WAIT_NONE) || open_wnode(&nwpeer, FI_WAIT_NONE) ||
-	      connect_pair(&a, &b) || connect_pair(&nw, &nwpeer);
+	      open_wnode_cond(&th, FI_WAIT_UNSPEC, FI_CQ_COND_THRESHOLD) || open_wnode(&thpeer, FI_WAIT_UNSPEC) ||
+	      connect_pair(&a, &b) || connect_pair(&nw, &nwpeer) || connect_pair(&thpeer, &th);
 	CHECK(ret == 0, "open");
 	if (ret)
 		return finish("sread");
@@ -228,7 +277,10 @@ int main(void)
 	test_pingpong(&a, &b, ct_under_valgrind() ? 200 : 4000);
 	test_wake(&a, &b, ct_under_valgrind() ? 10 : 60);
 	test_edges(&a, &b, &nw);
+	test_threshold(&thpeer, &th);
 
+	close_wnode(&thpeer);
+	close_wnode(&th);
 	close_wnode(&nwpeer);
 	close_wnode(&nw);
 	close_wnode(&b);

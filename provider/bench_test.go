@@ -30,10 +30,10 @@ func BenchmarkSendRecv(b *testing.B) {
 					b.Fatal(err)
 				}
 				for got := 0; got < 2; {
-					if n, _ := p.cqa.Read(unsafe.Pointer(&e[0]), 4, nil); n > 0 {
+					if n, _ := p.cqa.Read(words(&e), 4, nil); n > 0 {
 						got += n
 					}
-					if n, _ := p.cqb.Read(unsafe.Pointer(&e[0]), 4, nil); n > 0 {
+					if n, _ := p.cqb.Read(words(&e), 4, nil); n > 0 {
 						got += n
 					}
 				}
@@ -49,7 +49,7 @@ func BenchmarkIdleRead(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer() // the pair's set-up is not the read's
 	for i := 0; i < b.N; i++ {
-		p.cqa.Read(unsafe.Pointer(&e), 1, nil)
+		p.cqa.Read(words(&e), 1, nil)
 	}
 }
 
@@ -115,8 +115,8 @@ func BenchmarkRMA(b *testing.B) {
 					b.Fatal(err)
 				}
 				for {
-					p.cqb.Read(unsafe.Pointer(&e[0]), 4, nil)
-					if n, _ := p.cqa.Read(unsafe.Pointer(&e[0]), 4, nil); n > 0 {
+					p.cqb.Read(words(&e), 4, nil)
+					if n, _ := p.cqa.Read(words(&e), 4, nil); n > 0 {
 						break
 					}
 				}

@@ -125,7 +125,7 @@ func (c *collNet) wait(who []int) []fi.Errno {
 				continue
 			}
 			var e cqTagged
-			n, err := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil)
+			n, err := c.cqs[i].Read(words(&e), 1, nil)
 			switch {
 			case n == 1:
 				if e.ctx != uintptr(c.ctxOf(i)) || e.flags != fi.COLLECTIVE {
@@ -134,7 +134,7 @@ func (c *collNet) wait(who []int) []fi.Errno {
 				done[i] = true
 			case errors.Is(err, fi.EAVAIL):
 				var x cqErrEntry
-				if k, err := c.cqs[i].ReadErr(unsafe.Pointer(&x), 0); k != 1 || err != nil {
+				if k, err := readErrC(c.cqs[i], &x); k != 1 || err != nil {
 					c.t.Fatalf("member %d: ReadErr %d, %v", i, k, err)
 				}
 				got[i], done[i] = fi.Errno(x.err), true
@@ -167,7 +167,7 @@ func TestCollectives(t *testing.T) {
 	for k := 0; k < 50; k++ {
 		for i := 1; i < n; i++ {
 			var e cqTagged
-			if m, _ := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil); m != 0 {
+			if m, _ := c.cqs[i].Read(words(&e), 1, nil); m != 0 {
 				t.Fatalf("member %d left the barrier before member 0 entered", i)
 			}
 		}
@@ -454,7 +454,7 @@ func TestCollectiveDisagreements(t *testing.T) {
 	post(1, CollBarrier, nil, nil, 0, 0, 0, 0)
 	post(2, CollBarrier, nil, nil, 0, 0, 0, 0)
 	for k := 0; k < 20; k++ {
-		c.cqs[0].Read(unsafe.Pointer(&cqTagged{}), 1, nil) // the contributions arrive at the hub
+		c.cqs[0].Read(words(&cqTagged{}), 1, nil) // the contributions arrive at the hub
 	}
 	if len(c.eps[0].collIn) == 0 {
 		t.Fatal("no contribution waits at the hub")
@@ -506,7 +506,7 @@ func TestCollectiveMemberDies(t *testing.T) {
 	for k := 0; k < 100; k++ {
 		for _, i := range []int{0, 1} {
 			var e cqTagged
-			if n, _ := c.cqs[i].Read(unsafe.Pointer(&e), 1, nil); n != 0 {
+			if n, _ := c.cqs[i].Read(words(&e), 1, nil); n != 0 {
 				t.Fatalf("member %d left the barrier without member 2", i)
 			}
 		}

@@ -53,9 +53,10 @@ type cqEntry struct {
 // one ring in completion order; a read stops at an error entry, which
 // fi_cq_readerr then takes.
 type CQ struct {
-	dom    *Domain
-	format int32
-	stride uintptr
+	dom       *Domain
+	format    int32
+	stride    uintptr
+	threshold bool // wait_cond FI_CQ_COND_THRESHOLD: SRead's cond is a count
 	waiter
 
 	ring []cqEntry // circular; guarded by the domain lock
@@ -101,6 +102,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 		cq.closeFD()
 		return nil, fi.EINVAL
 	}
+	cq.threshold = attr.WaitCond == 1
 	if attr.Flags&^fi.AFFINITY != 0 {
 		cq.closeFD()
 		return nil, fi.EBADFLAGS
@@ -211,12 +213,17 @@ func (cq *CQ) completeErr(ctx uintptr, flags, length uint64, buf uintptr, data, 
 	cq.notify()
 }
 
+// EntryWords is the size of one entry of the CQ's format
+// (struct fi_cq_*_entry) in 64-bit words: Read's buf holds count times
+// as many.
+func (cq *CQ) EntryWords() int { return int(cq.stride / 8) }
+
 // Read is fi_cq_read / fi_cq_readfrom: it drives progress, then copies up
-// to count success entries into buf in the CQ's format (and their source
-// addresses into src, if not nil). EAGAIN: nothing to read; EAVAIL: an
-// error entry is next.
-func (cq *CQ) Read(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, error) {
-	if count < 0 || (buf == nil && count > 0) {
+// to count success entries into buf in the CQ's format, EntryWords words
+// each (and their source addresses into src, if not nil: count words).
+// EAGAIN: nothing to read; EAVAIL: an error entry is next.
+func (cq *CQ) Read(buf []uint64, count int, src []uint64) (int, error) {
+	if !cq.fits(buf, count, src) {
 		return 0, fi.EINVAL
 	}
 	d := cq.dom
@@ -228,9 +235,14 @@ func (cq *CQ) Read(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, erro
 	return cq.readLocked(buf, count, src)
 }
 
+// fits reports whether buf and src hold count entries.
+func (cq *CQ) fits(buf []uint64, count int, src []uint64) bool {
+	return count >= 0 && len(buf) >= count*cq.EntryWords() && (src == nil || len(src) >= count)
+}
+
 // sreadPass is one look of Sread: progress, then read if threshold
 // entries (or an error) are there.
-func (cq *CQ) sreadPass(buf unsafe.Pointer, count int, src unsafe.Pointer, threshold int) (int, error) {
+func (cq *CQ) sreadPass(buf []uint64, count int, src []uint64, threshold int) (int, error) {
 	d := cq.dom
 	d.lock()
 	defer d.unlock()
@@ -241,7 +253,7 @@ func (cq *CQ) sreadPass(buf unsafe.Pointer, count int, src unsafe.Pointer, thres
 	return 0, fi.EAGAIN
 }
 
-func (cq *CQ) readLocked(buf unsafe.Pointer, count int, src unsafe.Pointer) (int, error) {
+func (cq *CQ) readLocked(buf []uint64, count int, src []uint64) (int, error) {
 	if cq.n == 0 {
 		if cq.fdRaised {
 			cq.drainFD()
@@ -273,9 +285,10 @@ func (cq *CQ) readLocked(buf unsafe.Pointer, count int, src unsafe.Pointer) (int
 					return 0, fi.EAVAIL
 				}
 			}
-			*(*uint64)(unsafe.Add(src, got*8)) = a
+			src[got] = a
 		}
-		cq.write(unsafe.Add(buf, uintptr(got)*cq.stride), e)
+		words := cq.EntryWords()
+		cq.write(buf[got*words:(got+1)*words], e)
 		cq.pop()
 		got++
 	}
@@ -299,9 +312,8 @@ func (cq *CQ) drainFD() {
 	cq.fdRaised = false
 }
 
-// write stores e at p in the CQ's format.
-func (cq *CQ) write(p unsafe.Pointer, e *cqEntry) {
-	w := (*[6]uint64)(p)[:cq.stride/8]
+// write stores e in w, one entry of the CQ's format.
+func (cq *CQ) write(w []uint64, e *cqEntry) {
 	w[0] = uint64(e.ctx)
 	if len(w) > 1 {
 		w[1] = e.flags
@@ -316,13 +328,35 @@ func (cq *CQ) write(p unsafe.Pointer, e *cqEntry) {
 	}
 }
 
+// CQErr is an error completion as fi_cq_readerr reports it (struct
+// fi_cq_err_entry).
+type CQErr struct {
+	Ctx     uintptr
+	Flags   uint64
+	Len     uint64
+	Buf     uintptr
+	Data    uint64
+	Tag     uint64
+	OLen    uint64
+	Err     int32 // a positive errno
+	ProvErr int32
+	// ErrDataLen is the length of the error data; ErrDataAddr is where
+	// it is when ReadErr was given no buffer for it: memory the CQ keeps
+	// until the next ReadErr, 0 when it has none for C to read.
+	ErrDataLen  int
+	ErrDataAddr uintptr
+}
+
+// ErrDataSized reports whether the CQ's fabric speaks API 1.5 or later,
+// whose struct fi_cq_err_entry has err_data_size (the caller's err_data
+// buffer); before it, the struct ends at err_data.
+func (cq *CQ) ErrDataSized() bool { return cq.dom.api >= fi.Version(1, 5) }
+
 // ReadErr is fi_cq_readerr: it takes the error entry at the head of the
-// queue into buf (struct fi_cq_err_entry). EAGAIN if the head is not an
-// error.
-func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
-	if buf == nil {
-		return 0, fi.EINVAL
-	}
+// queue into out. errBuf, if not nil, is the caller's err_data buffer (API
+// 1.5 and later): the error data is copied there and ErrDataLen says how
+// much. EAGAIN if the head is not an error.
+func (cq *CQ) ReadErr(out *CQErr, errBuf []byte) (int, error) {
 	d := cq.dom
 	d.lock()
 	defer d.unlock()
@@ -330,38 +364,17 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 		return 0, fi.EAGAIN
 	}
 	e := &cq.ring[cq.head]
-	w := (*[10]uint64)(buf)
-	w[0] = uint64(e.ctx)
-	w[1] = e.flags
-	w[2] = e.len
-	w[3] = uint64(e.buf)
-	w[4] = e.data
-	w[5] = e.tag
-	w[6] = e.olen
-	*(*int32)(unsafe.Pointer(&w[7])) = int32(e.err)
-	*(*int32)(unsafe.Add(unsafe.Pointer(&w[7]), 4)) = e.provErr
-	newAPI := d.api >= fi.Version(1, 5)
-	if newAPI && w[9] > 0 && w[8] != 0 {
-		// The caller supplied err_data of err_data_size bytes.
-		// Only as much of it as is needed is made a slice: the size is
-		// the caller's and may be anything.
-		n := min(w[9], uint64(e.errLen))
-		w[9] = uint64(copy(cbytes(uintptr(w[8]), n), e.errData[:n]))
-	} else if e.errLen > 0 {
-		if cq.fast == nil {
-			w[8] = 0
-		} else {
+	*out = CQErr{Ctx: e.ctx, Flags: e.flags, Len: e.len, Buf: e.buf, Data: e.data, Tag: e.tag,
+		OLen: e.olen, Err: int32(e.err), ProvErr: e.provErr}
+	switch {
+	case errBuf != nil:
+		out.ErrDataLen = copy(errBuf, e.errData[:e.errLen])
+	case e.errLen > 0:
+		out.ErrDataLen = e.errLen
+		if cq.fast != nil {
 			b := cq.fast[cqErrDataOff : cqErrDataOff+getinfo.MaxErrData]
 			copy(b, e.errData[:e.errLen])
-			w[8] = uint64(uintptr(unsafe.Pointer(&b[0])))
-		}
-		if newAPI {
-			w[9] = uint64(e.errLen)
-		}
-	} else {
-		w[8] = 0
-		if newAPI {
-			w[9] = 0
+			out.ErrDataAddr = uintptr(unsafe.Pointer(&b[0]))
 		}
 	}
 	cq.pop()
@@ -369,20 +382,21 @@ func (cq *CQ) ReadErr(buf unsafe.Pointer, flags uint64) (int, error) {
 }
 
 // SRead is fi_cq_sread / fi_cq_sreadfrom: Read, blocking up to timeout
-// milliseconds (negative: forever) until an entry (or, with a threshold
-// cond, that many) is there. EAGAIN on timeout or fi_cq_signal.
-func (cq *CQ) SRead(buf unsafe.Pointer, count int, src unsafe.Pointer, cond unsafe.Pointer, timeout int) (int, error) {
+// milliseconds (negative: forever) until an entry is there. On a CQ whose
+// wait_cond is FI_CQ_COND_THRESHOLD, cond is the value of the call's cond
+// argument, a count (fi_cq(3): "interpreted as a size_t threshold", not a
+// pointer to one), and the read waits for that many entries, at most
+// count; otherwise cond is ignored. EAGAIN on timeout or fi_cq_signal.
+func (cq *CQ) SRead(buf []uint64, count int, src []uint64, cond uintptr, timeout int) (int, error) {
 	if cq.kind == fi.WAIT_NONE {
 		return 0, fi.ENOSYS
 	}
-	if count < 0 || (buf == nil && count > 0) {
+	if !cq.fits(buf, count, src) {
 		return 0, fi.EINVAL
 	}
 	threshold := 1
-	if cond != nil {
-		if t := *(*uint64)(cond); t > 1 && int(t) <= count {
-			threshold = int(t)
-		}
+	if cq.threshold && cond > 1 && count > 1 {
+		threshold = int(min(cond, uintptr(count)))
 	}
 	var deadline time.Time
 	if timeout >= 0 {

@@ -36,6 +36,34 @@ type cqErrEntry struct {
 	errSize   uint64
 }
 
+// words views v, an entry struct or an array of them, as the words a CQ
+// read fills (what the shim's cqView does with the application's buffer).
+func words[T any](v *T) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(v)), unsafe.Sizeof(*v)/8)
+}
+
+// readErrC is what the shim's fi_cq_readerr does at API 1.5: ReadErr into
+// a struct fi_cq_err_entry, into the caller's err_data buffer if it gives
+// one.
+func readErrC(cq *CQ, e *cqErrEntry) (int, error) {
+	var errBuf []byte
+	if e.errData != 0 && e.errSize > 0 {
+		errBuf = cbytes(e.errData, e.errSize)
+	}
+	var x CQErr
+	n, err := cq.ReadErr(&x, errBuf)
+	if err != nil {
+		return n, err
+	}
+	e.ctx, e.flags, e.len, e.buf, e.data, e.tag, e.olen = x.Ctx, x.Flags, x.Len, x.Buf, x.Data, x.Tag, x.OLen
+	e.err, e.provErrno = x.Err, x.ProvErr
+	if errBuf == nil {
+		e.errData = x.ErrDataAddr
+	}
+	e.errSize = uint64(x.ErrDataLen)
+	return n, nil
+}
+
 func TestCQLayouts(t *testing.T) {
 	if unsafe.Sizeof(cqTagged{}) != cqTaggedSize || unsafe.Sizeof(cqErrEntry{}) != cqErrSize {
 		t.Fatalf("entry sizes %d, %d", unsafe.Sizeof(cqTagged{}), unsafe.Sizeof(cqErrEntry{}))
@@ -159,7 +187,7 @@ func (p *pair) recv(ep *Endpoint, buf []byte, src, tag, ignore uint64, ctx uintp
 func (p *pair) read(cq *CQ) (cqTagged, error) {
 	var e cqTagged
 	for i := 0; i < 100; i++ {
-		n, err := cq.Read(unsafe.Pointer(&e), 1, nil)
+		n, err := cq.Read(words(&e), 1, nil)
 		if n == 1 {
 			return e, nil
 		}
@@ -173,7 +201,7 @@ func (p *pair) read(cq *CQ) (cqTagged, error) {
 func (p *pair) readErr(cq *CQ) cqErrEntry {
 	p.t.Helper()
 	var e cqErrEntry
-	if n, err := cq.ReadErr(unsafe.Pointer(&e), 0); n != 1 || err != nil {
+	if n, err := readErrC(cq, &e); n != 1 || err != nil {
 		p.t.Fatalf("ReadErr = %d, %v", n, err)
 	}
 	return e
@@ -182,11 +210,11 @@ func (p *pair) readErr(cq *CQ) cqErrEntry {
 func TestEngineEmptyCQIsEAGAIN(t *testing.T) {
 	p := newPair(t, fi.TAGGED|fi.MSG, 64)
 	var e cqTagged
-	if n, err := p.cqa.Read(unsafe.Pointer(&e), 1, nil); n != 0 || !errors.Is(err, fi.EAGAIN) {
+	if n, err := p.cqa.Read(words(&e), 1, nil); n != 0 || !errors.Is(err, fi.EAGAIN) {
 		t.Fatalf("Read on empty = %d, %v; want 0, EAGAIN", n, err)
 	}
 	var ee cqErrEntry
-	if _, err := p.cqa.ReadErr(unsafe.Pointer(&ee), 0); !errors.Is(err, fi.EAGAIN) {
+	if _, err := readErrC(p.cqa, &ee); !errors.Is(err, fi.EAGAIN) {
 		t.Fatalf("ReadErr on empty = %v", err)
 	}
 }
@@ -447,7 +475,7 @@ func TestEngineSourceAndUnknownSender(t *testing.T) {
 	var e cqTagged
 	var src uint64
 	for i := 0; i < 10; i++ {
-		if n, _ := p.cqb.Read(unsafe.Pointer(&e), 1, unsafe.Pointer(&src)); n == 1 {
+		if n, _ := p.cqb.Read(words(&e), 1, words(&src)); n == 1 {
 			break
 		}
 	}
@@ -471,12 +499,12 @@ func TestEngineSourceAndUnknownSender(t *testing.T) {
 		t.Fatalf("plain read of an unknown sender's message: %+v %v", c, err)
 	}
 	// ...and readfrom turns the second into an FI_EADDRNOTAVAIL entry.
-	if n, err := p.cqb.Read(unsafe.Pointer(&e), 1, unsafe.Pointer(&src)); n != 0 || !errors.Is(err, fi.EAVAIL) {
+	if n, err := p.cqb.Read(words(&e), 1, words(&src)); n != 0 || !errors.Is(err, fi.EAVAIL) {
 		t.Fatalf("readfrom of an unknown source: %d %v", n, err)
 	}
 	var raw [EPNameLen]byte
 	ee := cqErrEntry{errData: uintptr(unsafe.Pointer(&raw[0])), errSize: EPNameLen}
-	if n, err := p.cqb.ReadErr(unsafe.Pointer(&ee), 0); n != 1 || err != nil {
+	if n, err := readErrC(p.cqb, &ee); n != 1 || err != nil {
 		t.Fatal(err)
 	}
 	n, _ := UnmarshalEPName(raw[:])

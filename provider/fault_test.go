@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -101,7 +100,7 @@ func (p *pair) completion(cq *CQ) done {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		var e cqTagged
-		n, err := cq.Read(unsafe.Pointer(&e), 1, nil)
+		n, err := cq.Read(words(&e), 1, nil)
 		if n == 1 {
 			return done{ctx: e.ctx, len: e.len, buf: e.buf}
 		}

@@ -65,10 +65,10 @@ func TestUnexpectedHeldBack(t *testing.T) {
 		k := 0
 		for {
 			var e [8]cqTagged
-			got, err := n.cq.Read(unsafe.Pointer(&e[0]), 8, nil)
+			got, err := n.cq.Read(words(&e), 8, nil)
 			if errors.Is(err, fi.EAVAIL) {
 				var ee cqErrEntry
-				n.cq.ReadErr(unsafe.Pointer(&ee), 0)
+				readErrC(n.cq, &ee)
 				t.Fatalf("%s's error completion: %+v", who, ee)
 			}
 			if got <= 0 {
@@ -140,7 +140,7 @@ func TestUnexpectedHeldBack(t *testing.T) {
 		sendsDone += reap(a, "sender")
 		for {
 			var e cqTagged
-			k, err := b.cq.Read(unsafe.Pointer(&e), 1, nil)
+			k, err := b.cq.Read(words(&e), 1, nil)
 			if errors.Is(err, fi.EAVAIL) {
 				t.Fatalf("receive %d failed", got)
 			}
@@ -225,10 +225,10 @@ func TestReconnectAfterPartition(t *testing.T) {
 	failed := false
 	for !failed && time.Since(start) < 5*time.Second {
 		var e cqTagged
-		_, err := a.cq.Read(unsafe.Pointer(&e), 1, nil)
+		_, err := a.cq.Read(words(&e), 1, nil)
 		if errors.Is(err, fi.EAVAIL) {
 			var ee cqErrEntry
-			a.cq.ReadErr(unsafe.Pointer(&ee), 0)
+			readErrC(a.cq, &ee)
 			if fi.Errno(ee.err) != fi.ETIMEDOUT {
 				t.Fatalf("error completion %v, want ETIMEDOUT", fi.Errno(ee.err))
 			}

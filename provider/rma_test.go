@@ -27,7 +27,7 @@ func (p *pair) settle() (cqTagged, fi.Errno) {
 	p.t.Helper()
 	for i := 0; i < 1000; i++ {
 		var e cqTagged
-		n, err := p.cqa.Read(unsafe.Pointer(&e), 1, nil)
+		n, err := p.cqa.Read(words(&e), 1, nil)
 		if n == 1 {
 			return e, 0
 		}

@@ -71,15 +71,15 @@ func TestStressOpenCloseWhilePolling(t *testing.T) {
 	var e [8]cqTagged
 	var e2 [8]cqTagged
 	run(func() { // reader of the sender's CQ
-		if n, _ := p.cqa.Read(unsafe.Pointer(&e[0]), 8, nil); n < 0 {
+		if n, _ := p.cqa.Read(words(&e), 8, nil); n < 0 {
 			fail("read cqa: %d", n)
 		}
 	})
 	run(func() { // reader of the receiver's CQ
-		n, err := p.cqb.Read(unsafe.Pointer(&e2[0]), 8, nil)
+		n, err := p.cqb.Read(words(&e2), 8, nil)
 		if err != nil && err != fi.EAGAIN {
 			var ee cqErrEntry
-			if _, rerr := p.cqb.ReadErr(unsafe.Pointer(&ee), 0); rerr == nil && ee.ctx != 0 {
+			if _, rerr := readErrC(p.cqb, &ee); rerr == nil && ee.ctx != 0 {
 				fail("error completion on cqb: %+v", ee)
 			}
 		}
@@ -162,8 +162,8 @@ func TestStressOpenCloseWhilePolling(t *testing.T) {
 	// Drain what is still in flight.
 	deadline := time.Now().Add(10 * time.Second)
 	for recvd.Load() < min(sent.Load(), posted.Load()) && time.Now().Before(deadline) {
-		p.cqa.Read(unsafe.Pointer(&e[0]), 8, nil)
-		n, _ := p.cqb.Read(unsafe.Pointer(&e2[0]), 8, nil)
+		p.cqa.Read(words(&e), 8, nil)
+		n, _ := p.cqb.Read(words(&e2), 8, nil)
 		for i := 0; i < n; i++ {
 			if c := uint64(e2[i].ctx); c >= 1 && c <= slots {
 				done(c)

@@ -98,7 +98,7 @@ func (n *hfiNode) await(t *testing.T, within time.Duration, who string) bool {
 	t.Helper()
 	for end := time.Now().Add(within); time.Now().Before(end); {
 		var e cqTagged
-		k, err := n.cq.Read(unsafe.Pointer(&e), 1, nil)
+		k, err := n.cq.Read(words(&e), 1, nil)
 		if k == 1 {
 			return true
 		}
@@ -132,10 +132,10 @@ func connectNodes(t *testing.T, a, b *hfiNode) (bAddr, aAddr uint64) {
 			t.Fatalf("no connection: sent %v, received %v", sent, got)
 		}
 		var e cqTagged
-		if k, _ := a.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+		if k, _ := a.cq.Read(words(&e), 1, nil); k == 1 {
 			sent = true
 		}
-		if k, _ := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+		if k, _ := b.cq.Read(words(&e), 1, nil); k == 1 {
 			got = true
 		}
 	}
@@ -166,10 +166,10 @@ func TestHfiReceiverStopsPolling(t *testing.T) {
 	// b "computes" for twice the timeout; a waits for its answer.
 	aRead := func() int {
 		var e cqTagged
-		k, err := a.cq.Read(unsafe.Pointer(&e), 1, nil)
+		k, err := a.cq.Read(words(&e), 1, nil)
 		if errors.Is(err, fi.EAVAIL) {
 			var ee cqErrEntry
-			a.cq.ReadErr(unsafe.Pointer(&ee), 0)
+			readErrC(a.cq, &ee)
 			t.Fatalf("sender's error completion while the receiver computed: %+v", ee)
 		}
 		if k == 1 && e.tag == 2 {
@@ -250,7 +250,7 @@ func senderStopsPolling(t *testing.T, sizes []int) {
 	end := time.Now().Add(10 * time.Second)
 	for got < len(sizes) && time.Now().Before(end) {
 		var e cqTagged
-		if k, _ := b.cq.Read(unsafe.Pointer(&e), 1, nil); k == 1 {
+		if k, _ := b.cq.Read(words(&e), 1, nil); k == 1 {
 			got++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/provider"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 //export psm2go_cq_open
@@ -70,7 +71,11 @@ func psm2go_cq_read(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C.
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	n, err := cq.Read(buf, int(count), unsafe.Pointer(src))
+	b, s, n0, ok := cqView(cq, buf, count, src)
+	if !ok {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	n, err := cq.Read(b, n0, s)
 	if err != nil {
 		return C.ssize_t(errnoOf(err))
 	}
@@ -84,9 +89,39 @@ func psm2go_cq_readerr(slot C.uint32_t, buf *C.struct_fi_cq_err_entry, flags C.u
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	n, err := cq.ReadErr(unsafe.Pointer(buf), uint64(flags))
+	if buf == nil {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	// Before API 1.5 the struct ends at err_data: err_data_size is
+	// neither read nor written.
+	sized := cq.ErrDataSized()
+	var errBuf []byte
+	if sized && buf.err_data != nil && buf.err_data_size > 0 {
+		errBuf = cView(buf.err_data, min(buf.err_data_size, C.size_t(getinfo.MaxErrData)))
+	}
+	var e provider.CQErr
+	n, err := cq.ReadErr(&e, errBuf)
 	if err != nil {
 		return C.ssize_t(errnoOf(err))
+	}
+	// Contexts and buffers are carried as addresses; store them as such.
+	*(*uintptr)(unsafe.Pointer(&buf.op_context)) = e.Ctx
+	*(*uintptr)(unsafe.Pointer(&buf.buf)) = e.Buf
+	buf.flags = C.uint64_t(e.Flags)
+	buf.len = C.size_t(e.Len)
+	buf.data = C.uint64_t(e.Data)
+	buf.tag = C.uint64_t(e.Tag)
+	buf.olen = C.size_t(e.OLen)
+	buf.err = C.int(e.Err)
+	buf.prov_errno = C.int(e.ProvErr)
+	switch {
+	case errBuf != nil:
+		buf.err_data_size = C.size_t(e.ErrDataLen)
+	default:
+		*(*uintptr)(unsafe.Pointer(&buf.err_data)) = e.ErrDataAddr
+		if sized {
+			buf.err_data_size = C.size_t(e.ErrDataLen)
+		}
 	}
 	return C.ssize_t(n)
 }
@@ -98,7 +133,12 @@ func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C
 	if cq == nil {
 		return -C.ssize_t(fi.EINVAL)
 	}
-	n, err := cq.SRead(buf, int(count), unsafe.Pointer(src), cond, int(timeout))
+	b, s, n0, ok := cqView(cq, buf, count, src)
+	if !ok {
+		return -C.ssize_t(fi.EINVAL)
+	}
+	// cond is a value, not a pointer (FI_CQ_COND_THRESHOLD: a count).
+	n, err := cq.SRead(b, n0, s, uintptr(cond), int(timeout))
 	if err != nil {
 		return C.ssize_t(errnoOf(err))
 	}
@@ -166,4 +206,27 @@ func psm2go_cq_close(c *C.struct_psm2_cq) (ret C.int) {
 	c.handle, c.slot = nil, 0
 	C.psm2_retire(&c.cq_fid.fid, C.sizeof_struct_fid_cq, C.sizeof_struct_psm2_cq)
 	return 0
+}
+
+// maxCQRead bounds the entries one read takes: a read returns at most
+// count entries, so a larger count only means fewer than asked.
+const maxCQRead = 1 << 20
+
+// cqView views the application's buffer of count entries of cq's format
+// (struct fi_cq_*_entry), and its fi_addr_t array if src is not NULL, as
+// Go slices of words: the one place a CQ read's C memory becomes Go's.
+// ok is false for a NULL buffer with entries.
+func cqView(cq *provider.CQ, buf unsafe.Pointer, count C.size_t, src *C.uint64_t) (b, s []uint64, n int, ok bool) {
+	if count == 0 {
+		return nil, nil, 0, true
+	}
+	if buf == nil {
+		return nil, nil, 0, false
+	}
+	n = int(min(count, maxCQRead))
+	b = unsafe.Slice((*uint64)(buf), n*cq.EntryWords())
+	if src != nil {
+		s = unsafe.Slice((*uint64)(unsafe.Pointer(src)), n)
+	}
+	return b, s, n, true
 }
