@@ -2,7 +2,7 @@ package provider
 
 import (
 	"encoding/binary"
-	"unsafe"
+	"strings"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
@@ -10,7 +10,7 @@ import (
 // Flags of fi_av_insert that are not capability bits.
 const (
 	avEvent   = fi.COMPLETION   // FI_EVENT
-	avSyncErr = uint64(1) << 58 // FI_SYNC_ERR
+	avSyncErr = fi.SYNC_ERR
 )
 
 // MaxAVCount bounds the count of one fi_av_insert or fi_av_remove: far
@@ -115,12 +115,35 @@ func (av *AV) Bind(eq *EQ, flags uint64) error {
 	return nil
 }
 
-// Insert inserts count 16-byte names from names. out (fi_addr_t *, may be
-// nil) receives each name's address, FI_ADDR_NOTAVAIL for a name that is
-// not a valid endpoint name. It returns the number inserted; with FI_EVENT
-// it returns 0 and reports the count (and the failures) on the bound EQ.
-func (av *AV) Insert(names unsafe.Pointer, count int, out unsafe.Pointer, flags uint64, ctx uintptr) (int, error) {
-	if count < 0 || count > MaxAVCount || (count > 0 && names == nil) {
+// StrNames reports whether fi_av_insert's names are strings (char *, the
+// fi_addr_psmx2:// form EPName.String writes): the domain was opened for
+// FI_ADDR_STR (fi_av(3)). Otherwise they are 16-byte binary names.
+func (av *AV) StrNames() bool { return av.dom.addrFormat == fi.ADDR_STR }
+
+// Insert inserts the 16-byte names in names (len(names)/EPNameLen of
+// them). out (may be nil) receives each name's address, FI_ADDR_NOTAVAIL
+// for a name that is not a valid endpoint name; with FI_SYNC_ERR, syncErr
+// receives each one's errno (0 or FI_EINVAL). It returns the number
+// inserted; with FI_EVENT it returns 0 and reports the count (and the
+// failures) on the bound EQ.
+func (av *AV) Insert(names []byte, out []uint64, syncErr []int32, flags uint64, ctx uintptr) (int, error) {
+	return av.insert(len(names)/EPNameLen, func(i int) (EPName, bool) {
+		n, err := UnmarshalEPName(names[i*EPNameLen:])
+		return n, err == nil
+	}, out, syncErr, flags, ctx)
+}
+
+// InsertStr is Insert for an AV whose names are strings (StrNames).
+func (av *AV) InsertStr(names []string, out []uint64, syncErr []int32, flags uint64, ctx uintptr) (int, error) {
+	return av.insert(len(names), func(i int) (EPName, bool) {
+		n, err := ParseEPNameString(names[i])
+		return n, err == nil
+	}, out, syncErr, flags, ctx)
+}
+
+// insert inserts count names, name(i) giving each (false: unreadable).
+func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syncErr []int32, flags uint64, ctx uintptr) (int, error) {
+	if count > MaxAVCount || (out != nil && len(out) < count) {
 		return 0, fi.EINVAL
 	}
 	if flags&^(avEvent|avSyncErr|fi.MORE) != 0 {
@@ -129,27 +152,21 @@ func (av *AV) Insert(names unsafe.Pointer, count int, out unsafe.Pointer, flags 
 	if flags&avEvent != 0 && av.eq == nil {
 		return 0, fi.ENOEQ
 	}
-	var syncErr []int32
-	if flags&avSyncErr != 0 {
-		if ctx == 0 {
-			return 0, fi.EINVAL
-		}
-		syncErr = unsafe.Slice((*int32)(cptr(ctx)), count)
+	if flags&avSyncErr != 0 && len(syncErr) < count {
+		return 0, fi.EINVAL
 	}
-	var outs []uint64
-	if out != nil {
-		outs = unsafe.Slice((*uint64)(out), count)
+	if flags&avSyncErr == 0 {
+		syncErr = nil
 	}
-	raw := unsafe.Slice((*byte)(names), count*EPNameLen)
 	av.dom.lock()
 	defer av.dom.unlock()
 	ok := 0
 	for i := 0; i < count; i++ {
-		name, _ := UnmarshalEPName(raw[i*EPNameLen:])
+		n, readable := name(i)
 		addr := fi.AddrUnspec
 		errno := fi.SUCCESS
-		if validPeerName(name) {
-			addr = av.insertLocked(name)
+		if readable && validPeerName(n) {
+			addr = av.insertLocked(n)
 			ok++
 		} else {
 			errno = fi.EINVAL
@@ -157,8 +174,8 @@ func (av *AV) Insert(names unsafe.Pointer, count int, out unsafe.Pointer, flags 
 				av.eq.postError(av.Fid, ctx, uint64(i), fi.EINVAL, 0)
 			}
 		}
-		if outs != nil {
-			outs[i] = addr
+		if out != nil {
+			out[i] = addr
 		}
 		if syncErr != nil {
 			syncErr[i] = int32(errno)
@@ -186,26 +203,31 @@ func (av *AV) insertLocked(n EPName) uint64 {
 	return addr
 }
 
-// InsertSvc and InsertSym are not supported by psm2 either.
-func (av *AV) InsertSvc(node, service string, out unsafe.Pointer, flags uint64, ctx uintptr) (int, error) {
-	return 0, fi.ENOSYS
+// InsertSvc is fi_av_insertsvc. Node may be an FI_ADDR_STR address (the
+// fi_addr_psmx2:// form) with no service, which inserts that endpoint
+// (fi_av(3)); a host name and service, which would need a name server
+// lookup per call, are not supported (-FI_ENOSYS, as in psm2).
+func (av *AV) InsertSvc(node, service string, out []uint64, flags uint64, ctx uintptr) (int, error) {
+	if service != "" || !strings.HasPrefix(strings.ToLower(node), "fi_addr_psmx2://") {
+		return 0, fi.ENOSYS
+	}
+	return av.InsertStr([]string{node}, out, nil, flags&^avSyncErr, ctx)
 }
 
 // InsertSym is fi_av_insertsym: not supported.
-func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, out unsafe.Pointer, flags uint64, ctx uintptr) (int, error) {
+func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, out []uint64, flags uint64, ctx uintptr) (int, error) {
 	return 0, fi.ENOSYS
 }
 
 // Remove removes count addresses. An address that is not in the AV makes
 // the call fail with EINVAL after the valid ones are removed.
-func (av *AV) Remove(addrs unsafe.Pointer, count int, flags uint64) error {
-	if count < 0 || count > MaxAVCount || (count > 0 && addrs == nil) {
+func (av *AV) Remove(list []uint64, flags uint64) error {
+	if len(list) > MaxAVCount {
 		return fi.EINVAL
 	}
 	if flags != 0 {
 		return fi.EBADFLAGS
 	}
-	list := unsafe.Slice((*uint64)(addrs), count)
 	av.dom.lock()
 	defer av.dom.unlock()
 	var err error
@@ -250,44 +272,38 @@ func (av *AV) addrOfLocked(epid uint64) (uint64, bool) {
 	return a, ok
 }
 
-// Lookup copies the name at addr into buf (at most *addrlen bytes) and sets
-// *addrlen to the full size. A short buffer truncates the name and still
-// succeeds (fi_av(3); psm2 does the same).
-func (av *AV) Lookup(addr uint64, buf unsafe.Pointer, addrlen *uint64) error {
-	if addrlen == nil {
-		return fi.EINVAL
-	}
+// Lookup copies the name at addr into buf, in the format the AV's names
+// are inserted in (StrNames: the NUL-terminated string), and returns the
+// name's full size. A short buffer truncates the name and still succeeds
+// (fi_av(3); psm2 does the same).
+func (av *AV) Lookup(addr uint64, buf []byte) (int, error) {
 	av.dom.lock()
 	n, ok := av.nameLocked(addr)
 	av.dom.unlock()
 	if !ok {
-		return fi.EINVAL
+		return 0, fi.EINVAL
+	}
+	if av.StrNames() {
+		s := n.StringAddr()
+		copy(buf, s)
+		return len(s), nil
 	}
 	var raw [EPNameLen]byte
 	n.put(raw[:])
-	want := *addrlen
-	*addrlen = EPNameLen
-	if buf != nil && want > 0 {
-		copy(unsafe.Slice((*byte)(buf), want), raw[:])
-	}
-	return nil
+	copy(buf, raw[:])
+	return EPNameLen, nil
 }
 
-// Straddr writes the string form of the 16-byte name at addr into buf (len
-// bytes, NUL-terminated, truncated if short) and sets *len to the length
-// the full string needs, with its NUL.
-func (av *AV) Straddr(addr unsafe.Pointer, buf unsafe.Pointer, length *uint64) {
-	if addr == nil || length == nil {
-		return
-	}
-	n, _ := UnmarshalEPName(unsafe.Slice((*byte)(addr), EPNameLen))
+// Straddr writes the string form of name into buf (NUL-terminated,
+// truncated if short) and returns the length the full string needs, with
+// its NUL. The caller reads name in the AV's format (StrNames).
+func Straddr(n EPName, buf []byte) int {
 	s := n.String()
-	if buf != nil && *length > 0 {
-		dst := unsafe.Slice((*byte)(buf), *length)
-		c := copy(dst[:len(dst)-1], s)
-		dst[c] = 0
+	if len(buf) > 0 {
+		c := copy(buf[:len(buf)-1], s)
+		buf[c] = 0
 	}
-	*length = uint64(len(s) + 1)
+	return len(s) + 1
 }
 
 // Close closes the AV; it fails with EBUSY while endpoints are bound.

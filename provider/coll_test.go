@@ -76,7 +76,7 @@ func newCollNet(t *testing.T, n int) *collNet {
 		c.eps, c.cqs, c.eqs = append(c.eps, ep), append(c.cqs, cq), append(c.eqs, eq)
 	}
 	out := make([]uint64, n)
-	if k, err := av.Insert(unsafe.Pointer(&names[0]), n, unsafe.Pointer(&out[0]), 0, 0); k != n || err != nil {
+	if k, err := av.Insert(names[:n*EPNameLen], out, nil, 0, 0); k != n || err != nil {
 		t.Fatalf("Insert = %d, %v", k, err)
 	}
 	return c
@@ -475,11 +475,11 @@ func TestCollectiveDuplicateMember(t *testing.T) {
 	c := newCollNet(t, 2)
 	name := make([]byte, EPNameLen)
 	c.eps[1].name().put(name)
-	var a uint64
-	if k, err := c.av.Insert(unsafe.Pointer(&name[0]), 1, unsafe.Pointer(&a), 0, 0); k != 1 || err != nil {
+	var a [1]uint64
+	if k, err := c.av.Insert(name, a[:], nil, 0, 0); k != 1 || err != nil {
 		t.Fatalf("Insert = %d, %v", k, err)
 	}
-	set, err := c.av.NewSet(0, 0, a, 1)
+	set, err := c.av.NewSet(0, 0, a[0], 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type Domain struct {
 	dataProgress fi.Progress
 	mrMode       int32
 	avType       fi.AVType
+	addrFormat   uint32 // the fi_info's addr_format: FI_ADDR_STR makes AV names strings
 	layout       TagLayout
 	uuid         UUID
 	locking      bool
@@ -72,7 +73,7 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 	p := f.prov
 	d := &Domain{fabric: f, prov: p, log: p.log, params: p.params, api: fi.APIVersion,
 		caps: info.Caps, threading: fi.THREAD_SAFE, dataProgress: fi.PROGRESS_MANUAL,
-		avType: fi.AV_UNSPEC, uuid: p.params.UUID}
+		avType: fi.AV_UNSPEC, uuid: p.params.UUID, addrFormat: info.AddrFormat}
 	if info.Fabric != nil && info.Fabric.APIVersion != 0 {
 		d.api = info.Fabric.APIVersion
 	}

@@ -151,7 +151,7 @@ func buildPairProgress(t testing.TB, p *Provider, caps uint64, net *loopNet, pro
 	pr.a.name().put(names[:])
 	pr.b.name().put(names[EPNameLen:])
 	var out [2]uint64
-	if n, err := av.Insert(unsafe.Pointer(&names[0]), 2, unsafe.Pointer(&out[0]), 0, 0); n != 2 || err != nil {
+	if n, err := av.Insert(names[:], out[:], nil, 0, 0); n != 2 || err != nil {
 		t.Fatalf("Insert = %d, %v", n, err)
 	}
 	pr.aAddr, pr.bAddr = out[0], out[1]
@@ -484,7 +484,7 @@ func TestEngineSourceAndUnknownSender(t *testing.T) {
 	}
 	// Remove a from the AV: its next message has an unknown source.
 	a := p.aAddr
-	if err := p.av.Remove(unsafe.Pointer(&a), 1, 0); err != nil {
+	if err := p.av.Remove([]uint64{a}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// a can still send to b (b's name is still in the AV).
@@ -664,7 +664,7 @@ func TestEngineBadInput(t *testing.T) {
 	var names [2 * EPNameLen]byte
 	copy(names[:], "garbage garbage garbage garbage!")
 	var out [2]uint64
-	if n, err := p.av.Insert(unsafe.Pointer(&names[0]), 2, unsafe.Pointer(&out[0]), 0, 0); n != 0 || err != nil || out[0] != fi.AddrUnspec || out[1] != fi.AddrUnspec {
+	if n, err := p.av.Insert(names[:], out[:], nil, 0, 0); n != 0 || err != nil || out[0] != fi.AddrUnspec || out[1] != fi.AddrUnspec {
 		t.Errorf("garbage names: %d, %v, %x", n, err, out)
 	}
 	if err := p.cqa.Close(); !errors.Is(err, fi.EBUSY) {

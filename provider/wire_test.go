@@ -85,11 +85,11 @@ func (n *hfiNode) insert(t *testing.T, peer *hfiNode) uint64 {
 	t.Helper()
 	var name [EPNameLen]byte
 	peer.ep.name().put(name[:])
-	var out uint64
-	if k, err := n.av.Insert(unsafe.Pointer(&name[0]), 1, unsafe.Pointer(&out), 0, 0); k != 1 || err != nil {
+	var out [1]uint64
+	if k, err := n.av.Insert(name[:], out[:], nil, 0, 0); k != 1 || err != nil {
 		t.Fatalf("Insert = %d, %v", k, err)
 	}
-	return out
+	return out[0]
 }
 
 // await reads n's CQ until one entry comes (true) or within passes

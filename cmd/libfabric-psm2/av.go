@@ -95,7 +95,34 @@ func psm2go_av_insert(c *C.struct_psm2_av, addr unsafe.Pointer, count C.size_t, 
 	if av == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return avCount(av.Insert(addr, int(count), unsafe.Pointer(out), uint64(flags), uintptr(context)))
+	if count > provider.MaxAVCount || (addr == nil && count > 0) {
+		return -C.int(fi.EINVAL)
+	}
+	n := int(count)
+	outs := avAddrs(out, n)
+	var syncErr []int32
+	if uint64(flags)&fi.SYNC_ERR != 0 && context != nil {
+		syncErr = unsafe.Slice((*int32)(context), n) // FI_SYNC_ERR: context is an int array
+	}
+	if av.StrNames() {
+		// FI_ADDR_STR: addr is an array of char * (fi_av(3)).
+		strs := make([]string, n)
+		for i, p := range unsafe.Slice((**C.char)(addr), n) {
+			strs[i] = goStr(p)
+		}
+		return avCount(av.InsertStr(strs, outs, syncErr, uint64(flags), uintptr(context)))
+	}
+	names := unsafe.Slice((*byte)(addr), n*provider.EPNameLen)
+	return avCount(av.Insert(names, outs, syncErr, uint64(flags), uintptr(context)))
+}
+
+// avAddrs views the application's fi_addr_t array of n entries (nil for
+// NULL).
+func avAddrs(p *C.uint64_t, n int) []uint64 {
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(p)), n)
 }
 
 //export psm2go_av_insertsvc
@@ -105,7 +132,7 @@ func psm2go_av_insertsvc(c *C.struct_psm2_av, node, service *C.char, out *C.uint
 	if av == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return avCount(av.InsertSvc(goStr(node), goStr(service), unsafe.Pointer(out), uint64(flags), uintptr(context)))
+	return avCount(av.InsertSvc(goStr(node), goStr(service), avAddrs(out, 1), uint64(flags), uintptr(context)))
 }
 
 //export psm2go_av_insertsym
@@ -117,7 +144,7 @@ func psm2go_av_insertsym(c *C.struct_psm2_av, node *C.char, nodecnt C.size_t, se
 		return -C.int(fi.EINVAL)
 	}
 	return avCount(av.InsertSym(goStr(node), int(nodecnt), goStr(service), int(svccnt),
-		unsafe.Pointer(out), uint64(flags), uintptr(context)))
+		nil, uint64(flags), uintptr(context)))
 }
 
 //export psm2go_av_remove
@@ -127,7 +154,10 @@ func psm2go_av_remove(c *C.struct_psm2_av, addrs *C.uint64_t, count C.size_t, fl
 	if av == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(av.Remove(unsafe.Pointer(addrs), int(count), uint64(flags)))
+	if count > provider.MaxAVCount || (addrs == nil && count > 0) {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(av.Remove(avAddrs(addrs, int(count)), uint64(flags)))
 }
 
 //export psm2go_av_lookup
@@ -137,7 +167,16 @@ func psm2go_av_lookup(c *C.struct_psm2_av, addr C.uint64_t, buf unsafe.Pointer, 
 	if av == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(av.Lookup(uint64(addr), buf, (*uint64)(unsafe.Pointer(addrlen))))
+	var dst []byte
+	if buf != nil {
+		dst = cView(buf, min(*addrlen, 64)) // a name is 16 bytes, its string 27
+	}
+	n, err := av.Lookup(uint64(addr), dst)
+	if err != nil {
+		return errnoOf(err)
+	}
+	*addrlen = C.size_t(n)
+	return 0
 }
 
 //export psm2go_av_straddr
@@ -147,5 +186,19 @@ func psm2go_av_straddr(c *C.struct_psm2_av, addr unsafe.Pointer, buf *C.char, le
 	if av == nil || length == nil {
 		return
 	}
-	av.Straddr(addr, unsafe.Pointer(buf), (*uint64)(unsafe.Pointer(length)))
+	if addr == nil {
+		return
+	}
+	var dst []byte
+	if buf != nil {
+		dst = cView(unsafe.Pointer(buf), *length)
+	}
+	// The name is in the AV's format: a string (FI_ADDR_STR) or 16 bytes.
+	var n provider.EPName
+	if av.StrNames() {
+		n, _ = provider.ParseEPNameString(goStr((*C.char)(addr)))
+	} else {
+		n, _ = provider.UnmarshalEPName(cView(addr, provider.EPNameLen))
+	}
+	*length = C.size_t(provider.Straddr(n, dst))
 }

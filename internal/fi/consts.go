@@ -41,6 +41,7 @@ const (
 	MULTI_RECV        uint64 = 1 << 16
 	REMOTE_CQ_DATA    uint64 = 1 << 17
 	MORE              uint64 = 1 << 18
+	SYNC_ERR          uint64 = 1 << 58 // fi_av_insert: per-address errors in the context
 	PEEK              uint64 = 1 << 19
 	TRIGGER           uint64 = 1 << 20
 	FENCE             uint64 = 1 << 21
