@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -417,7 +418,7 @@ func TestEnginePeekClaimDiscard(t *testing.T) {
 func TestEngineMultiRecv(t *testing.T) {
 	p := newPair(t, fi.MSG|fi.MULTI_RECV, 64)
 	min := uint64(100)
-	if err := p.b.SetOpt(optLevelEndpoint, optMinMultiRecv, unsafe.Pointer(&min), 8); err != nil {
+	if err := p.b.SetOpt(optLevelEndpoint, optMinMultiRecv, binary.NativeEndian.AppendUint64(nil, min)); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 300)

@@ -1,10 +1,10 @@
 package provider
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
@@ -297,13 +297,11 @@ func (ep *Endpoint) Enable() error {
 // name is the endpoint's 16-byte name.
 func (ep *Endpoint) name() EPName { return EPName{EPID: ep.epid, Type: EPNameRegular} }
 
-// Name is fi_getname: the name (or its string form with FI_ADDR_STR)
-// into buf of *addrlen bytes; *addrlen is set to the full size, and a
-// short buffer gives ETOOSMALL after a partial copy.
-func (ep *Endpoint) Name(buf unsafe.Pointer, addrlen *uint64) error {
-	if addrlen == nil {
-		return fi.EINVAL
-	}
+// Name is fi_getname: the name (or, with FI_ADDR_STR, its string form
+// with its NUL) copied into buf; it returns the full size, and a short
+// buffer gives ETOOSMALL after a partial copy (a zero-length one gives
+// ETOOSMALL at once).
+func (ep *Endpoint) Name(buf []byte) (int, error) {
 	var raw []byte
 	if ep.addrFormat == fi.ADDR_STR {
 		raw = ep.name().StringAddr()
@@ -312,66 +310,52 @@ func (ep *Endpoint) Name(buf unsafe.Pointer, addrlen *uint64) error {
 		ep.name().put(b[:])
 		raw = b[:]
 	}
-	want := *addrlen
-	*addrlen = uint64(len(raw))
-	if want < uint64(len(raw)) {
-		if buf != nil && want > 0 {
-			copy(unsafe.Slice((*byte)(buf), want), raw)
-		}
-		return fi.ETOOSMALL
+	copy(buf, raw)
+	if len(buf) < len(raw) {
+		return len(raw), fi.ETOOSMALL
 	}
-	if buf == nil {
-		return fi.EINVAL
-	}
-	copy(unsafe.Slice((*byte)(buf), want), raw)
-	return nil
+	return len(raw), nil
 }
 
 // SetName is fi_setname: a psm2 endpoint's name is its wire address, fixed
 // when it opens, so only that same name is accepted.
-func (ep *Endpoint) SetName(buf unsafe.Pointer, addrlen uint64) error {
-	if buf == nil || addrlen < EPNameLen {
+func (ep *Endpoint) SetName(name []byte) error {
+	if len(name) < EPNameLen {
 		return fi.EINVAL
 	}
-	n, _ := UnmarshalEPName(unsafe.Slice((*byte)(buf), EPNameLen))
+	n, _ := UnmarshalEPName(name)
 	if n.EPID != ep.epid {
 		return fi.ENOSYS
 	}
 	return nil
 }
 
-// GetOpt is fi_getopt.
-func (ep *Endpoint) GetOpt(level, name int, val unsafe.Pointer, optlen *uint64) error {
-	if level != optLevelEndpoint {
-		return fi.ENOPROTOOPT
+// GetOpt is fi_getopt: the option's value into val (native byte order),
+// and its size. A val shorter than the size gives ETOOSMALL.
+func (ep *Endpoint) GetOpt(level, name int, val []byte) (int, error) {
+	if level != optLevelEndpoint || name != optMinMultiRecv {
+		return 0, fi.ENOPROTOOPT
 	}
-	if name != optMinMultiRecv {
-		return fi.ENOPROTOOPT
+	if len(val) < 8 {
+		return 8, fi.ETOOSMALL
 	}
-	if val == nil || optlen == nil || *optlen < 8 {
-		if optlen != nil {
-			*optlen = 8
-		}
-		return fi.ETOOSMALL
-	}
-	*(*uint64)(val) = ep.minMultiRecv
-	*optlen = 8
-	return nil
+	ep.dom.lock()
+	binary.NativeEndian.PutUint64(val, ep.minMultiRecv)
+	ep.dom.unlock()
+	return 8, nil
 }
 
-// SetOpt is fi_setopt.
-func (ep *Endpoint) SetOpt(level, name int, val unsafe.Pointer, optlen uint64) error {
-	if level != optLevelEndpoint {
+// SetOpt is fi_setopt: val is the option's value (native byte order), of
+// exactly its size.
+func (ep *Endpoint) SetOpt(level, name int, val []byte) error {
+	if level != optLevelEndpoint || name != optMinMultiRecv {
 		return fi.ENOPROTOOPT
 	}
-	if name != optMinMultiRecv {
-		return fi.ENOPROTOOPT
-	}
-	if val == nil || optlen != 8 {
+	if len(val) != 8 {
 		return fi.EINVAL
 	}
 	ep.dom.lock()
-	ep.minMultiRecv = *(*uint64)(val)
+	ep.minMultiRecv = binary.NativeEndian.Uint64(val)
 	ep.dom.unlock()
 	return nil
 }

@@ -121,7 +121,11 @@ func psm2go_ep_getopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer
 	if ep == nil || val == nil || optlen == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(ep.GetOpt(int(level), int(name), val, (*uint64)(unsafe.Pointer(optlen))))
+	n, err := ep.GetOpt(int(level), int(name), cView(val, min(*optlen, 64)))
+	if n > 0 {
+		*optlen = C.size_t(n)
+	}
+	return errnoOf(err)
 }
 
 //export psm2go_ep_setopt
@@ -131,7 +135,8 @@ func psm2go_ep_setopt(c *C.struct_psm2_ep, level, name C.int, val unsafe.Pointer
 	if ep == nil || val == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(ep.SetOpt(int(level), int(name), val, uint64(optlen)))
+	// No option is longer than 64 bytes: a longer optlen stays wrong.
+	return errnoOf(ep.SetOpt(int(level), int(name), cView(val, min(optlen, 64))))
 }
 
 //export psm2go_ep_getname
@@ -141,7 +146,13 @@ func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size
 	if ep == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(ep.Name(addr, (*uint64)(unsafe.Pointer(addrlen))))
+	want := *addrlen
+	n, err := ep.Name(cView(addr, min(want, 64))) // a name is 16 bytes, its string 27
+	*addrlen = C.size_t(n)
+	if addr == nil && want >= C.size_t(n) {
+		return -C.int(fi.EINVAL) // room claimed but no buffer
+	}
+	return errnoOf(err)
 }
 
 //export psm2go_ep_setname
@@ -151,7 +162,7 @@ func psm2go_ep_setname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen C.size_
 	if ep == nil || addr == nil {
 		return -C.int(fi.EINVAL)
 	}
-	return errnoOf(ep.SetName(addr, uint64(addrlen)))
+	return errnoOf(ep.SetName(cView(addr, min(addrlen, provider.EPNameLen))))
 }
 
 // psm2go_ep_size_left is fi_tx_size_left (tx set) and fi_rx_size_left.
