@@ -485,7 +485,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []Iovec, dest, addr, ke
 		for i := range v {
 			k := min(v[i].Len, limit)
 			if k > 0 {
-				iov = append(iov, unsafe.Slice((*byte)(v[i].Base), k))
+				iov = append(iov, v[i].Bytes()[:k])
 			}
 			limit -= k
 		}

@@ -9,7 +9,7 @@ import (
 
 // Flags of fi_av_insert that are not capability bits.
 const (
-	avEvent   = fi.COMPLETION   // FI_EVENT
+	avEvent   = fi.COMPLETION // FI_EVENT
 	avSyncErr = fi.SYNC_ERR
 )
 

@@ -379,7 +379,7 @@ func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx 
 		return errno
 	}
 	for i := range vecs {
-		e.iov[i] = unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len)
+		e.iov[i] = vecs[i].Bytes()
 	}
 	h := &e.hdr
 	*h = transport.Header{Len: total}

@@ -218,7 +218,7 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 		h.Flags = hfRMA | rmaWrite<<rmaKindShift
 		h.Len += total
 		for i := range vecs {
-			iov = append(iov, unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len))
+			iov = append(iov, vecs[i].Bytes())
 		}
 	default:
 		h.Flags = hfRMA | rmaWriteLong<<rmaKindShift
@@ -240,7 +240,7 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
 		for i := range vecs {
-			bytes[i] = unsafe.Slice((*byte)(vecs[i].Base), vecs[i].Len)
+			bytes[i] = vecs[i].Bytes()
 		}
 		ep.rmaWire(o, 1) // the data's send, until it is done
 		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaWriteData<<rmaKindShift, Tag: rmaID(o), Len: total},
@@ -751,7 +751,7 @@ func (ep *Endpoint) rmaScatter(o *op, b []byte) int {
 			break
 		}
 		k := min(uint64(len(b)-off), v.Len)
-		if copyIn(unsafe.Slice((*byte)(v.Base), k), b[off:off+int(k)]) != 0 {
+		if copyIn(v.Bytes()[:k], b[off:off+int(k)]) != 0 {
 			return -1
 		}
 		off += int(k)
