@@ -39,6 +39,7 @@ type AV struct {
 	typ    fi.AVType
 	bits   int
 	eq     *EQ
+	async  bool // opened with FI_EVENT: every insert reports on the EQ
 	closed bool
 
 	// Fid is the C fid of the AV, reported in EQ events.
@@ -72,7 +73,7 @@ func (d *Domain) OpenAV(attr *AVAttr) (*AV, error) {
 	if attr.RxCtxBits < 0 || attr.RxCtxBits > 12 {
 		return nil, fi.EINVAL
 	}
-	if attr.Flags&^(fi.READ|avSymmetric) != 0 {
+	if attr.Flags&^(fi.READ|avSymmetric|avEvent) != 0 {
 		return nil, fi.EBADFLAGS
 	}
 	if attr.Flags&avSymmetric != 0 {
@@ -86,7 +87,7 @@ func (d *Domain) OpenAV(attr *AVAttr) (*AV, error) {
 	if n > 1<<16 {
 		n = 1 << 16
 	}
-	av := &AV{dom: d, typ: typ, bits: attr.RxCtxBits,
+	av := &AV{dom: d, typ: typ, bits: attr.RxCtxBits, async: attr.Flags&avEvent != 0,
 		names: make([]EPName, 0, n), valid: make([]bool, 0, n), byEPID: make(map[uint64]uint64, n)}
 	d.refs.Add(1)
 	return av, nil
@@ -148,6 +149,12 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 	}
 	if flags&^(avEvent|avSyncErr|fi.MORE) != 0 {
 		return 0, fi.EBADFLAGS
+	}
+	if av.async {
+		// fi_av(3): an AV opened with FI_EVENT inserts asynchronously:
+		// the count and each failure on the bound EQ, none returned.
+		// (FI_EVENT on one insert call does the same: our extension.)
+		flags |= avEvent
 	}
 	if flags&avEvent != 0 && av.eq == nil {
 		return 0, fi.ENOEQ
