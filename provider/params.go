@@ -99,7 +99,7 @@ var paramDefs = []paramDef{
 	{"lazy_conn", ParamBool, "Always connect to a peer on first use instead of at address insertion (default: no)"},
 	{"disconnect", ParamBool, "Tell connected peers when an endpoint closes so a restarted process can reuse its address (default: no)"},
 	{"tag_layout", ParamString, "Split of the 96-bit wire tag: tag60 (32-bit CQ data), tag64 (64-bit tags, no CQ data) or auto (default: auto)"},
-	{"iface", ParamString, "Network of the inter-node (hfi) wire: an interface name, an IPv4 address or a network (a.b.c.d/n); the name server also listens there (default: the default route's interface, or 127.0.0.1)"},
+	{"iface", ParamString, "Network of the inter-node (hfi) wire: an interface name, an IPv4 address or a network (a.b.c.d/n); setting it also narrows the name server to 127.0.0.1 and there (default: the default route's interface, or 127.0.0.1; the name server then listens on every interface)"},
 	{"port_range", ParamString, "UDP ports the hfi wire's endpoints bind, first-last (default: any port)"},
 	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
 	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},

@@ -5,6 +5,8 @@
 #     dgram, with and without -c (data checks), 64 B and 1 MiB;
 #   - endpoints of different jobs (FI_PSM2_UUID) across hosts: nothing is
 #     delivered, the client fails;
+#   - fi_getinfo(node, service) from another host finds an endpoint through
+#     the name server with no FI_PSM2_IFACE (ctest/nsquery.c);
 #   - our MPI conformance program under Open MPI (cm/ofi/psm2) across 2
 #     and 3 hosts x 1 and 2 ranks, and 2 hosts x 1 with 5% of the
 #     UDP packets dropped, 5% reordered and 1% duplicated each way
@@ -96,6 +98,23 @@ if pingpong rdm 64 2000; then
 else
 	fail "fi_pingpong -e rdm -S 64 across hosts without FI_PSM2_IFACE" "$(cat "$out/pp-client.log" "$out/pp-server.log")"
 fi
+
+# The name server across hosts, with no setting: host 1 serves service
+# 7411, host 2 asks host 1's address for it.
+cc -std=gnu11 -O2 -Wall -Iinclude -o "$out/nsquery" ctest/nsquery.c -L"$lib" -lfabric 2>"$out/cc.log" ||
+	fail "cc ctest/nsquery.c" "$(cat "$out/cc.log")"
+$ns exec 1 "${env[@]}" FI_PSM2_NAME_SERVER=1 FI_PSM2_UUID=5e4f0000-0000-0000-0000-00000000a11 \
+	"$out/nsquery" serve 7411 20 >"$out/ns-serve.log" 2>&1 &
+s=$!
+for _ in $(seq 50); do grep -q ready "$out/ns-serve.log" 2>/dev/null && break; sleep 0.1; done
+if $ns exec 2 "${env[@]}" FI_PSM2_NAME_SERVER=1 FI_PSM2_UUID=5e4f0000-0000-0000-0000-00000000a11 \
+	"$out/nsquery" query "$h1" 7411 >"$out/ns-query.log" 2>&1; then
+	ok "fi_getinfo($h1, 7411) from another host finds the endpoint through the name server (no FI_PSM2_IFACE)"
+else
+	fail "fi_getinfo($h1, 7411) from another host (no FI_PSM2_IFACE)" "$(cat "$out/ns-serve.log" "$out/ns-query.log")"
+fi
+kill $s 2>/dev/null
+wait $s 2>/dev/null
 env=(env LD_LIBRARY_PATH="$lib" FI_PSM2_IFACE="$net")
 
 # With UDP segmentation offload on, as a veth has by default (nshosts.sh

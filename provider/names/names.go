@@ -28,9 +28,10 @@ import (
 // Each node has one server per job, on the TCP port derived from the job
 // key (provider's UUID.NameServerPort). The first process of the job on the node to
 // open a fabric binds the port and serves; the others register their
-// endpoints with it. It listens on 127.0.0.1, and on the IPv4 addresses of
-// FI_PSM2_IFACE when that is set: never on every interface. A client asked
-// for a node that is this host dials 127.0.0.1.
+// endpoints with it. It listens on every IPv4 interface, as psm2's does,
+// so that fi_getinfo(node) works from other hosts with no setting; with
+// FI_PSM2_IFACE set, on 127.0.0.1 and that interface's address only. A
+// client asked for a node that is this host dials 127.0.0.1.
 //
 // The exchange, one request per connection:
 //
@@ -142,24 +143,28 @@ type Server struct {
 const nsRetry = 100 * time.Millisecond
 
 // New is the name server of job key job on port (the provider derives the
-// port from the key), listening on loopback and, if iface is set, on its
-// address (hfi.ChooseAddr reads it). TryServe starts it.
+// port from the key), listening on every interface or, if iface is set,
+// on loopback and its address (hfi.ChooseAddr reads it). TryServe starts
+// it.
 func New(job Key, port uint16, iface string, log Logger) *Server {
 	return &Server{port: port, job: job, iface: iface, log: log,
 		timeout: nsTimeout, conns: make(chan struct{}, nsMaxConns), stop: make(chan struct{}),
 		recs: map[uint32][NameLen]byte{}, mine: map[uint32][NameLen]byte{}}
 }
 
-// listenAddrs are the addresses the server binds: loopback first (its
-// bind decides who serves), then the address FI_PSM2_IFACE chooses for the
-// wire (an interface, an address or a network, as hfi.ChooseAddr reads
-// it), so that a peer on another host finds names where it finds the
-// endpoints. Without FI_PSM2_IFACE the server stays on loopback.
+// listenAddrs are the addresses the server binds, the first one's bind
+// deciding who serves. Without FI_PSM2_IFACE: every interface (0.0.0.0),
+// as psm2's server does; every request is still authenticated with the
+// job key and the server's memory bounded (nsMaxRecords, nsMaxConns).
+// With it: loopback, then the address FI_PSM2_IFACE chooses for the wire
+// (an interface, an address or a network, as hfi.ChooseAddr reads it), so
+// that a peer on another host finds names where it finds the endpoints,
+// and nowhere else.
 func (ns *Server) listenAddrs() []string {
-	addrs := []string{"127.0.0.1"}
 	if ns.iface == "" {
-		return addrs
+		return []string{"0.0.0.0"}
 	}
+	addrs := []string{"127.0.0.1"}
 	ip, err := hfi.ChooseAddr(ns.iface)
 	if err != nil {
 		ns.log.Warnf(fi.LOG_CORE, "name server: %v; serving on 127.0.0.1 only", err)

@@ -271,6 +271,15 @@ func TestNameServerListensOnIface(t *testing.T) {
 	}
 }
 
+// TestNameServerListensEverywhere: without FI_PSM2_IFACE the server binds
+// every interface, as psm2's does, so other hosts find it with no setting.
+func TestNameServerListensEverywhere(t *testing.T) {
+	ns := New(Key{2}, testPort(Key{2}), "", nopLog{})
+	if got := ns.listenAddrs(); len(got) != 1 || got[0] != "0.0.0.0" {
+		t.Errorf("listens on %v, want 0.0.0.0", got)
+	}
+}
+
 // testKey is a job key of the test's own, from a name.
 func testKey(name string) Key {
 	sum := sha256.Sum256([]byte(name))
