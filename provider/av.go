@@ -175,6 +175,13 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 		if readable && validPeerName(n) {
 			addr = av.insertLocked(n)
 			ok++
+			if av.eager() {
+				for _, ep := range av.eps {
+					// Errors show at the address's first use, as
+					// with a lazy connection.
+					_, _ = ep.conn(addr)
+				}
+			}
 		} else {
 			errno = fi.EINVAL
 			if flags&avEvent != 0 {
@@ -193,6 +200,15 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 		return 0, nil
 	}
 	return ok, nil
+}
+
+// eager reports whether inserting an address connects the bound endpoints
+// to it at once: fi_psm2(7)'s conditions for FI_PSM2_LAZY_CONN=0 (the
+// default) are PSM2_MULTI_EP=0 and an FI_AV_MAP AV; otherwise an endpoint
+// connects on an address's first use.
+func (av *AV) eager() bool {
+	p := &av.dom.prov.params
+	return av.typ == fi.AV_MAP && !p.LazyConn && !p.MultiEP
 }
 
 // validPeerName reports whether n can name a peer endpoint.

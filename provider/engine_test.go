@@ -717,3 +717,52 @@ func testProgress(t *testing.T, prog fi.Progress) {
 		}
 	}
 }
+
+// TestEagerConnect: with PSM2_MULTI_EP=0 and an FI_AV_MAP AV (fi_psm2(7)'s
+// conditions for FI_PSM2_LAZY_CONN=0, the default), inserting an address
+// connects the bound endpoints to it at once; FI_PSM2_LAZY_CONN=1, an AV
+// table or multi-EP on leave the connection to the address's first use.
+func TestEagerConnect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		typ   fi.AVType
+		eager bool
+	}{
+		{"multi-EP off, AV map", map[string]string{"PSM2_MULTI_EP": "0"}, fi.AV_MAP, true},
+		{"FI_PSM2_LAZY_CONN=1", map[string]string{"PSM2_MULTI_EP": "0", "FI_PSM2_LAZY_CONN": "1"}, fi.AV_MAP, false},
+		{"AV table", map[string]string{"PSM2_MULTI_EP": "0"}, fi.AV_TABLE, false},
+		{"multi-EP on", nil, fi.AV_MAP, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newTestProvider(t, tc.env)
+			net := newLoopNet(64)
+			p.wire = net.open
+			info := &fi.Info{Caps: fi.TAGGED, Domain: &fi.DomainAttr{CQDataSize: 4}, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+			f, d, table := openDomainAV(t, p, info)
+			av, err := d.OpenAV(&AVAttr{Type: tc.typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, cqa := openBoundEP(t, d, av, info)
+			b, cqb := openBoundEP(t, d, table, info)
+			var name [EPNameLen]byte
+			b.name().put(name[:])
+			var out [1]uint64
+			if n, err := av.Insert(name[:], out[:], nil, 0, 0); n != 1 || err != nil {
+				t.Fatalf("Insert = %d, %v", n, err)
+			}
+			d.lock()
+			connected := out[0] < uint64(len(a.engine.conns)) && a.engine.conns[out[0]] != 0
+			d.unlock()
+			if connected != tc.eager {
+				t.Errorf("connected at insert: %v, want %v", connected, tc.eager)
+			}
+			for _, c := range []interface{ Close() error }{a, b, cqa, cqb, av, table, d, f} {
+				if err := c.Close(); err != nil {
+					t.Errorf("close %T: %v", c, err)
+				}
+			}
+		})
+	}
+}

@@ -26,16 +26,19 @@ type Params struct {
 	LockLevel    int
 	LockLevelSet bool // FI_PSM2_LOCK_LEVEL was given (else locking follows the threading model)
 	LazyConn     bool
-	Disconnect   bool
-	TagLayout    TagLayout
-	Iface        string // FI_PSM2_IFACE: the interface (name, address or network) of the hfi wire and the name server
-	PortFirst    uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
-	PortLast     uint16
-	Paths        int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
-	MTU          int // FI_PSM2_MTU: IP MTU of the network
-	HFISpin      int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
-	SreadSpin    int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
-	YieldSpin    int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
+	// MultiEP is PSM2_MULTI_EP (default on): off, it is one of the
+	// conditions of eager connection (fi_psm2(7), FI_PSM2_LAZY_CONN).
+	MultiEP    bool
+	Disconnect bool
+	TagLayout  TagLayout
+	Iface      string // FI_PSM2_IFACE: the interface (name, address or network) of the hfi wire and the name server
+	PortFirst  uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
+	PortLast   uint16
+	Paths      int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
+	MTU        int // FI_PSM2_MTU: IP MTU of the network
+	HFISpin    int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
+	SreadSpin  int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
+	YieldSpin  int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
 	// FI_PSM2_AUTH: authenticate every packet of the hfi wire (default
 	// off: docs/hfi.md, "Authentication", has the cost).
 	Auth bool
@@ -96,7 +99,7 @@ var paramDefs = []paramDef{
 	{"prog_affinity", ParamString, "CPU cores for the auto-progress thread: start[:end[:stride]][,...], negative ids count from the last core (default: not pinned)"},
 	{"inject_size", ParamInt, fmt.Sprintf("Largest message fi_inject/fi_tinject accept, in bytes, 0 to %d (default: 64)", MaxInjectSize)},
 	{"lock_level", ParamInt, "Internal locking: 2 all locks, 1 only those needed when each context has one thread, 0 none (default: 2; unset follows the threading model)"},
-	{"lazy_conn", ParamBool, "Always connect to a peer on first use instead of at address insertion (default: no)"},
+	{"lazy_conn", ParamBool, "Always connect to a peer on first use; when off, inserting an address into an FI_AV_MAP connects the bound endpoints at once if PSM2_MULTI_EP=0 (default: no)"},
 	{"disconnect", ParamBool, "Tell connected peers when an endpoint closes so a restarted process can reuse its address (default: no)"},
 	{"tag_layout", ParamString, "Split of the 96-bit wire tag: tag60 (32-bit CQ data), tag64 (64-bit tags, no CQ data) or auto (default: auto)"},
 	{"iface", ParamString, "Network of the inter-node (hfi) wire: an interface name, an IPv4 address or a network (a.b.c.d/n); setting it also narrows the name server to 127.0.0.1 and there (default: the default route's interface, or 127.0.0.1; the name server then listens on every interface)"},
@@ -148,6 +151,12 @@ func loadParams(h Host, log logger) Params {
 		OOOBytes:     hfi.DefaultOOOBytes,
 		UnexpBytes:   DefaultUnexpBytes,
 		UnexpCount:   DefaultUnexpCount,
+	}
+	p.MultiEP = true
+	if v, ok := h.Getenv("PSM2_MULTI_EP"); ok {
+		if b, ok := ParseBool(v); ok {
+			p.MultiEP = b
+		}
 	}
 	for _, launcher := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"} {
 		if _, ok := h.Getenv(launcher); ok {
