@@ -140,6 +140,7 @@ func loadParams(h Host, log logger) Params {
 		ProgInterval: -1,
 		InjectSize:   64,
 		LockLevel:    2,
+		MultiEP:      true,
 		Paths:        1,
 		MTU:          1500,
 		HFISpin:      5000,
@@ -152,7 +153,6 @@ func loadParams(h Host, log logger) Params {
 		UnexpBytes:   DefaultUnexpBytes,
 		UnexpCount:   DefaultUnexpCount,
 	}
-	p.MultiEP = true
 	if v, ok := h.Getenv("PSM2_MULTI_EP"); ok {
 		if b, ok := ParseBool(v); ok {
 			p.MultiEP = b
