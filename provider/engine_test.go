@@ -443,6 +443,57 @@ func TestEngineMultiRecv(t *testing.T) {
 	}
 }
 
+// TestEngineTaggedMultiRecv: FI_MULTI_RECV on a tagged receive (beyond
+// psm2, which ignores the flag there) takes every message whose tag
+// matches into consecutive parts of the buffer, each completion with its
+// own tag; a message of another tag goes elsewhere.
+func TestEngineTaggedMultiRecv(t *testing.T) {
+	p := newPair(t, fi.TAGGED|fi.MULTI_RECV, 64)
+	if err := p.b.SetOpt(optLevelEndpoint, optMinMultiRecv, binary.NativeEndian.AppendUint64(nil, 40)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	other := make([]byte, 8)
+	// Tags 0x70..0x7f (ignore the low 4 bits) land in buf.
+	if err := p.recv(p.b, buf, fi.AddrUnspec, 0x70, 0xf, 0x99, fi.TAGGED|fi.MULTI_RECV|fi.COMPLETION); err != nil {
+		t.Fatalf("a tagged multi-receive: %v", err)
+	}
+	p.recv(p.b, other, fi.AddrUnspec, 0x80, 0, 0x88, fi.TAGGED|fi.COMPLETION)
+	p.send(p.a, p.bAddr, bytes.Repeat([]byte{'a'}, 30), 0x71, 0, fi.TAGGED)
+	p.send(p.a, p.bAddr, []byte("other"), 0x80, 0, fi.TAGGED)
+	p.send(p.a, p.bAddr, bytes.Repeat([]byte{'b'}, 30), 0x7e, 0, fi.TAGGED)
+	p.send(p.a, p.bAddr, bytes.Repeat([]byte{'c'}, 30), 0x7f, 0, fi.TAGGED)
+	var off uint64
+	seen := 0
+	for i := 0; i < 4; i++ {
+		c, err := p.read(p.cqb)
+		if err != nil {
+			t.Fatalf("completion %d: %v", i, err)
+		}
+		if c.ctx == 0x88 {
+			if c.tag != 0x80 || string(other[:5]) != "other" {
+				t.Fatalf("the other receive: %+v %q", c, other)
+			}
+			continue
+		}
+		want := []uint64{0x71, 0x7e, 0x7f}[seen]
+		if c.ctx != 0x99 || c.tag != want || c.len != 30 || c.buf != uintptr(unsafe.Pointer(&buf[off])) ||
+			buf[off] != "abc"[seen] {
+			t.Fatalf("part %d: %+v", seen, c)
+		}
+		// 100 - 3*30 = 10 is below min_multi_recv: the third part
+		// releases the buffer.
+		if last := seen == 2; (c.flags&fi.MULTI_RECV != 0) != last {
+			t.Fatalf("part %d: FI_MULTI_RECV flag %v", seen, c.flags&fi.MULTI_RECV != 0)
+		}
+		seen++
+		off += 30
+	}
+	if seen != 3 {
+		t.Fatalf("%d parts in the multi-receive buffer, want 3", seen)
+	}
+}
+
 func TestEngineSelectiveCompletionAndInject(t *testing.T) {
 	p := newPair(t, fi.TAGGED, 64)
 	// Rebind is not allowed after enable, so make a fresh endpoint pair

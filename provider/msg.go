@@ -549,9 +549,6 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 		}
 		srcEPID = name.EPID
 	}
-	if flags&fi.MULTI_RECV != 0 && sp == 1 {
-		return fi.EINVAL
-	}
 	if flags&fi.PEEK != 0 {
 		// What has arrived is looked at first, as psm2's probe
 		// progresses its engine: an application that peeks and reads
