@@ -10,8 +10,8 @@
 //     server, package provider/names), and the wires an endpoint opens
 //     (wire.go);
 //   - the objects: fabric, domain (its lock and progress: domain.go,
-//     lock.go, progress.go), endpoint (ep.go), CQ, counter, EQ, MR, wait
-//     and poll sets;
+//     lock.go, progress.go), endpoint (ep.go), shared transmit context
+//     (stx.go), CQ, counter, EQ, MR, wait and poll sets;
 //   - the matching engine: posted receives, unexpected messages and their
 //     limits, the ops in flight, the sends the wire has no room for
 //     (msg.go, sendq.go);

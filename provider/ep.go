@@ -30,6 +30,8 @@ type Endpoint struct {
 	av       *AV
 	eq       *EQ
 	txCQ     *CQ
+	sharedTx bool // opened with tx_ctx_cnt FI_SHARED_CONTEXT: binds an STX (stx.go)
+	stx      *STX
 	rxCQ     *CQ
 	txSel    bool // FI_SELECTIVE_COMPLETION on the transmit CQ
 	rxSel    bool
@@ -103,6 +105,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if d.layout == TagLayoutTag60 {
 		ep.tagMask = 1<<60 - 1
 	}
+	ep.sharedTx = info.EP != nil && info.EP.TxCtxCnt == fi.SHARED_CONTEXT
 	if info.Tx != nil {
 		ep.txFlags.Store(info.Tx.OpFlags)
 		if info.Tx.InjectSize != 0 && info.Tx.InjectSize < ep.injectSize {
@@ -197,6 +200,15 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 		}
 		ep.av = o
 		o.eps = append(o.eps, ep)
+	case *STX:
+		if o == nil || o.dom != d || o.closed || !ep.sharedTx || ep.stx != nil {
+			return fi.EINVAL
+		}
+		if flags != 0 {
+			return fi.EBADFLAGS
+		}
+		ep.stx = o
+		o.eps++
 	case *CQ:
 		if o == nil || o.dom != d {
 			return fi.EINVAL
@@ -282,6 +294,10 @@ func (ep *Endpoint) Enable() error {
 	if ep.av == nil {
 		d.unlock()
 		return fi.ENOAV
+	}
+	if ep.sharedTx && ep.stx == nil {
+		d.unlock()
+		return fi.EINVAL // its transmit context is the STX it must be bound to
 	}
 	ep.enabled = true
 	d.eps = append(d.eps, ep)
@@ -406,6 +422,9 @@ func (ep *Endpoint) Close() error {
 	}
 	if ep.rxCQ != nil {
 		ep.rxCQ.bound--
+	}
+	if ep.stx != nil {
+		ep.stx.eps--
 	}
 	for _, c := range append([]*Cntr{ep.sendCntr, ep.recvCntr}, ep.rmaCntrs...) {
 		if c != nil {

@@ -46,10 +46,11 @@ const (
 
 	// Context counts as this provider defines them (the reference's 16
 	// come from a stand-in PSM2 library): 256 free contexts, one tx and
-	// one rx context per endpoint, no shared tx contexts.
+	// one rx context per endpoint, and as many shared tx contexts as
+	// endpoints can open (provider/stx.go).
 	refFreeCtx  = 256
 	refMaxEPCtx = 1
-	refMaxSTX   = 0
+	refMaxSTX   = refFreeCtx
 )
 
 // refSrcAddr is the default src_addr, fi_addr_psmx2://ffff:2.
@@ -244,7 +245,7 @@ func TestGetInfoMatchesReferenceText(t *testing.T) {
 		"        rx_ctx_cnt: 16\n", "        rx_ctx_cnt: 256\n",
 		"max_ep_tx_ctx: 16\n", "max_ep_tx_ctx: 1\n",
 		"max_ep_rx_ctx: 16\n", "max_ep_rx_ctx: 1\n",
-		"max_ep_stx_ctx: 16\n", "max_ep_stx_ctx: 0\n",
+		"max_ep_stx_ctx: 16\n", "max_ep_stx_ctx: 256\n",
 	)
 	p, _ := newTestProvider(t, nil)
 	infos := mustGetInfo(t, p, v117, "", "", 0, fiInfoHints())
@@ -901,7 +902,6 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "protocol version", mod: func(h *fi.Info) { h.EP.ProtocolVersion = 515 }},
 		{name: "max_msg_size", mod: func(h *fi.Info) { h.EP.MaxMsgSize = refMaxMsgSize + 1 }},
 		{name: "tx_ctx_cnt 2", mod: func(h *fi.Info) { h.EP.TxCtxCnt = 2 }},
-		{name: "tx_ctx_cnt shared", mod: func(h *fi.Info) { h.EP.TxCtxCnt = fi.SHARED_CONTEXT }},
 		{name: "rx_ctx_cnt 2", mod: func(h *fi.Info) { h.EP.RxCtxCnt = 2 }},
 		{name: "rx_ctx_cnt shared", mod: func(h *fi.Info) { h.EP.RxCtxCnt = fi.SHARED_CONTEXT }},
 		{name: "max_order_raw_size with RMA", mod: func(h *fi.Info) { h.Caps = fi.RMA; h.EP.MaxOrderRAWSize = 4097 }},

@@ -19,7 +19,9 @@ import (
 // of the job (a second provider, which finds the port taken) registers
 // through the first one's server; an unknown service is ENODATA.
 func TestNameServer(t *testing.T) {
-	uuid := "0badc0de-0000-0000-0000-00000000abcd"
+	// A job key (so a port) of this run's own: another run of the test
+	// on the machine serves its own.
+	uuid := fmt.Sprintf("0badc0de-0000-0000-0000-%012x", rand.Uint64()>>16)
 	env := map[string]string{"FI_PSM2_UUID": uuid}
 	p1, _ := newTestProvider(t, env)
 	p2, _ := newTestProvider(t, env)

@@ -261,9 +261,10 @@ func (p *Provider) fillAddresses(infos []*fi.Info, src EPName, dest *EPName) {
 		free := p.freeContexts()
 		d := info.Domain
 		d.TxCtxCnt, d.RxCtxCnt = free, free
-		// Scalable and shared-context endpoints are not offered: an
-		// endpoint has exactly one transmit and one receive context.
-		d.MaxEPTxCtx, d.MaxEPRxCtx, d.MaxEPStxCtx = 1, 1, 0
+		// Scalable endpoints are not offered: an endpoint has exactly
+		// one transmit and one receive context. Shared transmit
+		// contexts are (stx.go): as many as endpoints can still open.
+		d.MaxEPTxCtx, d.MaxEPRxCtx, d.MaxEPStxCtx = 1, 1, free
 		d.Name = getinfo.DomainPrefix + "_0"
 		info.Tx.InjectSize = uint64(p.params.InjectSize)
 	}

@@ -7,7 +7,7 @@
 
 extern struct fi_ops psm2_domain_fi_ops;
 extern struct fi_ops psm2_av_fi_ops, psm2_cq_fi_ops, psm2_cntr_fi_ops;
-extern struct fi_ops psm2_eq_fi_ops, psm2_wait_fi_ops, psm2_poll_fi_ops;
+extern struct fi_ops psm2_eq_fi_ops, psm2_wait_fi_ops, psm2_poll_fi_ops, psm2_stx_fi_ops;
 extern struct fi_ops psm2_mr_fi_ops, psm2_ep_fi_ops;
 extern struct fi_ops_domain psm2_domain_ops;
 extern struct fi_ops_mr psm2_mr_ops;
@@ -35,6 +35,8 @@ void *psm2_fid_handle(const struct fid *fid)
 		return fid->ops == &psm2_mr_fi_ops ? ((struct psm2_mr *) fid)->handle : NULL;
 	case FI_CLASS_EP:
 		return fid->ops == &psm2_ep_fi_ops ? ((struct psm2_ep *) fid)->handle : NULL;
+	case FI_CLASS_STX_CTX:
+		return fid->ops == &psm2_stx_fi_ops ? ((struct psm2_stx *) fid)->handle : NULL;
 	default:
 		return NULL;
 	}
@@ -163,8 +165,10 @@ static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 			  struct fid_stx **stx, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) domain; (void) attr; (void) stx; (void) context;
-	return -FI_ENOSYS;
+	(void) attr; /* the domain's transmit attributes hold */
+	if (!domain || !stx)
+		return -FI_EINVAL;
+	return psm2go_stx_open((struct psm2_domain *) domain, stx, context);
 }
 
 static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,

@@ -98,6 +98,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_CQ:
 	case FI_CLASS_CNTR:
 	case FI_CLASS_EQ:
+	case FI_CLASS_STX_CTX:
 		break;
 	default:
 		return -FI_EINVAL;

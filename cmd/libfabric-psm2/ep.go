@@ -79,7 +79,7 @@ func psm2go_ep_bind(c *C.struct_psm2_ep, h unsafe.Pointer, flags C.uint64_t) (re
 		return -C.int(fi.EINVAL)
 	}
 	switch o := handleValue(h).(type) {
-	case *provider.AV, *provider.CQ, *provider.Cntr, *provider.EQ:
+	case *provider.AV, *provider.CQ, *provider.Cntr, *provider.EQ, *provider.STX:
 		return errnoOf(ep.Bind(o, uint64(flags)))
 	}
 	return -C.int(fi.EINVAL)

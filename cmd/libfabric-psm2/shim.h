@@ -136,6 +136,11 @@ struct psm2_poll {
 	void *handle;
 };
 
+struct psm2_stx {
+	struct fid_stx stx_fid;
+	void *handle;
+};
+
 struct psm2_mr {
 	struct fid_mr mr_fid;
 	void *handle;
@@ -172,6 +177,7 @@ struct psm2_cntr *psm2_cntr_new(void *context, int32_t wait_obj);
 struct psm2_eq *psm2_eq_new(void *context, uint32_t api_version);
 struct psm2_wait *psm2_wait_new(void);
 struct psm2_poll *psm2_poll_new(void);
+struct psm2_stx *psm2_stx_new(void *context);
 struct psm2_mr *psm2_mr_new(void *context, uint64_t key);
 struct psm2_ep *psm2_ep_new(void *context);
 
