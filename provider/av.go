@@ -40,6 +40,7 @@ type AV struct {
 	bits   int
 	eq     *EQ
 	async  bool // opened with FI_EVENT: every insert reports on the EQ
+	shared *avShared // a named AV's shared table (avshare.go), or nil
 	closed bool
 
 	// Fid is the C fid of the AV, reported in EQ events.
@@ -65,10 +66,8 @@ func (d *Domain) OpenAV(attr *AVAttr) (*AV, error) {
 	if d.avType != fi.AV_UNSPEC && attr.Type != fi.AV_UNSPEC && attr.Type != d.avType {
 		return nil, fi.EINVAL
 	}
-	if attr.Name != "" {
-		// Named (shared) AVs are not supported; MPICH probes for them and
-		// must see a failure.
-		return nil, fi.ENOSYS
+	if attr.Flags&fi.READ != 0 && attr.Name == "" {
+		return nil, fi.EINVAL // fi_av(3): a read-only AV is a named one that exists
 	}
 	if attr.RxCtxBits < 0 || attr.RxCtxBits > 12 {
 		return nil, fi.EINVAL
@@ -89,6 +88,16 @@ func (d *Domain) OpenAV(attr *AVAttr) (*AV, error) {
 	}
 	av := &AV{dom: d, typ: typ, bits: attr.RxCtxBits, async: attr.Flags&avEvent != 0,
 		names: make([]EPName, 0, n), valid: make([]bool, 0, n), byEPID: make(map[uint64]uint64, n)}
+	if attr.Name != "" {
+		s, err := openAVShare(d.uuid, attr.Name, attr.Count, attr.Flags&fi.READ != 0)
+		if err != nil {
+			return nil, errnoOf(err)
+		}
+		av.shared = s
+		d.lock()
+		av.syncLocked()
+		d.unlock()
+	}
 	d.refs.Add(1)
 	return av, nil
 }
@@ -165,6 +174,9 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 	if flags&avSyncErr == 0 {
 		syncErr = nil
 	}
+	if av.shared != nil && av.shared.readOnly {
+		return 0, fi.EINVAL // FI_READ
+	}
 	av.dom.lock()
 	defer av.dom.unlock()
 	ok := 0
@@ -174,6 +186,8 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 		errno := fi.SUCCESS
 		if readable && validPeerName(n) {
 			addr = av.insertLocked(n)
+		}
+		if addr != fi.AddrUnspec {
 			ok++
 			if av.eager() {
 				for _, ep := range av.eps {
@@ -216,7 +230,17 @@ func validPeerName(n EPName) bool {
 	return n.Type == EPNameRegular && n.EPID&7 == 2 && n.EPID>>32 != 0 && n.EPID != ReservedEPID
 }
 
+// insertLocked adds n and returns its address (FI_ADDR_NOTAVAIL: a named
+// AV's object is full).
 func (av *AV) insertLocked(n EPName) uint64 {
+	if s := av.shared; s != nil {
+		i, ok := s.insert(n)
+		if !ok {
+			return fi.AddrUnspec
+		}
+		av.syncLocked()
+		return i
+	}
 	addr := uint64(len(av.names))
 	av.names = append(av.names, n)
 	av.valid = append(av.valid, true)
@@ -280,9 +304,43 @@ func (av *AV) baseAddr(a uint64) uint64 {
 	return a
 }
 
+// syncLocked brings a named AV's local table up to its shared one: the
+// entries other processes published since, in order, up to the first one
+// still being written.
+func (av *AV) syncLocked() {
+	s := av.shared
+	if s == nil {
+		return
+	}
+	for i, n := uint64(len(av.names)), s.count(); i < n; i++ {
+		name, ok := s.entry(i)
+		if !ok {
+			return
+		}
+		av.names = append(av.names, name)
+		av.valid = append(av.valid, validPeerName(name))
+		if _, dup := av.byEPID[name.EPID]; !dup && validPeerName(name) {
+			av.byEPID[name.EPID] = i
+		}
+	}
+}
+
+// MapAddr is a named AV's map_addr (fi_av(3)): the address of its shared
+// table of fi_addr_t values, entry i holding i once inserted; 0 for an
+// AV without a name.
+func (av *AV) MapAddr() uintptr {
+	if av.shared == nil {
+		return 0
+	}
+	return av.shared.mapAddr()
+}
+
 // nameLocked returns the name at fi_addr a.
 func (av *AV) nameLocked(a uint64) (EPName, bool) {
 	a = av.baseAddr(a)
+	if a >= uint64(len(av.names)) {
+		av.syncLocked()
+	}
 	if a >= uint64(len(av.names)) || !av.valid[a] {
 		return EPName{}, false
 	}
@@ -340,6 +398,9 @@ func (av *AV) Close() error {
 		return fi.EBUSY
 	}
 	av.closed = true
+	if av.shared != nil {
+		av.shared.close()
+	}
 	av.dom.refs.Add(-1)
 	return nil
 }

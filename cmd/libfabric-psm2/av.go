@@ -36,6 +36,11 @@ func psm2go_av_open(dc *C.struct_psm2_domain, attr *C.struct_fi_av_attr, out **C
 	if err != nil {
 		return errnoOf(err)
 	}
+	if attr != nil && a.Name != "" && attr.map_addr == nil {
+		// fi_av(3): a named AV opened with map_addr 0 returns the one
+		// it uses (the table of its fi_addr_t values).
+		*(*uintptr)(unsafe.Pointer(&attr.map_addr)) = av.MapAddr()
+	}
 	c := C.psm2_av_new(context)
 	if c == nil {
 		av.Close()
