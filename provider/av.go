@@ -39,7 +39,7 @@ type AV struct {
 	typ    fi.AVType
 	bits   int
 	eq     *EQ
-	async  bool // opened with FI_EVENT: every insert reports on the EQ
+	async  bool      // opened with FI_EVENT: every insert reports on the EQ
 	shared *avShared // a named AV's shared table (avshare.go), or nil
 	closed bool
 
