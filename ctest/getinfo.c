@@ -229,7 +229,7 @@ static void rejected(void)
 	REJECT("auth key size", h->ep_attr->auth_key_size = 8);
 	REJECT("mr mode", h->domain_attr->mr_mode = FI_MR_BASIC | FI_MR_LOCAL);
 	REJECT("tx ctx", h->ep_attr->tx_ctx_cnt = 4);
-	REJECT("shared ctx", h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT);
+	REJECT("shared rx ctx", h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT); /* shared tx contexts are offered: ctest/stx.c */
 	REJECT("err data", h->domain_attr->max_err_data = 65);
 #undef REJECT
 
