@@ -458,7 +458,7 @@ func TestBusyHoldsSender(t *testing.T) {
 	sent := 0
 	done := 0
 	deadline := time.Now().Add(20 * time.Second)
-	for len(rb.msgs)-base < len(sizes) || done < len(sizes) {
+	for len(rb.msgs)-base < len(sizes) || done < len(sizes) || len(rb.pending) > len(rb.fetched) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stuck: delivered %d of %d; a %+v b %+v", len(rb.msgs)-base, len(sizes), a.Stats(), b.Stats())
 		}
