@@ -263,7 +263,7 @@ func (cq *CQ) readLocked(buf []uint64, count int, src []uint64) (int, error) {
 	if count == 0 {
 		return 0, nil
 	}
-	got := 0
+	got, words := 0, cq.EntryWords()
 	for got < count && cq.n > 0 {
 		e := &cq.ring[cq.head]
 		if e.err != 0 {
@@ -287,7 +287,6 @@ func (cq *CQ) readLocked(buf []uint64, count int, src []uint64) (int, error) {
 			}
 			src[got] = a
 		}
-		words := cq.EntryWords()
 		cq.write(buf[got*words:(got+1)*words], e)
 		cq.pop()
 		got++

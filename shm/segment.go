@@ -219,7 +219,7 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
-	fd, err := openObject(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	fd, err := createObject(path, size)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
 	}
@@ -229,20 +229,6 @@ func CreateSegment(name string, cfg SegmentConfig) (seg *Segment, err error) {
 			_ = unlinkObject(path)
 		}
 	}()
-	// Peers of the same user open it read-write, so the umask must not
-	// take permissions away; nobody else may open it at all.
-	if err := fchmodObject(fd, 0o600); err != nil {
-		return nil, fmt.Errorf("chmod segment %q: %w", name, err)
-	}
-	if err := truncateObject(fd, int64(size)); err != nil {
-		return nil, fmt.Errorf("size segment %q: %w", name, err)
-	}
-	// Allocate every page now: with /dev/shm nearly full, ftruncate alone
-	// succeeds and a later write to a page tmpfs cannot supply is SIGBUS.
-	// This way the shortage is ENOSPC here.
-	if err := allocateObject(fd, int64(size)); err != nil {
-		return nil, fmt.Errorf("allocate segment %q of %d bytes: %w", name, size, err)
-	}
 	st, err := statObject(fd)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %q: %w", name, err)
@@ -635,6 +621,38 @@ func (h segHeader) ringEnd() uint64 {
 func maxSegmentSize() int64 {
 	return int64(roundUp(segHeaderSize+ring.RingSize(ring.MaxCells)+MaxSplitSlots*SplitSlotSize, os.Getpagesize()) +
 		MaxBuffers*MaxBufferSize)
+}
+
+// createObject creates the object at path (O_EXCL: never an existing
+// one) with mode 0600 and size bytes, every page allocated, and returns
+// its descriptor; on an error nothing is left behind. It is how segments
+// and shared objects (shared.go) are made.
+func createObject(path string, size int) (fd int, err error) {
+	fd, err = openObject(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return -1, err
+	}
+	defer func() {
+		if err != nil {
+			closeObject(fd)
+			_ = unlinkObject(path)
+		}
+	}()
+	// Peers of the same user open it read-write, so the umask must not
+	// take permissions away; nobody else may open it at all.
+	if err := fchmodObject(fd, 0o600); err != nil {
+		return -1, fmt.Errorf("chmod: %w", err)
+	}
+	if err := truncateObject(fd, int64(size)); err != nil {
+		return -1, fmt.Errorf("size: %w", err)
+	}
+	// Allocate every page now: with /dev/shm nearly full, ftruncate alone
+	// succeeds and a later write to a page tmpfs cannot supply is SIGBUS.
+	// This way the shortage is ENOSPC here.
+	if err := allocateObject(fd, int64(size)); err != nil {
+		return -1, fmt.Errorf("allocate %d bytes: %w", size, err)
+	}
+	return fd, nil
 }
 
 // roundUp rounds n up to a multiple of m.

@@ -30,27 +30,14 @@ func CreateShared(name string, size int) (mem []byte, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create shared %q: %w", name, err)
 	}
-	fd, err := openObject(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	fd, err := createObject(path, size)
 	if err != nil {
 		return nil, fmt.Errorf("create shared %q: %w", name, err)
 	}
 	defer closeObject(fd)
-	defer func() {
-		if err != nil {
-			_ = unlinkObject(path)
-		}
-	}()
-	if err := fchmodObject(fd, 0o600); err != nil {
-		return nil, fmt.Errorf("chmod shared %q: %w", name, err)
-	}
-	if err := truncateObject(fd, int64(size)); err != nil {
-		return nil, fmt.Errorf("size shared %q: %w", name, err)
-	}
-	if err := allocateObject(fd, int64(size)); err != nil {
-		return nil, fmt.Errorf("allocate shared %q of %d bytes: %w", name, size, err)
-	}
 	mem, err = mapObject(fd, size)
 	if err != nil {
+		_ = unlinkObject(path)
 		return nil, fmt.Errorf("map shared %q: %w", name, err)
 	}
 	return mem, nil
