@@ -108,14 +108,14 @@ bench: deps all bench-tools
 # libfabric link our library (LD_LIBRARY_PATH picks the one a run wants).
 BENCH_CFLAGS := -std=gnu11 -O2 -Wall -Werror -Iinclude
 BENCHBIN := $(BUILD)/bench/bin
-BENCH_FI := $(addprefix $(BENCHBIN)/,msgrate rmabench mtlpp)
+BENCH_FI := $(addprefix $(BENCHBIN)/,msgrate rmabench mtlpp ctxrate)
 BENCH_PLAIN := $(addprefix $(BENCHBIN)/,udppp floor)
 
 bench-tools: $(BENCH_FI) $(BENCH_PLAIN)
 
 $(BENCH_FI): $(BENCHBIN)/%: bench/%.c bench/benchutil.h ctest/node.h $(shell find include -name '*.h') | $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric -lpthread
 
 $(BENCH_PLAIN): $(BENCHBIN)/%: bench/%.c
 	@mkdir -p $(dir $@)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
 // Flags of fi_av_insert that are not capability bits.
@@ -225,9 +226,64 @@ func (av *AV) eager() bool {
 	return av.typ == fi.AV_MAP && !p.LazyConn && !p.MultiEP
 }
 
-// validPeerName reports whether n can name a peer endpoint.
+// validPeerName reports whether n can name a peer endpoint: a regular
+// endpoint or a scalable one (SepID its context count, sep.go).
 func validPeerName(n EPName) bool {
-	return n.Type == EPNameRegular && n.EPID&7 == 2 && n.EPID>>32 != 0 && n.EPID != ReservedEPID
+	switch n.Type {
+	case EPNameRegular:
+	case EPNameScalable:
+		if _, ok := transport.ContextEPID(n.EPID, int(n.SepID)-1); n.SepID == 0 || !ok {
+			return false
+		}
+	default:
+		return false
+	}
+	return n.EPID&7 == 2 && n.EPID>>32 != 0 && n.EPID != ReservedEPID
+}
+
+// contexts is how many contexts name n has: a scalable endpoint's count,
+// else 1.
+func (n EPName) contexts() int {
+	if n.Type == EPNameScalable {
+		return int(n.SepID)
+	}
+	return 1
+}
+
+// contextEPID is the id of n's context i (i < n.contexts()).
+func (n EPName) contextEPID(i int) uint64 {
+	id, _ := transport.ContextEPID(n.EPID, i)
+	return id
+}
+
+// indexLocked records that fi_addr a holds n, for FI_SOURCE: each of a
+// scalable endpoint's contexts is reported as its base address, as psm2
+// does. The first address to hold an id keeps it.
+func (av *AV) indexLocked(n EPName, a uint64) {
+	for i := range n.contexts() {
+		id := n.contextEPID(i)
+		if _, dup := av.byEPID[id]; !dup {
+			av.byEPID[id] = a
+		}
+	}
+}
+
+// unindexLocked undoes indexLocked for fi_addr a, which held n.
+func (av *AV) unindexLocked(n EPName, a uint64) {
+	for i := range n.contexts() {
+		id := n.contextEPID(i)
+		if got, ok := av.byEPID[id]; ok && got == a {
+			delete(av.byEPID, id)
+		}
+	}
+}
+
+// rxIndex is the receive context fi_addr a names (fi_rx_addr's bits).
+func (av *AV) rxIndex(a uint64) int {
+	if av.bits > 0 && a != fi.AddrUnspec {
+		return int(a >> (64 - av.bits))
+	}
+	return 0
 }
 
 // insertLocked adds n and returns its address (FI_ADDR_NOTAVAIL: a named
@@ -244,9 +300,7 @@ func (av *AV) insertLocked(n EPName) uint64 {
 	addr := uint64(len(av.names))
 	av.names = append(av.names, n)
 	av.valid = append(av.valid, true)
-	if _, dup := av.byEPID[n.EPID]; !dup {
-		av.byEPID[n.EPID] = addr
-	}
+	av.indexLocked(n, addr)
 	return addr
 }
 
@@ -285,10 +339,7 @@ func (av *AV) Remove(list []uint64, flags uint64) error {
 			continue
 		}
 		av.valid[a] = false
-		n := av.names[a]
-		if got, ok := av.byEPID[n.EPID]; ok && got == a {
-			delete(av.byEPID, n.EPID)
-		}
+		av.unindexLocked(av.names[a], a)
 		for _, ep := range av.eps {
 			ep.forgetAddr(a)
 		}
@@ -319,8 +370,8 @@ func (av *AV) syncLocked() {
 		}
 		av.names = append(av.names, name)
 		av.valid = append(av.valid, validPeerName(name))
-		if _, dup := av.byEPID[name.EPID]; !dup && validPeerName(name) {
-			av.byEPID[name.EPID] = i
+		if validPeerName(name) {
+			av.indexLocked(name, i)
 		}
 	}
 }

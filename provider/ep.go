@@ -44,9 +44,12 @@ type Endpoint struct {
 	readCntr, writeCntr, remReadCntr, remWriteCntr *Cntr
 	cops                                           [aoCap]*op // the ops C posted that Go adopted, by entry (fastrma.go)
 
-	enabled bool
-	closed  bool
-	service uint32 // registered with the name server
+	enabled    bool
+	closed     bool
+	service    uint32 // registered with the name server (a SEP's context is not: the SEP is)
+	registered bool
+	sep        *SEP // the scalable endpoint this is a context of, or nil
+	sepIdx     int  // and its index there
 
 	minMultiRecv uint64
 	injectSize   uint64
@@ -71,33 +74,79 @@ const defaultMinMultiRecv = 0
 
 // OpenEndpoint opens an endpoint for info.
 func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error) {
+	if err := checkEPInfo(info); err != nil {
+		return nil, err
+	}
+	ctxNum, err := d.prov.allocContexts(1)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := d.openEndpoint(info, ctxNum, 0)
+	if err != nil {
+		d.prov.freeContext(ctxNum)
+		return nil, err
+	}
+	ep.service = serviceOf(info, uint32(pid()&0x7FFF)<<16+uint32(ctxNum))
+	if d.prov.names() != nil {
+		d.prov.register(ep.service, ep.name(), names.OpAdd)
+		ep.registered = true
+	}
+	return ep, nil
+}
+
+// checkEPInfo checks what OpenEndpoint and OpenSEP take from info.
+func checkEPInfo(info *fi.Info) error {
 	if info == nil {
-		return nil, fi.EINVAL
+		return fi.EINVAL
 	}
-	typ := fi.EP_RDM
-	if info.EP != nil && info.EP.Type != fi.EP_UNSPEC {
-		typ = info.EP.Type
-	}
+	typ := epType(info)
 	if typ != fi.EP_RDM && typ != fi.EP_DGRAM {
-		return nil, fi.EINVAL
+		return fi.EINVAL
 	}
 	caps := info.Caps
 	if caps == 0 {
 		caps = getinfo.Caps
 	}
 	if caps&^(getinfo.Caps|fi.COLLECTIVE) != 0 || caps&fi.COLLECTIVE != 0 && typ != fi.EP_RDM {
-		return nil, fi.EINVAL
+		return fi.EINVAL
+	}
+	if info.EP != nil && info.EP.AuthKey != nil && len(info.EP.AuthKey) != getinfo.AuthKeySize {
+		return fi.EINVAL
+	}
+	return nil
+}
+
+// epType is info's endpoint type, RDM when unspecified.
+func epType(info *fi.Info) fi.EPType {
+	if info.EP != nil && info.EP.Type != fi.EP_UNSPEC {
+		return info.EP.Type
+	}
+	return fi.EP_RDM
+}
+
+// serviceOf is the service an endpoint registers with the name server:
+// the one of info's source address if it names one, else def.
+func serviceOf(info *fi.Info, def uint32) uint32 {
+	if len(info.SrcAddr) >= EPNameLen {
+		if n, err := UnmarshalEPName(info.SrcAddr); err == nil && n.Service != AnyService {
+			return n.Service
+		}
+	}
+	return def
+}
+
+// openEndpoint opens the endpoint of context number ctxNum (allocated by
+// the caller, who frees it if this fails) for a checked info. port, if not
+// 0, is the only UDP port its network wire may bind.
+func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16) (*Endpoint, error) {
+	typ := epType(info)
+	caps := info.Caps
+	if caps == 0 {
+		caps = getinfo.Caps
 	}
 	uuid := d.uuid
 	if info.EP != nil && info.EP.AuthKey != nil {
-		if len(info.EP.AuthKey) != getinfo.AuthKeySize {
-			return nil, fi.EINVAL
-		}
 		copy(uuid[:], info.EP.AuthKey)
-	}
-	ctxNum, err := d.prov.allocContext()
-	if err != nil {
-		return nil, err
 	}
 	ep := &Endpoint{dom: d, typ: typ, caps: caps, addrFormat: info.AddrFormat, ctxNum: ctxNum,
 		minMultiRecv: defaultMinMultiRecv, injectSize: uint64(d.params.InjectSize),
@@ -120,9 +169,11 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	}
 	nc, err := d.prov.netConfig()
 	if err != nil {
-		d.prov.freeContext(ctxNum)
 		d.log.Warnf(fi.LOG_EP_CTRL, "choosing the network address: %v", err)
 		return nil, fi.EADDRNOTAVAIL
+	}
+	if port != 0 {
+		nc.hfi.PortFirst, nc.hfi.PortLast = port, port
 	}
 	// A wire may hold packets for a later poll only if someone polls
 	// when the application stops: not in an unlocked domain
@@ -143,22 +194,14 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 		arrived:     arrived,
 	})
 	if err != nil {
-		d.prov.freeContext(ctxNum)
-		d.log.Warnf(fi.LOG_EP_CTRL, "opening the endpoint's wires: %v", err)
+		if port == 0 {
+			d.log.Warnf(fi.LOG_EP_CTRL, "opening the endpoint's wires: %v", err)
+		}
 		return nil, wireErrno(err)
 	}
 	ep.epid = tp.EPID()
 	ep.tp = tp
 	ep.engine.init(ep)
-	ep.service = uint32(pid()&0x7FFF)<<16 + uint32(ctxNum)
-	if len(info.SrcAddr) >= EPNameLen {
-		if n, err := UnmarshalEPName(info.SrcAddr); err == nil && n.Service != AnyService {
-			ep.service = n.Service
-		}
-	}
-	if d.prov.names() != nil {
-		d.prov.register(ep.service, ep.name(), names.OpAdd)
-	}
 	ep.openFast()
 	d.refs.Add(1)
 	return ep, nil
@@ -283,20 +326,22 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 func (ep *Endpoint) Enable() error {
 	d := ep.dom
 	d.lock()
+	defer d.unlock()
+	return ep.enableLocked()
+}
+
+func (ep *Endpoint) enableLocked() error {
+	d := ep.dom
 	if ep.closed {
-		d.unlock()
 		return fi.EINVAL
 	}
 	if ep.enabled {
-		d.unlock()
 		return nil
 	}
 	if ep.av == nil {
-		d.unlock()
 		return fi.ENOAV
 	}
 	if ep.sharedTx && ep.stx == nil {
-		d.unlock()
 		return fi.EINVAL // its transmit context is the STX it must be bound to
 	}
 	ep.enabled = true
@@ -306,7 +351,6 @@ func (ep *Endpoint) Enable() error {
 	}
 	d.publishRings()
 	ep.syncFastLocked()
-	d.unlock()
 	return nil
 }
 
@@ -317,13 +361,16 @@ func (ep *Endpoint) name() EPName { return EPName{EPID: ep.epid, Type: EPNameReg
 // with its NUL) copied into buf; it returns the full size, and a short
 // buffer gives ETOOSMALL after a partial copy (a zero-length one gives
 // ETOOSMALL at once).
-func (ep *Endpoint) Name(buf []byte) (int, error) {
+func (ep *Endpoint) Name(buf []byte) (int, error) { return nameInto(ep.name(), ep.addrFormat, buf) }
+
+// nameInto copies name n into buf in address format format.
+func nameInto(n EPName, format uint32, buf []byte) (int, error) {
 	var raw []byte
-	if ep.addrFormat == fi.ADDR_STR {
-		raw = ep.name().StringAddr()
+	if format == fi.ADDR_STR {
+		raw = n.StringAddr()
 	} else {
 		var b [EPNameLen]byte
-		ep.name().put(b[:])
+		n.put(b[:])
 		raw = b[:]
 	}
 	copy(buf, raw)
@@ -403,32 +450,13 @@ func (ep *Endpoint) Close() error {
 		}
 	}
 	ep.closed = true
-	ep.dropSendQ()
-	ep.syncFastLocked()
-	if d.trigPending > 0 {
-		d.dropTriggersLocked(ep, nil)
-	}
-	d.removeEPLocked(ep)
+	ep.detachLocked()
 	if ep.av != nil {
 		for i, e := range ep.av.eps {
 			if e == ep {
 				ep.av.eps = append(ep.av.eps[:i], ep.av.eps[i+1:]...)
 				break
 			}
-		}
-	}
-	if ep.txCQ != nil {
-		ep.txCQ.bound--
-	}
-	if ep.rxCQ != nil {
-		ep.rxCQ.bound--
-	}
-	if ep.stx != nil {
-		ep.stx.eps--
-	}
-	for _, c := range append([]*Cntr{ep.sendCntr, ep.recvCntr}, ep.rmaCntrs...) {
-		if c != nil {
-			c.bound.Add(-1)
 		}
 	}
 	rma := ep.engine.rmaStats
@@ -445,7 +473,7 @@ func (ep *Endpoint) Close() error {
 	if delay := d.params.Delay; delay > 0 {
 		time.Sleep(time.Duration(delay) * time.Second)
 	}
-	if d.prov.names() != nil {
+	if d.prov.names() != nil && ep.registered {
 		d.prov.register(ep.service, ep.name(), names.OpDel)
 	}
 	err := ep.tp.Close()
@@ -459,6 +487,49 @@ func (ep *Endpoint) Close() error {
 		d.log.Warnf(fi.LOG_EP_CTRL, "closing endpoint: %v", err)
 	}
 	return nil
+}
+
+// detachLocked stops a closing (or, resetLocked, disabled) endpoint's
+// work and lets go of its CQs, counters and STX; the AV stays.
+func (ep *Endpoint) detachLocked() {
+	d := ep.dom
+	ep.dropSendQ()
+	ep.syncFastLocked()
+	if d.trigPending > 0 {
+		d.dropTriggersLocked(ep, nil)
+	}
+	d.removeEPLocked(ep)
+	if ep.txCQ != nil {
+		ep.txCQ.bound--
+	}
+	if ep.rxCQ != nil {
+		ep.rxCQ.bound--
+	}
+	if ep.stx != nil {
+		ep.stx.eps--
+	}
+	for _, c := range append([]*Cntr{ep.sendCntr, ep.recvCntr}, ep.rmaCntrs...) {
+		if c != nil {
+			c.bound.Add(-1)
+		}
+	}
+}
+
+// resetLocked returns an enabled endpoint to its state before Enable,
+// with no CQ, counter or STX bound (its AV stays): a scalable endpoint's
+// context whose fi_tx_context and fi_rx_context fids were all closed, so
+// that the application can close what it had bound to them. Its wire
+// stays open, and receives still posted stay posted.
+func (ep *Endpoint) resetLocked() {
+	if ep.closed {
+		return
+	}
+	ep.enabled = false
+	ep.detachLocked()
+	ep.txCQ, ep.rxCQ, ep.txSel, ep.rxSel, ep.stx = nil, nil, false, false, nil
+	ep.sendCntr, ep.recvCntr, ep.rmaCntrs = nil, nil, nil
+	ep.readCntr, ep.writeCntr, ep.remReadCntr, ep.remWriteCntr = nil, nil, nil, nil
+	ep.syncFastLocked()
 }
 
 // poll services the wire once; the caller holds the domain lock.

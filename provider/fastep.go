@@ -1,6 +1,7 @@
 package provider
 
 import (
+	bits64 "math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -34,6 +35,7 @@ import (
 //	+32  caps
 //	+40  entries in the peer table
 //	+48  address of the peer table: per fi_addr, the fast-peer descriptor
+//	     (at slot fastSlot(fi_addr, the AV's rx_ctx_bits))
 //	     of its connection, or 0
 //	+56  address of the domain page
 //	+64  receives queued
@@ -61,6 +63,7 @@ import (
 //	+3728 atomics armed for C to complete, +3736 C may post fetches,
 //	     +3744 C's tag counter, and from +3752 the armed table
 //	     (fastrma.go)
+//	+4088 the AV's rx_ctx_bits (fastSlot)
 //
 // Every word is written under the domain lock.
 const (
@@ -96,13 +99,14 @@ const (
 	epfAPost  = epfArmed + 8
 	epfCSeq   = epfAPost + 8
 	epfAOps   = epfCSeq + 8
+	epfRxBits = epfAOps + aoCap*aoSize
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.
 func senderSlot(epid uint64) int { return int((epid * senderHash) >> (64 - sendersLog2)) }
 
 // The senders' table ends inside the page (a compile error otherwise).
-var _ = [1]struct{}{}[(epfAOps)/4097]
+var _ = [1]struct{}{}[(epfRxBits+8)/4097]
 
 // rqEntry is one queued receive, as C writes it (under the domain lock,
 // so plain reads are enough here).
@@ -175,6 +179,7 @@ func (ep *Endpoint) syncFastLocked() {
 	_, wireOK := ep.tp.(transport.FastSender)
 	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil && ep.engine.sendQ.n == 0
 	recv := ep.enabled && !ep.closed
+	atomic.StoreUint64(fastWord(p, epfRxBits), uint64(ep.rxBits()))
 	atomic.StoreUint64(fastWord(p, epfSendOK), b2u(send))
 	atomic.StoreUint64(fastWord(p, epfRecvOK), b2u(recv))
 	var cqPage uintptr
@@ -242,10 +247,35 @@ func b2u(b bool) uint64 {
 // setFastPeer records (or, with desc nil, clears) the descriptor of
 // fi_addr a. The caller holds the domain lock.
 func (ep *Endpoint) setFastPeer(a uint64, desc unsafe.Pointer) {
-	if ep.fast.peers == nil || a >= maxFastPeers {
+	slot := fastSlot(a, ep.rxBits())
+	if ep.fast.peers == nil || slot >= maxFastPeers {
 		return
 	}
-	atomic.StoreUint64(fastWord(ep.fast.peers, int(a)*8), uint64(uintptr(desc)))
+	atomic.StoreUint64(fastWord(ep.fast.peers, int(slot)*8), uint64(uintptr(desc)))
+}
+
+// fastSlot is the peer table's slot of fi_addr a in an AV with bits
+// receive-context bits: a rotated left by bits, so that the contexts of
+// one scalable peer (fi_rx_addr) sit next to each other after its base
+// address's. C computes the same (fast/send.c).
+func fastSlot(a uint64, bits int) uint64 { return bits64.RotateLeft64(a, bits) }
+
+// forgetFastPeer clears every slot of base address a: its own and, in an
+// AV with receive-context bits, those of its contexts.
+func (ep *Endpoint) forgetFastPeer(a uint64) {
+	bits := ep.rxBits()
+	ep.setFastPeer(a, nil)
+	for rx := uint64(1); bits > 0 && rx < 1<<bits; rx++ {
+		ep.setFastPeer(a|rx<<(64-bits), nil)
+	}
+}
+
+// rxBits is the receive-context bits of the endpoint's AV (0: none bound).
+func (ep *Endpoint) rxBits() int {
+	if ep.av == nil {
+		return 0
+	}
+	return ep.av.bits
 }
 
 // setFastSender records descriptor desc of peer epid in the senders'

@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -45,11 +46,12 @@ const (
 	refTag60      = 0x0aaaaaaaaaaaaaaa
 
 	// Context counts as this provider defines them (the reference's 16
-	// come from a stand-in PSM2 library): 256 free contexts, one tx and
-	// one rx context per endpoint, and as many shared tx contexts as
-	// endpoints can open (provider/stx.go).
+	// come from a stand-in PSM2 library): 256 free contexts, up to
+	// getinfo.MaxSEPContexts contexts per scalable endpoint
+	// (provider/sep.go), and as many shared tx contexts as endpoints can
+	// open (provider/stx.go).
 	refFreeCtx  = 256
-	refMaxEPCtx = 1
+	refMaxEPCtx = getinfo.MaxSEPContexts
 	refMaxSTX   = refFreeCtx
 )
 
@@ -243,8 +245,8 @@ func TestGetInfoMatchesReferenceText(t *testing.T) {
 	fix := strings.NewReplacer(
 		"        tx_ctx_cnt: 16\n", "        tx_ctx_cnt: 256\n",
 		"        rx_ctx_cnt: 16\n", "        rx_ctx_cnt: 256\n",
-		"max_ep_tx_ctx: 16\n", "max_ep_tx_ctx: 1\n",
-		"max_ep_rx_ctx: 16\n", "max_ep_rx_ctx: 1\n",
+		"max_ep_tx_ctx: 16\n", fmt.Sprintf("max_ep_tx_ctx: %d\n", refMaxEPCtx),
+		"max_ep_rx_ctx: 16\n", fmt.Sprintf("max_ep_rx_ctx: %d\n", refMaxEPCtx),
 		"max_ep_stx_ctx: 16\n", "max_ep_stx_ctx: 256\n",
 	)
 	p, _ := newTestProvider(t, nil)
@@ -436,13 +438,23 @@ func TestGetInfoHints(t *testing.T) {
 			},
 		},
 		{
-			name: "mode 0 leaves only the RMA entry",
+			name: "mode 0 keeps every entry, without FI_CONTEXT (psm2: only the RMA entry)",
 			hints: func() *fi.Info {
 				h := fiInfoHints()
 				h.Mode = 0
 				return h
 			},
-			want: func() []*fi.Info { return []*fi.Info{refEntry("RMA")} },
+			want: func() []*fi.Info {
+				var out []*fi.Info
+				for _, k := range []string{"TAG64", "TAG60", "RMA"} {
+					e := refEntry(k)
+					e.Mode &^= fi.CONTEXT
+					e.Tx.Mode &^= fi.CONTEXT
+					e.Rx.Mode &^= fi.CONTEXT
+					out = append(out, e)
+				}
+				return out
+			},
 		},
 		{
 			name: "tagged with a 64-bit tag format leaves only TAG64",
@@ -879,7 +891,6 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "tag layout leaves nothing", env: map[string]string{"FI_PSM2_TAG_LAYOUT": "tag64"},
 			mod: func(h *fi.Info) { h.Caps = fi.TAGGED; h.Domain.CQDataSize = 4 }},
 		// getinfo.Check: info-level
-		{name: "mode missing FI_CONTEXT", mod: func(h *fi.Info) { h.Caps = fi.MSG; h.Mode = 0 }},
 		{name: "provider version", mod: func(h *fi.Info) { h.Fabric.ProvVersion = fi.Version(118, 0) }},
 		// getinfo.Check: domain
 		{name: "threading invalid", mod: func(h *fi.Info) { h.Domain.Threading = 99 }},
@@ -901,8 +912,8 @@ func TestGetInfoRejections(t *testing.T) {
 		{name: "protocol", mod: func(h *fi.Info) { h.EP.Protocol = fi.PROTO_RXM }},
 		{name: "protocol version", mod: func(h *fi.Info) { h.EP.ProtocolVersion = 515 }},
 		{name: "max_msg_size", mod: func(h *fi.Info) { h.EP.MaxMsgSize = refMaxMsgSize + 1 }},
-		{name: "tx_ctx_cnt 2", mod: func(h *fi.Info) { h.EP.TxCtxCnt = 2 }},
-		{name: "rx_ctx_cnt 2", mod: func(h *fi.Info) { h.EP.RxCtxCnt = 2 }},
+		{name: "tx_ctx_cnt 65", mod: func(h *fi.Info) { h.EP.TxCtxCnt = getinfo.MaxSEPContexts + 1 }},
+		{name: "rx_ctx_cnt 65", mod: func(h *fi.Info) { h.EP.RxCtxCnt = getinfo.MaxSEPContexts + 1 }},
 		{name: "rx_ctx_cnt shared", mod: func(h *fi.Info) { h.EP.RxCtxCnt = fi.SHARED_CONTEXT }},
 		{name: "max_order_raw_size with RMA", mod: func(h *fi.Info) { h.Caps = fi.RMA; h.EP.MaxOrderRAWSize = 4097 }},
 		{name: "max_order_war_size with ATOMIC", mod: func(h *fi.Info) { h.Caps = fi.ATOMIC; h.EP.MaxOrderWARSize = 4097 }},
@@ -1023,7 +1034,11 @@ func TestGetInfoAcceptedEdges(t *testing.T) {
 		}, want: "TAG64,TAG60,RMA"},
 		{name: "ignored rx caps (tx-only bits)", mod: func(h *fi.Info) { h.Rx.Caps = fi.READ | fi.WRITE | fi.SEND | fi.NAMED_RX_CTX }, want: "TAG64,TAG60,RMA"},
 		{name: "ignored tx caps (rx-only bits)", mod: func(h *fi.Info) { h.Tx.Caps = fi.REMOTE_READ | fi.RECV | fi.SOURCE }, want: "TAG64,TAG60,RMA"},
-		{name: "info mode 0 leaves RMA even with rx/tx mode FI_CONTEXT", mod: func(h *fi.Info) { h.Mode = 0; h.Rx.Mode = fi.CONTEXT; h.Tx.Mode = fi.CONTEXT }, want: "RMA"},
+		// FI_CONTEXT is never needed (no fi_context is written): hints
+		// without it get every entry, their mode cleared.
+		{name: "info mode 0 keeps every entry", mod: func(h *fi.Info) { h.Mode = 0; h.Rx.Mode = fi.CONTEXT; h.Tx.Mode = fi.CONTEXT }, want: "TAG64,TAG60,RMA"},
+		{name: "msg caps without FI_CONTEXT", mod: func(h *fi.Info) { h.Caps = fi.MSG; h.Mode = 0 }, want: "TAG64,TAG60"},
+		{name: "tx_ctx_cnt 2 (a scalable endpoint)", mod: func(h *fi.Info) { h.EP.TxCtxCnt = 2; h.EP.RxCtxCnt = 2 }, want: "TAG64,TAG60,RMA"},
 		{name: "DGRAM ep type in the ep check", mod: func(h *fi.Info) { h.EP.Type = fi.EP_DGRAM; h.EP.Protocol = fi.PROTO_PSMX2 }, want: "TAG64,TAG60,RMA"},
 		{name: "MR_SCALABLE alone", mod: func(h *fi.Info) { h.Domain.MRMode = fi.MR_SCALABLE }, want: "TAG64,TAG60,RMA"},
 		{name: "any mr_mode bits without BASIC/SCALABLE", mod: func(h *fi.Info) { h.Domain.MRMode = fi.MR_PROV_KEY | fi.MR_VIRT_ADDR | fi.MR_ALLOCATED }, want: "TAG64,TAG60,RMA"},

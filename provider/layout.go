@@ -57,6 +57,7 @@ func CLayout() []cabi.Group {
 			cabi.WordField("EPF_APOST", epfAPost, 8, "C may post small atomics (psm2_fast_atomic)"),
 			cabi.WordField("EPF_CSEQ", epfCSeq, 8, "C's tag counter"),
 			cabi.WordField("EPF_AOPS", epfAOps, aoCap*aoSize, "the armed table"),
+			cabi.WordField("EPF_RX_BITS", epfRxBits, 8, "the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them"),
 			cabi.Value("AO_CAP", aoCap, "entries; op id i at entry i % AO_CAP"),
 			cabi.Word("AO_WORDS", aoSize, "words an entry takes"),
 			cabi.Word("AO_STATE", aoState, "in an entry: an AO_* state"),

@@ -147,10 +147,12 @@ type engine struct {
 
 	pending int // sends and fetches in flight on the wire
 
-	conns  []transport.Conn // by fi_addr; 0: not resolved yet
-	iov    [getinfo.IovLimit][]byte
-	hdr    transport.Header
-	events int // completions produced by the current poll
+	conns []transport.Conn // by fi_addr; 0: not resolved yet
+	// ctxConns: addresses of a scalable peer's context > 0 (fi_rx_addr)
+	ctxConns map[uint64]transport.Conn
+	iov      [getinfo.IovLimit][]byte
+	hdr      transport.Header
+	events   int // completions produced by the current poll
 
 	inPoll bool      // inside the wire's Poll: RMA sends wait in the outbox
 	sendQ  sendQueue // sends the wire had no room for (sendq.go)
@@ -283,10 +285,16 @@ func (e *engine) forgetAddr(a uint64) {
 	if a < uint64(len(e.conns)) {
 		e.conns[a] = 0
 	}
-	e.ep.setFastPeer(a, nil)
+	for k := range e.ctxConns {
+		if e.ep.av.baseAddr(k) == a {
+			delete(e.ctxConns, k)
+		}
+	}
+	e.ep.forgetFastPeer(a)
 }
 
-// conn resolves fi_addr a to a wire connection.
+// conn resolves fi_addr a to a wire connection. An address with receive
+// context bits (fi_rx_addr) names that context of a scalable peer.
 func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 	e := &ep.engine
 	if a < uint64(len(e.conns)) {
@@ -294,20 +302,32 @@ func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 			return c, 0
 		}
 	}
+	rx := ep.av.rxIndex(a)
+	if rx > 0 {
+		if c, ok := e.ctxConns[a]; ok {
+			return c, 0
+		}
+	}
 	name, ok := ep.av.nameLocked(a)
-	if !ok {
+	if !ok || rx >= name.contexts() {
 		return 0, fi.EINVAL
 	}
-	c, err := ep.tp.Connect(name.EPID)
+	epid := name.contextEPID(rx)
+	c, err := ep.tp.Connect(epid)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
 	if fs, ok := ep.tp.(transport.FastSender); ok {
 		desc := fs.FastPeer(c)
-		if ep.av.baseAddr(a) == a {
-			ep.setFastPeer(a, desc)
+		ep.setFastPeer(a, desc)
+		ep.setFastSender(epid, desc)
+	}
+	if rx > 0 {
+		if e.ctxConns == nil {
+			e.ctxConns = make(map[uint64]transport.Conn)
 		}
-		ep.setFastSender(name.EPID, desc)
+		e.ctxConns[a] = c
+		return c, 0
 	}
 	a = ep.av.baseAddr(a)
 	for uint64(len(e.conns)) <= a {
@@ -544,10 +564,11 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 	var srcEPID uint64
 	if src != fi.AddrUnspec && ep.caps&fi.DIRECTED_RECV != 0 {
 		name, ok := ep.av.nameLocked(src)
-		if !ok {
+		rx := ep.av.rxIndex(src)
+		if !ok || rx >= name.contexts() {
 			return fi.EINVAL
 		}
-		srcEPID = name.EPID
+		srcEPID = name.contextEPID(rx) // a scalable peer's context sends from its own id
 	}
 	if flags&fi.PEEK != 0 {
 		// What has arrived is looked at first, as psm2's probe

@@ -43,16 +43,24 @@ type Provider struct {
 	addrErr  error
 }
 
-// allocContext reserves a context number (part of an endpoint id) for a
-// new endpoint.
-func (p *Provider) allocContext() (int, error) {
+// allocContexts reserves n consecutive context numbers (part of an
+// endpoint id) for new endpoints and returns the first.
+func (p *Provider) allocContexts(n int) (int, error) {
 	p.ctxMu.Lock()
 	defer p.ctxMu.Unlock()
+	run := 0
 	for i, used := range p.ctxUsed {
-		if !used {
-			p.ctxUsed[i] = true
-			p.openContexts.Add(1)
-			return i, nil
+		if used {
+			run = 0
+			continue
+		}
+		if run++; run == n {
+			first := i + 1 - n
+			for j := first; j <= i; j++ {
+				p.ctxUsed[j] = true
+			}
+			p.openContexts.Add(int64(n))
+			return first, nil
 		}
 	}
 	return 0, fi.EMFILE
@@ -221,6 +229,17 @@ func (p *Provider) initEntries(hints *fi.Info) ([]*fi.Info, error) {
 	if len(infos) == 0 {
 		return nil, getinfo.NoMatch("FI_PSM2_TAG_LAYOUT=%v leaves no entry for the hints", layout)
 	}
+	// FI_CONTEXT: psm2 keeps each request's state in the application's
+	// struct fi_context; we never write it. So hints without the mode
+	// still get the message entries, with the mode cleared (psm2 gives
+	// them only the RMA-only entry).
+	if hints != nil && hints.Mode&fi.CONTEXT == 0 {
+		for _, info := range infos {
+			info.Mode &^= fi.CONTEXT
+			info.Tx.Mode &^= fi.CONTEXT
+			info.Rx.Mode &^= fi.CONTEXT
+		}
+	}
 	// Collectives (coll.go), which psm2 does not have: offered only to
 	// hints that ask for them, so that every other answer stays psm2's.
 	if hints != nil && hints.Caps&fi.COLLECTIVE != 0 {
@@ -261,10 +280,11 @@ func (p *Provider) fillAddresses(infos []*fi.Info, src EPName, dest *EPName) {
 		free := p.freeContexts()
 		d := info.Domain
 		d.TxCtxCnt, d.RxCtxCnt = free, free
-		// Scalable endpoints are not offered: an endpoint has exactly
-		// one transmit and one receive context. Shared transmit
-		// contexts are (stx.go): as many as endpoints can still open.
-		d.MaxEPTxCtx, d.MaxEPRxCtx, d.MaxEPStxCtx = 1, 1, free
+		// A scalable endpoint's contexts are endpoints (sep.go), and so
+		// are shared transmit contexts (stx.go): as many as can still
+		// open, within a SEP's own limit.
+		sep := p.maxSEPContexts()
+		d.MaxEPTxCtx, d.MaxEPRxCtx, d.MaxEPStxCtx = sep, sep, free
 		d.Name = getinfo.DomainPrefix + "_0"
 		info.Tx.InjectSize = uint64(p.params.InjectSize)
 	}

@@ -52,3 +52,32 @@ func EPIDCtx(epid uint64) uint8 { return uint8(epid >> epidCtxShift) }
 // SameHost reports whether endpoint ids a and b name endpoints of one
 // host: their addresses are equal.
 func SameHost(a, b uint64) bool { return a>>32 == b>>32 }
+
+// ContextEPID is the id of context i of the scalable endpoint whose
+// context 0 has id base, and whether it can exist. A scalable endpoint's
+// contexts are endpoints of their own, opened together so that their ids
+// follow from the first: context i has context number ctx+i and, with a
+// network wire, UDP port port+i. So one 16-byte name (base and the count)
+// addresses all of them, and a peer needs no query to reach context i.
+func ContextEPID(base uint64, i int) (uint64, bool) {
+	if i < 0 || int(EPIDCtx(base))+i > 0xFF {
+		return 0, false
+	}
+	id := base + uint64(i)<<epidCtxShift
+	if base&epidShmOnly != 0 {
+		return id, true
+	}
+	if int(uint16(base>>16))+i > 0xFFFF {
+		return 0, false
+	}
+	return id + uint64(i)<<16, true
+}
+
+// EPIDPort is the UDP port inside endpoint id epid (0 for an id without
+// a network wire).
+func EPIDPort(epid uint64) uint16 {
+	if epid&epidShmOnly != 0 {
+		return 0
+	}
+	return uint16(epid >> 16)
+}

@@ -34,7 +34,11 @@ void *psm2_fid_handle(const struct fid *fid)
 	case FI_CLASS_MR:
 		return fid->ops == &psm2_mr_fi_ops ? ((struct psm2_mr *) fid)->handle : NULL;
 	case FI_CLASS_EP:
+	case FI_CLASS_TX_CTX:
+	case FI_CLASS_RX_CTX:
 		return fid->ops == &psm2_ep_fi_ops ? ((struct psm2_ep *) fid)->handle : NULL;
+	case FI_CLASS_SEP:
+		return fid->ops == &psm2_sep_fi_ops ? ((struct psm2_sep *) fid)->ep.handle : NULL;
 	case FI_CLASS_STX_CTX:
 		return fid->ops == &psm2_stx_fi_ops ? ((struct psm2_stx *) fid)->handle : NULL;
 	default:
@@ -139,8 +143,9 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **sep, void *context)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) domain; (void) info; (void) sep; (void) context;
-	return -FI_ENOSYS;
+	if (!domain || !info || !sep)
+		return -FI_EINVAL;
+	return psm2go_sep_open((struct psm2_domain *) domain, info, sep, context);
 }
 
 static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,

@@ -28,6 +28,8 @@ static struct fi_ops_tagged ep_tagged_ops;
 static struct fi_ops_rma ep_rma_ops;
 static struct fi_ops_atomic ep_atomic_ops;
 
+static int ep_set_opflags(struct psm2_ep *e, uint64_t flags);
+
 struct psm2_ep *psm2_ep_new(void *context)
 {
 	struct psm2_ep *e = calloc(1, sizeof(*e));
@@ -54,9 +56,57 @@ struct psm2_ep *psm2_ep_new(void *context)
  * endpoints or aliases. */
 static struct psm2_ep *ep_of(struct fid *fid)
 {
-	if (!fid || fid->fclass != FI_CLASS_EP || fid->ops != &psm2_ep_fi_ops)
+	if (!fid || fid->ops != &psm2_ep_fi_ops)
 		return NULL;
-	return (struct psm2_ep *) fid;
+	switch (fid->fclass) {
+	case FI_CLASS_EP:
+	case FI_CLASS_TX_CTX:	/* a scalable endpoint's context (sep.c) */
+	case FI_CLASS_RX_CTX:
+		return (struct psm2_ep *) fid;
+	default:
+		return NULL;
+	}
+}
+
+/* psm2_ep_data_ops gives dst the endpoint's data-transfer tables (sep.c:
+ * a scalable endpoint's own calls reach Go with slot 0, which answers
+ * -FI_EINVAL, as fi_endpoint(3) has no transfers on one). */
+void psm2_ep_data_ops(struct fid_ep *dst)
+{
+	dst->msg = &ep_msg_ops;
+	dst->rma = &ep_rma_ops;
+	dst->tagged = &ep_tagged_ops;
+	dst->atomic = &ep_atomic_ops;
+	dst->collective = &psm2_collective_ops;
+}
+
+/* psm2_ep_alias makes an alias of e (FI_ALIAS, or a scalable endpoint's
+ * fi_tx_context/fi_rx_context): a copy of the struct with its own class,
+ * context and op flags (flags: FI_TRANSMIT or FI_RECV and the flags). The
+ * endpoint counts it and refuses to close while it is open. */
+int psm2_ep_alias(struct psm2_ep *e, size_t fclass, uint64_t flags, void *context,
+		  struct fid **out)
+{
+	struct psm2_ep *a, *base;
+	int ret;
+
+	a = malloc(sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	*a = *e;
+	base = e->base ? e->base : e;
+	a->base = base;
+	a->aliases = 0;
+	a->ep_fid.fid.fclass = fclass;
+	a->ep_fid.fid.context = context;
+	ret = ep_set_opflags(a, flags);
+	if (ret) {
+		free(a);
+		return ret;
+	}
+	__atomic_add_fetch(&base->aliases, 1, __ATOMIC_ACQ_REL);
+	*out = &a->ep_fid.fid;
+	return 0;
 }
 
 /* ---- fi_ops ---- */
@@ -69,9 +119,15 @@ static int ep_close(struct fid *fid)
 	if (!e)
 		return -FI_EINVAL;
 	if (e->base) {
-		/* An alias: only the struct is its own. */
-		__atomic_sub_fetch(&e->base->aliases, 1, __ATOMIC_ACQ_REL);
+		/* An alias: only the struct is its own. The last fid of a
+		 * scalable endpoint's context lets go of what was bound to
+		 * it (provider/sep.go). */
+		struct psm2_ep *base = e->base;
+		int ctx = fid->fclass == FI_CLASS_TX_CTX || fid->fclass == FI_CLASS_RX_CTX;
+
 		psm2_retire(&e->ep_fid.fid, sizeof(struct fid_ep), sizeof(*e));
+		if (__atomic_sub_fetch(&base->aliases, 1, __ATOMIC_ACQ_REL) == 0 && ctx)
+			return psm2go_ep_release_ctx(base);
 		return 0;
 	}
 	if (__atomic_load_n(&e->aliases, __ATOMIC_ACQUIRE) > 0)
@@ -130,10 +186,9 @@ static int ep_set_opflags(struct psm2_ep *e, uint64_t flags)
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	struct psm2_ep *e = ep_of(fid), *a, *base;
+	struct psm2_ep *e = ep_of(fid);
 	struct fi_alias *alias;
 	uint64_t *flags;
-	int ret;
 
 	if (!e)
 		return -FI_EINVAL;
@@ -160,22 +215,15 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		alias = arg;
 		if (!alias || !alias->fid)
 			return -FI_EINVAL;
-		a = malloc(sizeof(*a));
-		if (!a)
-			return -FI_ENOMEM;
-		*a = *e;
-		base = e->base ? e->base : e;
-		a->base = base;
-		a->aliases = 0;
-		ret = ep_set_opflags(a, alias->flags);
-		if (ret) {
-			free(a);
-			return ret;
-		}
-		__atomic_add_fetch(&base->aliases, 1, __ATOMIC_ACQ_REL);
-		*alias->fid = &a->ep_fid.fid;
-		return 0;
+		return psm2_ep_alias(e, e->ep_fid.fid.fclass, alias->flags,
+				     e->ep_fid.fid.context, alias->fid);
 	case FI_ENABLE:
+		/* A context's role: its endpoint is enabled with its
+		 * last opened role (provider/sep.go). */
+		if (e->ep_fid.fid.fclass == FI_CLASS_TX_CTX)
+			return psm2go_ep_enable_role(e, PSM2_ROLE_TX);
+		if (e->ep_fid.fid.fclass == FI_CLASS_RX_CTX)
+			return psm2go_ep_enable_role(e, PSM2_ROLE_RX);
 		return psm2go_ep_enable(e);
 	default:
 		return -FI_ENOSYS;

@@ -27,21 +27,39 @@ func psm2go_ep_open(dc *C.struct_psm2_domain, info *C.struct_fi_info, out **C.st
 	if err != nil {
 		return errnoOf(err)
 	}
+	c := newCEP(ep, context)
+	if c == nil {
+		ep.Close()
+		return -C.int(fi.ENOMEM)
+	}
+	*out = &c.ep_fid
+	return 0
+}
+
+// newCEP makes the C endpoint of ep (nil: out of memory; the caller
+// closes ep).
+func newCEP(ep *provider.Endpoint, context unsafe.Pointer) *C.struct_psm2_ep {
 	slot := objTable.ep.register(ep)
 	c := C.psm2_ep_new(context)
 	if c == nil || slot == 0 {
 		objTable.ep.release(slot)
 		C.free(unsafe.Pointer(c))
-		ep.Close()
-		return -C.int(fi.ENOMEM)
+		return nil
 	}
 	c.handle = newHandle(ep)
 	c.slot = C.uint32_t(slot)
 	c.tx_op_flags = C.uint64_t(ep.TxOpFlags())
 	c.rx_op_flags = C.uint64_t(ep.RxOpFlags())
 	c.fast = (*C.uint64_t)(ep.FastPath())
-	*out = &c.ep_fid
-	return 0
+	return c
+}
+
+// freeCEP lets go of the C endpoint of a closed endpoint.
+func freeCEP(c *C.struct_psm2_ep) {
+	objTable.ep.release(uint32(c.slot))
+	deleteHandle(c.handle)
+	c.handle, c.slot, c.fast = nil, 0, nil
+	C.psm2_retire(&c.ep_fid.fid, C.sizeof_struct_fid_ep, C.sizeof_struct_psm2_ep)
 }
 
 func epObj(c *C.struct_psm2_ep) *provider.Endpoint {
@@ -64,10 +82,7 @@ func psm2go_ep_close(c *C.struct_psm2_ep) (ret C.int) {
 	if err := ep.Close(); err != nil {
 		return errnoOf(err)
 	}
-	objTable.ep.release(uint32(c.slot))
-	deleteHandle(c.handle)
-	c.handle, c.slot, c.fast = nil, 0, nil
-	C.psm2_retire(&c.ep_fid.fid, C.sizeof_struct_fid_ep, C.sizeof_struct_psm2_ep)
+	freeCEP(c)
 	return 0
 }
 
@@ -102,6 +117,32 @@ func psm2go_ep_enable(c *C.struct_psm2_ep) (ret C.int) {
 		return -C.int(fi.EINVAL)
 	}
 	return errnoOf(ep.Enable())
+}
+
+// psm2go_ep_release_ctx: the last fid of a scalable endpoint's context
+// closed.
+//
+//export psm2go_ep_release_ctx
+func psm2go_ep_release_ctx(c *C.struct_psm2_ep) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_release_ctx")
+	ep := epObj(c)
+	if ep == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.ReleaseContext())
+}
+
+// psm2go_ep_enable_role is fi_enable on a scalable endpoint's
+// fi_tx_context (role 1) or fi_rx_context (role 2).
+//
+//export psm2go_ep_enable_role
+func psm2go_ep_enable_role(c *C.struct_psm2_ep, role C.int) (ret C.int) {
+	defer guardInt(&ret, "psm2go_ep_enable_role")
+	ep := epObj(c)
+	if ep == nil {
+		return -C.int(fi.EINVAL)
+	}
+	return errnoOf(ep.EnableRole(uint8(role)))
 }
 
 //export psm2go_ep_cancel

@@ -163,6 +163,27 @@ struct psm2_ep {
 	struct psm2_ep *base;	/* NULL for an endpoint, the endpoint for an alias */
 };
 
+/* A scalable endpoint (sep.c, provider/sep.go): an endpoint struct of
+ * class FI_CLASS_SEP whose handle is the Go SEP and whose slot is 0 (its
+ * own data calls fail), and its n contexts, each an endpoint that the
+ * application reaches through aliases of class FI_CLASS_TX_CTX or
+ * FI_CLASS_RX_CTX (fi_tx_context, fi_rx_context). */
+struct psm2_sep {
+	struct psm2_ep ep;
+	int32_t n;
+	struct psm2_ep **ctx;
+};
+
+/* Context roles, as provider.RoleTx and RoleRx. */
+#define PSM2_ROLE_TX 1
+#define PSM2_ROLE_RX 2
+
+struct psm2_sep *psm2_sep_new(void *context, int32_t n);
+void psm2_ep_data_ops(struct fid_ep *dst);
+int psm2_ep_alias(struct psm2_ep *e, size_t fclass, uint64_t flags, void *context,
+		  struct fid **out);
+extern struct fi_ops psm2_sep_fi_ops;
+
 /* Ops tables shared by the link modes. */
 extern struct fi_ops psm2_nic_ops;
 extern struct fi_ops psm2_fabric_fi_ops;

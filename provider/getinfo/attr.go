@@ -57,6 +57,10 @@ const (
 	// process may open. It is our own limit, not a hardware one: each
 	// endpoint maps shared-memory queues and a socket.
 	MaxContexts = 256
+	// MaxSEPContexts is how many contexts one scalable endpoint may have:
+	// each is an endpoint of its own (its shm segment, rings and socket),
+	// opened with consecutive context numbers and UDP ports.
+	MaxSEPContexts = 64
 )
 
 // ProvVersion is the provider version, 117.0 as in libfabric 1.17.

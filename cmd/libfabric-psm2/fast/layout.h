@@ -54,6 +54,7 @@
 #define EPF_APOST 467                    /* C may post small atomics (psm2_fast_atomic) */
 #define EPF_CSEQ 468                     /* C's tag counter */
 #define EPF_AOPS 469                     /* the armed table */
+#define EPF_RX_BITS 511                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */

@@ -6,6 +6,16 @@
 
 /* psm2_domlock returns the lock word of domain page dom, and whether the
  * domain locks at all. */
+/* psm2_peer_slot is fi_addr a's slot in endpoint page f's peer table:
+ * a rotated left by the AV's rx_ctx_bits (provider/fastep.go fastSlot),
+ * so that fi_rx_addr's context index lands next to its base address. */
+static inline uint64_t psm2_peer_slot(const uint64_t *f, uint64_t a)
+{
+	uint64_t b = f[EPF_RX_BITS];
+
+	return b ? (a << b) | (a >> (64 - b)) : a;
+}
+
 static inline uint32_t *psm2_domlock(const void *domp, int *locking)
 {
 	char *dom = (char *) domp;

@@ -29,14 +29,15 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 {
 	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
 	struct psm2_inline m;
-	uint64_t *d, *cq = NULL, cc = 0;
+	uint64_t *d, *cq = NULL, cc = 0, slot;
 	uint32_t *lk;
 	int locking, ret = PSM2_FAST_GO, n, inject = (flags & FI_INJECT) != 0, comp = 0;
 	int nocomp = (flags & PSM2_NO_COMPLETION) != 0;
 
 	if (!f || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED) || (flags & FI_TRIGGER))
 		return PSM2_FAST_GO;
-	if ((inject && len > f[EPF_INJECT]) || (len && !buf) || dest >= f[EPF_NPEERS])
+	slot = psm2_peer_slot(f, dest);
+	if ((inject && len > f[EPF_INJECT]) || (len && !buf) || slot >= f[EPF_NPEERS])
 		return PSM2_FAST_GO;
 	if (!nocomp) {
 		uint64_t ok = __atomic_load_n(&f[EPF_TX_CQ_OK], __ATOMIC_RELAXED);
@@ -79,7 +80,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 			goto out;	/* a thread blocks in fi_cq_sread: Go wakes it */
 	}
 	d = (uint64_t *) (uintptr_t) __atomic_load_n(
-		&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
+		&((uint64_t *) (uintptr_t) f[EPF_PEERS])[slot], __ATOMIC_RELAXED);
 	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED))
 		goto out;
 	if (__atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
