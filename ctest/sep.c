@@ -12,7 +12,9 @@
  *     context 0 sent, not what its context 1 sent first;
  *   - the SEP itself carries no data (-FI_EINVAL), binds no CQ, has no
  *     context 2, and does not close while a context is open
- *     (-FI_EBUSY); closed contexts let their CQs close, then the SEP. */
+ *     (-FI_EBUSY); closed contexts let their CQs close, then the SEP;
+ *   - MPICH's order works too: a transmit role bound and enabled before
+ *     the receive role of its context is opened and bound. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,6 +170,37 @@ static int child(int in, int out)
 	return close_side(&s) ? 28 : 0;
 }
 
+/* mpich_order opens a SEP of s's domain as MPICH's ch4 does: context 0's
+ * transmit role opened, bound (CQ, counter) and enabled before its
+ * receive role is opened and bound. 0, or the failing step. */
+static int mpich_order(struct side *s)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_ep *sep, *tx, *rx;
+	struct fid_cq *cq;
+	struct fid_cntr *cntr;
+	int step = 0;
+
+	if (fi_scalable_ep(s->domain, s->info, &sep, NULL))
+		return 1;
+	if (fi_scalable_ep_bind(sep, &s->av->fid, 0) || fi_cq_open(s->domain, &cq_attr, &cq, NULL) ||
+	    fi_cntr_open(s->domain, &cntr_attr, &cntr, NULL))
+		return 2;
+	if (fi_tx_context(sep, 0, NULL, &tx, NULL) || fi_ep_bind(tx, &cq->fid, FI_SEND | FI_SELECTIVE_COMPLETION) ||
+	    fi_ep_bind(tx, &cntr->fid, FI_WRITE | FI_READ) || fi_enable(tx))
+		step = 3;
+	else if (fi_rx_context(sep, 0, NULL, &rx, NULL) || fi_ep_bind(rx, &cq->fid, FI_RECV) || fi_enable(rx))
+		step = 4;
+	else if (fi_enable(sep) || fi_close(&rx->fid))
+		step = 5;
+	if (step != 3 && fi_close(&tx->fid))
+		step = 6;
+	if (fi_close(&cq->fid) || fi_close(&cntr->fid) || fi_close(&sep->fid))
+		step = step ? step : 7;
+	return step;
+}
+
 static int multi_ep_off(void)
 {
 	struct fi_info *info;
@@ -259,6 +292,8 @@ int main(void)
 	CHECK(write(down[1], "x", 1) == 1, "go");
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the sender failed at step %d", WEXITSTATUS(status));
+	ret = mpich_order(&s);
+	CHECK(ret == 0, "MPICH's order (transmit role enabled before the receive role opens): step %d", ret);
 	CHECK(close_side(&s) == 0, "closing contexts, CQs, SEP, AV, domain and fabric");
 	return finish("sep");
 }

@@ -228,7 +228,20 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 		return fi.EINVAL
 	}
 	if ep.enabled {
-		return fi.EOPBADSTATE
+		// A scalable endpoint's context is enabled with its first role
+		// when the other is opened later (MPICH opens, binds and
+		// enables the transmit context before it opens the receive
+		// context): the later role's CQ and counters bind to the
+		// running endpoint.
+		switch obj.(type) {
+		case *CQ, *Cntr:
+			if ep.sep == nil {
+				return fi.EOPBADSTATE
+			}
+			defer ep.syncFastLocked()
+		default:
+			return fi.EOPBADSTATE
+		}
 	}
 	switch o := obj.(type) {
 	case *AV:

@@ -254,3 +254,62 @@ func TestSEPRules(t *testing.T) {
 	}
 	s1.Close()
 }
+
+// TestSEPLateRole: MPICH opens, binds and enables a context's transmit
+// role before it opens the receive role; the receive CQ then binds to the
+// running endpoint, and messages reach it. An ordinary enabled endpoint
+// still refuses a bind.
+func TestSEPLateRole(t *testing.T) {
+	p := New(newFakeHost(nil))
+	p.wire = newLoopNet(64).open
+	info := &fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	_, d, _ := openDomainAV(t, p, info)
+	av, err := d.OpenAV(&AVAttr{Type: fi.AV_TABLE, RxCtxBits: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.OpenSEP(&fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM, TxCtxCnt: 2, RxCtxCnt: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(av, 0); err != nil {
+		t.Fatal(err)
+	}
+	txcq, _ := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
+	rxcq, _ := d.OpenCQ(&CQAttr{Format: fi.CQ_FORMAT_TAGGED, WaitObj: fi.WAIT_UNSPEC})
+	ep, _ := s.Context(1, RoleTx)
+	for _, err := range []error{ep.Bind(txcq, fi.TRANSMIT), ep.EnableRole(RoleTx)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !ep.enabled {
+		t.Fatal("the only opened role is enabled: the context should be")
+	}
+	ep, _ = s.Context(1, RoleRx)
+	for _, err := range []error{ep.Bind(rxcq, fi.RECV), ep.EnableRole(RoleRx)} {
+		if err != nil {
+			t.Fatalf("late receive role: %v", err)
+		}
+	}
+	var name [EPNameLen]byte
+	s.Name(name[:])
+	var a [1]uint64
+	av.Insert(name[:], a[:], nil, 0, 0)
+	pr := &pair{t: t, dom: d}
+	buf := make([]byte, 4)
+	pr.recv(ep, buf, fi.AddrUnspec, 7, 0, 0x77, fi.TAGGED|fi.COMPLETION)
+	if err := pr.send(ep, rxAddr(a[0], 1, 1), []byte("late"), 7, 0, fi.TAGGED); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pr.read(rxcq); err != nil || c.ctx != 0x77 || string(buf) != "late" {
+		t.Fatalf("receive on the late role: %+v %v %q", c, err, buf)
+	}
+	plain, _ := openBoundEP(t, d, av, info)
+	if err := plain.Bind(rxcq, fi.RECV); !errors.Is(err, fi.EOPBADSTATE) {
+		t.Fatalf("bind to an enabled endpoint: %v", err)
+	}
+	plain.Close()
+	ep.ReleaseContext()
+	s.Close()
+}

@@ -5,7 +5,8 @@
 #   - our MPI conformance program (ctest/mpi/conformance.c) under Open MPI's
 #     cm PML and ofi MTL with FI_PROVIDER=psm2, at -np 2 and -np 4;
 #   - NetPIPE (NPopenmpi) to 8 MiB and hpcc at -np 2, same path;
-#   - ctest/mpi/threads.c (MPI_THREAD_MULTIPLE, 4 threads a rank) at -np 3;
+#   - ctest/mpi/threads.c (MPI_THREAD_MULTIPLE, 4 threads a rank) at -np 3,
+#     and at -np 2 on scalable endpoints (mtl_ofi_enable_sep);
 #   - with MPICH built by scripts/mpich.sh (ch4:ofi): the conformance,
 #     one-sided and threads programs at -np 2.
 # Prints PASS/FAIL lines; exit status 1 if anything failed.
@@ -78,6 +79,17 @@ else
 	else
 		fail "MPI_THREAD_MULTIPLE at -np 3" "$o"
 	fi
+	# The same on a scalable endpoint: a context per communicator
+	# (thread grouping). 8 contexts: Open MPI 4.1 indexes an array of
+	# mtl_ofi_num_ctxts + 2 entries by communicator, so fewer contexts
+	# than communicators overflow it whatever the provider.
+	o=$(timeout 300 scripts/mpirun.sh -np 2 --mca mtl_ofi_enable_sep 1 --mca mtl_ofi_thread_grouping 1 \
+		--mca mtl_ofi_num_ctxts 8 --mca mtl_ofi_verbose 1 "$out/threads" 2>&1)
+	if [ $? -eq 0 ] && grep -q '^threads: .* 0 failed' <<<"$o" && grep -q 'Scalable EP supported in psm2 provider' <<<"$o"; then
+		ok "MPI_THREAD_MULTIPLE on a scalable endpoint (mtl_ofi_enable_sep, thread grouping): $(grep '^threads:' <<<"$o")"
+	else
+		fail "MPI_THREAD_MULTIPLE on a scalable endpoint" "$o"
+	fi
 fi
 
 # MPI conformance, NetPIPE, hpcc.
@@ -103,9 +115,11 @@ if scripts/mpichrun.sh --have; then
 			fail "MPICH mpicc ctest/mpi/$prog.c" "$(cat "$out/mpicc.log")"
 			continue
 		fi
-		o=$(timeout 300 scripts/mpichrun.sh -n 2 "$out/mpich-$prog" 2>&1)
-		if [ $? -eq 0 ] && grep -q "^$prog: .* 0 failed" <<<"$o"; then
-			ok "MPICH ch4:ofi over psm2, $prog at -np 2: $(grep "^$prog:" <<<"$o")"
+		# MPICH's psm2 capability set asks for scalable endpoints:
+		# its debug output says whether it got them.
+		o=$(timeout 300 scripts/mpichrun.sh -genv MPIR_CVAR_CH4_OFI_CAPABILITY_SETS_DEBUG 1 -n 2 "$out/mpich-$prog" 2>&1)
+		if [ $? -eq 0 ] && grep -q "^$prog: .* 0 failed" <<<"$o" && grep -q '^MPIDI_OFI_ENABLE_SCALABLE_ENDPOINTS: 1' <<<"$o"; then
+			ok "MPICH ch4:ofi over psm2 (scalable endpoints), $prog at -np 2: $(grep "^$prog:" <<<"$o")"
 		else
 			fail "MPICH ch4:ofi, $prog at -np 2" "$o"
 		fi

@@ -21,13 +21,25 @@
 #                               what the conformance program needs, and a
 #                               build that fits in CI-sized time.
 #   the rest as debian/rules:   hydra, hwloc from /usr, shared libraries.
+#
+# MPICH_VCIS=N (N > 1) builds the multi-VCI variant instead, in
+# mpich-$VER-vci$N: --enable-thread-cs=per-vci --with-ch4-max-vcis=N, so
+# that MPIR_CVAR_CH4_NUM_VCIS=2..N gives each VCI its own scalable
+# endpoint context (run it with MPICH_DIR pointing there).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VER=4.0.2
 DEBREV=3
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-DIR=${MPICH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/libfabric-psm2/mpich-$VER}
+VCIS=${MPICH_VCIS:-1}
+extra=()
+suffix=
+if [ "$VCIS" -gt 1 ]; then
+	extra=(--enable-thread-cs=per-vci --with-ch4-max-vcis="$VCIS")
+	suffix=-vci$VCIS
+fi
+DIR=${MPICH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/libfabric-psm2/mpich-$VER$suffix}
 
 "$ROOT/scripts/deps.sh" mpich
 [ -f "$ROOT/build/lib/libfabric.so.1" ] || make -C "$ROOT" all
@@ -87,7 +99,7 @@ echo "mpich: configuring and building in $DIR (log: $DIR/build.log)"
 		--with-pm=hydra --with-hwloc=/usr --enable-shared \
 		--with-datatype-engine=dataloop \
 		--disable-fortran --disable-cxx --disable-romio --disable-doc \
-		--enable-fast=O2 --disable-rpath --disable-wrapper-rpath
+		--enable-fast=O2 --disable-rpath --disable-wrapper-rpath "${extra[@]}"
 	make -j"$(nproc)"
 	make install
 } >"$DIR/build.log" 2>&1 || { tail -30 "$DIR/build.log" >&2; echo "mpich: build failed" >&2; exit 1; }
