@@ -166,3 +166,25 @@ func TestFastCAtomicsLikeTheEngine(t *testing.T) {
 	}
 	t.Logf("%d ops compared", applied)
 }
+
+// TestFastCPeerSlotLikeGo: C's peer-table slot of an fi_addr (page.h,
+// psm2_peer_slot) is Go's (fastSlot), for every rx_ctx_bits, and it keeps
+// the contexts of one scalable peer next to its base address's slot.
+func TestFastCPeerSlotLikeGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for bits := 0; bits <= 12; bits++ {
+		for range 2000 {
+			base := uint64(r.IntN(1 << 12))
+			rx := uint64(0)
+			a := base
+			if bits > 0 {
+				rx = uint64(r.IntN(1 << bits))
+				a |= rx << (64 - bits)
+			}
+			c, g := fastc.PeerSlot(a, bits), fastSlot(a, bits)
+			if c != g || g != base<<bits|rx {
+				t.Fatalf("bits %d, fi_addr %#x: C slot %#x, Go %#x, want %#x", bits, a, c, g, base<<bits|rx)
+			}
+		}
+	}
+}

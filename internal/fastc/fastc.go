@@ -6,6 +6,7 @@ package fastc
 #include "cell.h"
 #include "match.h"
 #include "stream.h"
+#include "page.h"
 
 static int fastc_build(void *cells, struct psm2_inline *m, const void *buf)
 {
@@ -247,3 +248,11 @@ func Match(q []RQ, mask, caps uint64, peers []uint64, tagged bool, tag, epid uin
 
 // RQCap is how many receives C queues at most.
 const RQCap = C.EPF_RQ_CAP
+
+// PeerSlot is psm2_peer_slot (page.h): fi_addr a's slot in the peer table
+// of an endpoint page whose AV has bits receive-context bits.
+func PeerSlot(a uint64, bits int) uint64 {
+	var page [C.EPF_RX_BITS + 1]uint64
+	page[C.EPF_RX_BITS] = uint64(bits)
+	return uint64(C.psm2_peer_slot((*C.uint64_t)(unsafe.Pointer(&page[0])), C.uint64_t(a)))
+}

@@ -1,0 +1,1 @@
+../../cmd/libfabric-psm2/fast/page.h
