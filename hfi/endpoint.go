@@ -41,8 +41,13 @@ type Config struct {
 	// PortCursor is a file shared by the host's endpoints (of this user)
 	// through which ports are taken in turn (ports.go); "" for none.
 	PortCursor string
-	Paths      int // dispersive routing: paths per peer pair (1..8)
-	PathSel    int // PathAdaptive...
+	// PortBlock is how many ports the cursor moves on past the one it
+	// gives (0 or 1: one): a scalable endpoint's context 0 reserves the
+	// ports its other contexts bind next (provider/sep.go), so that other
+	// processes' endpoints opening meanwhile do not take them.
+	PortBlock int
+	Paths     int // dispersive routing: paths per peer pair (1..8)
+	PathSel   int // PathAdaptive...
 	// ConnTimeout (FI_PSM2_CONN_TIMEOUT) bounds connection set-up and how
 	// long a peer may leave our packets unacknowledged before it is
 	// declared dead and its operations fail.
@@ -264,7 +269,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	be := cfg.Backend
 	if be == nil {
 		var err error
-		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths, cfg.PortCursor)
+		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths, cfg.PortCursor, cfg.PortBlock)
 		if err != nil {
 			return nil, err
 		}

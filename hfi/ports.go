@@ -19,8 +19,9 @@ import (
 // an id comes back only after the whole range was used.
 
 // portCursor returns the port to try first and advances the cursor by
-// one, in [first, last]; ok false if the cursor file cannot be used.
-func portCursor(path string, first, last uint16) (uint16, bool) {
+// block (at least one), in [first, last]; ok false if the cursor file
+// cannot be used.
+func portCursor(path string, first, last uint16, block int) (uint16, bool) {
 	if path == "" {
 		return 0, false
 	}
@@ -39,11 +40,11 @@ func portCursor(path string, first, last uint16) (uint16, bool) {
 	if n != 2 || p < first || p > last {
 		p = first + uint16(os.Getpid()%int(last-first+1))
 	}
-	next := p + 1
-	if next > last || next < p {
-		next = first
+	next := int(p) + max(block, 1)
+	if next > int(last) {
+		next = int(first)
 	}
-	binary.LittleEndian.PutUint16(b[:], next)
+	binary.LittleEndian.PutUint16(b[:], uint16(next))
 	if _, err := unix.Pwrite(fd, b[:], 0); err != nil {
 		return 0, false
 	}

@@ -60,9 +60,9 @@ const udpBuffer = 4 << 20
 
 // OpenUDP binds the sockets of a UDP backend on ip: socket 0 on a port
 // in [first, last] (the kernel's ephemeral range if first is 0), taken in
-// turn through the cursor file (ports.go; "" for none), paths-1 more on
-// any port.
-func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend, error) {
+// turn through the cursor file (ports.go; "" for none), which then moves
+// on by block ports (at least 1), paths-1 more on any port.
+func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string, block int) (Backend, error) {
 	if paths < 1 {
 		paths = 1
 	}
@@ -80,7 +80,7 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend,
 		var fd int
 		var err error
 		if i == 0 {
-			fd, err = bindPort0(ip, first, last, cursor)
+			fd, err = bindPort0(ip, first, last, cursor, block)
 		} else {
 			fd, err = bindUDP(ip, 0, 0)
 		}
@@ -103,12 +103,15 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string) (Backend,
 
 // bindPort0 binds the receiving socket: from the cursor's port on, or
 // the first free port of [first, last], or (no range, no cursor) any.
-func bindPort0(ip [4]byte, first, last uint16, cursor string) (int, error) {
+func bindPort0(ip [4]byte, first, last uint16, cursor string, block int) (int, error) {
 	explicit := first != 0
 	if !explicit {
 		first, last = localPortRange()
 	}
-	start, ok := portCursor(cursor, first, last)
+	if explicit && first == last {
+		return bindUDP(ip, first, last) // one port: no turn to take, the cursor stays
+	}
+	start, ok := portCursor(cursor, first, last, block)
 	if !ok {
 		if !explicit {
 			return bindUDP(ip, 0, 0)

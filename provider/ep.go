@@ -81,7 +81,7 @@ func (d *Domain) OpenEndpoint(info *fi.Info, context uintptr) (*Endpoint, error)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := d.openEndpoint(info, ctxNum, 0)
+	ep, err := d.openEndpoint(info, ctxNum, 0, 1)
 	if err != nil {
 		d.prov.freeContext(ctxNum)
 		return nil, err
@@ -137,8 +137,9 @@ func serviceOf(info *fi.Info, def uint32) uint32 {
 
 // openEndpoint opens the endpoint of context number ctxNum (allocated by
 // the caller, who frees it if this fails) for a checked info. port, if not
-// 0, is the only UDP port its network wire may bind.
-func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16) (*Endpoint, error) {
+// 0, is the only UDP port its network wire may bind; otherwise it takes
+// one from the host's cursor and moves the cursor on by block ports.
+func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16, block int) (*Endpoint, error) {
 	typ := epType(info)
 	caps := info.Caps
 	if caps == 0 {
@@ -175,6 +176,7 @@ func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16) (*Endpoint
 	if port != 0 {
 		nc.hfi.PortFirst, nc.hfi.PortLast = port, port
 	}
+	nc.hfi.PortBlock = block
 	// A wire may hold packets for a later poll only if someone polls
 	// when the application stops: not in an unlocked domain
 	// (FI_PSM2_LOCK_LEVEL=0), where no second thread may enter.

@@ -123,7 +123,9 @@ func (d *Domain) openContexts(info *fi.Info, n int) ([]*Endpoint, error) {
 			}
 			port = transport.EPIDPort(want)
 		}
-		ep, err := d.openEndpoint(info, first+i, port)
+		// Context 0 moves the host's port cursor past the ports the
+		// others take next.
+		ep, err := d.openEndpoint(info, first+i, port, n)
 		if err != nil {
 			if port != 0 {
 				err = fi.EADDRINUSE // taken since context 0 opened, most likely
