@@ -4,6 +4,8 @@
 #   make demo     install what is missing, build, run the demo
 #   make check    install what is missing, build, run every test
 #   make mpich    build MPICH (ch4:ofi) on our library, for make check
+#   make install  PREFIX (/usr/local) and DESTDIR: scripts/install.sh says where
+#   make uninstall
 #
 # Everything is built under build/.
 
@@ -22,7 +24,12 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 
 export CGO_ENABLED := 1
 
-.PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench bench-tools clean
+.PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench bench-tools clean \
+	man install uninstall installcheck
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+MAN     := $(BUILD)/man/fi_psm2go.7
 
 all: $(LIB) $(DLLIB)
 
@@ -45,6 +52,21 @@ $(DLLIB): $(GOSRC)
 	  -o $@ $(CMD)
 	@readelf -SW $@ | grep -q psm2_goinit || { echo "$@: the Go runtime would start at load (no psm2_goinit)"; rm -f $@; exit 1; }
 	@rm -f $(DLLIB:.so=.h)
+
+# The manual page, from docs/ (internal/mangen).
+man: $(MAN)
+$(MAN): docs/config.md docs/compat.md $(wildcard internal/mangen/*.go)
+	$(GO) run ./internal/mangen -o $@ docs/config.md docs/compat.md
+
+install: all man
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh install
+
+uninstall:
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh uninstall
+
+# make install into a staging root and a private prefix, used from there.
+installcheck: all man
+	scripts/installcheck.sh
 
 demo: deps all
 	@scripts/demo.sh
@@ -121,7 +143,7 @@ $(BENCH_PLAIN): $(BENCHBIN)/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 
-check: deps all gotest abi ctest bench-tools mpi multihost
+check: deps all gotest abi ctest installcheck bench-tools mpi multihost
 
 test: check
 

@@ -128,6 +128,16 @@ func defineParams(h Host) {
 // envName is the environment variable behind a parameter.
 func envName(name string) string { return "FI_PSM2_" + strings.ToUpper(name) }
 
+// ParamNames is the environment name of every provider parameter, in
+// fi_info -e's order (the manual page is checked against it).
+func ParamNames() []string {
+	out := make([]string, len(paramDefs))
+	for i, d := range paramDefs {
+		out[i] = envName(d.name)
+	}
+	return out
+}
+
 // loadParams reads and validates every parameter. Bad values are warned
 // about and replaced by the default; loadParams never fails.
 func loadParams(h Host, log logger) Params {

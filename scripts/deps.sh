@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(
-	gcc make binutils pkg-config valgrind iproute2 nftables ethtool
+	gcc make binutils pkg-config valgrind iproute2 nftables ethtool man-db
 	libfabric-dev libfabric-bin
 	openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
 	libpsm2-dev
