@@ -332,6 +332,11 @@ func (e *Endpoint) Stats() Stats {
 // Report describes the counters (transport.Reporter).
 func (e *Endpoint) Report() string { return fmt.Sprintf("hfi %+v", e.Stats()) }
 
+// Counters appends the counters (transport.Counted).
+func (e *Endpoint) Counters(dst []transport.Counters) []transport.Counters {
+	return append(dst, transport.CountersOf("hfi", e.Stats()))
+}
+
 // Probes appends the arrival ring's word (transport.Prober).
 func (e *Endpoint) Probes(dst []uint64) []uint64 {
 	if e.closed {

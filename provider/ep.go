@@ -44,12 +44,14 @@ type Endpoint struct {
 	readCntr, writeCntr, remReadCntr, remWriteCntr *Cntr
 	cops                                           [aoCap]*op // the ops C posted that Go adopted, by entry (fastrma.go)
 
-	enabled    bool
-	closed     bool
-	service    uint32 // registered with the name server (a SEP's context is not: the SEP is)
-	registered bool
-	sep        *SEP // the scalable endpoint this is a context of, or nil
-	sepIdx     int  // and its index there
+	enabled bool
+	closed  bool
+
+	statsStop, statsDone chan struct{} // the statistics goroutine (stats.go)
+	service              uint32        // registered with the name server (a SEP's context is not: the SEP is)
+	registered           bool
+	sep                  *SEP // the scalable endpoint this is a context of, or nil
+	sepIdx               int  // and its index there
 
 	minMultiRecv uint64
 	injectSize   uint64
@@ -205,6 +207,7 @@ func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16, block int)
 	ep.tp = tp
 	ep.engine.init(ep)
 	ep.openFast()
+	ep.startStats()
 	d.refs.Add(1)
 	return ep, nil
 }
@@ -479,7 +482,12 @@ func (ep *Endpoint) Close() error {
 	served, posted := ep.cCounts()
 	rma.Served += served
 	rma.Atomics += posted
+	var statsGroups []transport.Counters
+	if d.params.PrintStats > 0 {
+		statsGroups = ep.statsGroupsLocked(nil)
+	}
 	d.unlock()
+	ep.stopStats()
 	// Threads asleep on the wire are woken and let go before it closes.
 	for ep.waiters.Load() > 0 {
 		ep.tp.Wake()
@@ -494,6 +502,9 @@ func (ep *Endpoint) Close() error {
 	err := ep.tp.Close()
 	if r, ok := ep.tp.(transport.Reporter); ok {
 		d.log.Infof(fi.LOG_EP_CTRL, "endpoint %#x closed: %s; rma %+v; messages held back at the limits %d", ep.epid, r.Report(), rma, refused)
+	}
+	if d.params.PrintStats > 0 {
+		ep.printFinalStats(statsGroups)
 	}
 	ep.closeFast()
 	d.prov.freeContext(ep.ctxNum)

@@ -49,6 +49,10 @@ type Params struct {
 	MaxPeers, PeersPerHost int
 	ReasmBytes, OOOBytes   int
 	UnexpBytes, UnexpCount int
+	// PrintStats is FI_PSM2_PRINT_STATS (or PSM2_PRINT_STATS): 0 off; 1
+	// the counters of every endpoint at its close; N > 1 also every N
+	// seconds (stats.go).
+	PrintStats int
 }
 
 // Default limits (docs/hfi.md, "Limits"): with the wire's own, what
@@ -116,6 +120,7 @@ var paramDefs = []paramDef{
 	{"ooo_bytes", ParamInt, fmt.Sprintf("Bytes of packets an endpoint keeps past gaps in the network's order; past it they are sent again (default: %d)", hfi.DefaultOOOBytes)},
 	{"unexp_bytes", ParamInt, fmt.Sprintf("Bytes of unexpected messages an endpoint keeps for receives not yet posted; past it network senders wait (default: %d)", DefaultUnexpBytes)},
 	{"unexp_count", ParamInt, fmt.Sprintf("Unexpected messages an endpoint keeps; past it network senders wait (default: %d)", DefaultUnexpCount)},
+	{"print_stats", ParamInt, "Print every endpoint's counters (messages by protocol, packets, retransmissions, NAKs, duplicates, drops by reason, RMA) on stderr when it closes, with N > 1 also every N seconds, one psm2-stats line per group; while on, the latest are also in psm2-stats-PID files of the user's shm directory, which scripts/psm2stats.sh reads (default: 0, off; PSM2_PRINT_STATS is read when unset)"},
 }
 
 // defineParams registers every parameter with the host.
@@ -228,6 +233,12 @@ func loadParams(h Host, log logger) Params {
 	r.integer("ooo_bytes", &p.OOOBytes, 64<<10, 1<<40)
 	r.integer("unexp_bytes", &p.UnexpBytes, 64<<10, 1<<40)
 	r.integer("unexp_count", &p.UnexpCount, 16, 1<<30)
+	if v, ok := h.Getenv("PSM2_PRINT_STATS"); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+			p.PrintStats = n
+		}
+	}
+	r.integer("print_stats", &p.PrintStats, 0, 86400)
 	r.boolean("lazy_conn", &p.LazyConn)
 	r.boolean("disconnect", &p.Disconnect)
 	if s, ok := r.str("tag_layout"); ok {

@@ -88,6 +88,7 @@ func TestParamDefinitions(t *testing.T) {
 		{"ooo_bytes", ParamInt},
 		{"unexp_bytes", ParamInt},
 		{"unexp_count", ParamInt},
+		{"print_stats", ParamInt},
 	}
 	var got []def
 	for _, d := range h.defined {
@@ -136,6 +137,10 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_TAGGED_RMA", "2", nil, true},
 		{"FI_PSM2_LAZY_CONN", "yes", func(p *Params) { p.LazyConn = true }, false},
 		{"PSM2_MULTI_EP", "0", func(p *Params) { p.MultiEP = false }, false},
+		// print_stats [0, 86400], and PSM2's spelling
+		{"FI_PSM2_PRINT_STATS", "1", func(p *Params) { p.PrintStats = 1 }, false},
+		{"FI_PSM2_PRINT_STATS", "-1", nil, true},
+		{"PSM2_PRINT_STATS", "5", func(p *Params) { p.PrintStats = 5 }, false},
 		{"FI_PSM2_LAZY_CONN", "", nil, true},
 		{"FI_PSM2_DISCONNECT", "On", func(p *Params) { p.Disconnect = true }, false},
 		{"FI_PSM2_DISCONNECT", "y", nil, true},

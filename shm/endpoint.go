@@ -419,6 +419,11 @@ func (e *Endpoint) Stats() Stats {
 // Report describes the counters (transport.Reporter).
 func (e *Endpoint) Report() string { return fmt.Sprintf("shm %+v", e.Stats()) }
 
+// Counters appends the counters (transport.Counted).
+func (e *Endpoint) Counters(dst []transport.Counters) []transport.Counters {
+	return append(dst, transport.CountersOf("shm", e.Stats()))
+}
+
 // RingProbe describes the endpoint's receive ring for code outside Go
 // that wants to know whether Poll has anything to do without calling into
 // Go: the ring's probe word (ring.Ring.Probe; N is the validated cell

@@ -95,6 +95,7 @@ func roff(md string) string {
 		case strings.HasPrefix(t, "```"):
 			if inCode {
 				b.WriteString(".fi\n")
+				para = true // the blank line after it breaks the paragraph
 			} else {
 				b.WriteString(".PP\n.nf\n")
 			}

@@ -352,6 +352,17 @@ func (e *Endpoint) Report() string {
 	return strings.Join(parts, "; ")
 }
 
+// Counters appends every wire's counters (transport.Counted).
+func (e *Endpoint) Counters(dst []transport.Counters) []transport.Counters {
+	if e.shm != nil {
+		dst = e.shm.Counters(dst)
+	}
+	if e.hfi != nil {
+		dst = e.hfi.Counters(dst)
+	}
+	return dst
+}
+
 // Close closes every wire.
 func (e *Endpoint) Close() error {
 	var err error
