@@ -6,6 +6,7 @@
 #   make mpich    build MPICH (ch4:ofi) on our library, for make check
 #   make install  PREFIX (/usr/local) and DESTDIR: scripts/install.sh says where
 #   make uninstall
+#   make deb      the Debian package, in build/deb (scripts/deb.sh)
 #
 # Everything is built under build/.
 
@@ -25,7 +26,7 @@ CTEST_CFLAGS := -std=gnu11 -O1 -g -Wall -Werror -Iinclude
 export CGO_ENABLED := 1
 
 .PHONY: multihost all deps demo check test lint gotest ctest abi mpi mpich bench bench-tools clean \
-	man install uninstall installcheck
+	man install uninstall installcheck deb debcheck
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -67,6 +68,14 @@ uninstall:
 # make install into a staging root and a private prefix, used from there.
 installcheck: all man
 	scripts/installcheck.sh
+
+# The Debian package (debian/), and a test that installs it into a fresh
+# overlay root and uses it from there.
+deb: all
+	scripts/deb.sh
+
+debcheck: deb
+	scripts/debcheck.sh
 
 demo: deps all
 	@scripts/demo.sh
@@ -143,7 +152,7 @@ $(BENCH_PLAIN): $(BENCHBIN)/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 
-check: deps all gotest abi ctest installcheck bench-tools mpi multihost
+check: deps all gotest abi ctest installcheck debcheck bench-tools mpi multihost
 
 test: check
 

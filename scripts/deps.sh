@@ -14,6 +14,10 @@ pkgs=(
 if [ "${1:-}" = bench ]; then
 	pkgs+=(gnuplot-nox)
 fi
+# `deps.sh deb`: what make deb needs (Debian's packaging tools).
+if [ "${1:-}" = deb ]; then
+	pkgs+=(debhelper dpkg-dev fakeroot lintian)
+fi
 # `deps.sh mpich`: what scripts/mpich.sh needs to fetch and build MPICH.
 if [ "${1:-}" = mpich ]; then
 	pkgs+=(curl xz-utils patch libhwloc-dev)
