@@ -54,11 +54,14 @@ static inline uint64_t coarse_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* cq_yield_check gives the CPU away once idle answers have gone on for
+/* cq_yield_check gives the CPU away once empty answers have gone on for
  * yield_next ns: with more busy-polling threads than cores (MPICH ranks,
  * which never yield by themselves, oversubscribed), a peer that has the
- * message this thread waits for may be waiting for this very core. It is
- * called every YIELD_CLOCK_EVERY idle answers in a row, so it costs a
+ * message this thread waits for may be waiting for this very core. Empty
+ * answers from Go count as much as C's idle ones: a thread waiting for
+ * the end of a rendezvous (its FIN, the peer's fetch) reads through Go,
+ * since the wire is not idle, and it waits for a peer all the same. It is
+ * called every YIELD_CLOCK_EVERY empty answers in a row, so it costs a
  * fraction of a nanosecond per read, and a stretch is timed by the clock,
  * not by reads, whose cost depends on the caller's loop. A yield that
  * comes back at once found no such thread: the next waits twice as long
@@ -106,7 +109,7 @@ static void cq_yield_check(struct psm2_cq *c)
 {
 	uint64_t now = mono_ns(), after;
 
-	if (c->idle_polls == YIELD_CLOCK_EVERY) {	/* a new stretch */
+	if (c->empty_polls == YIELD_CLOCK_EVERY) {	/* a new stretch */
 		c->yield_from = now;
 		return;
 	}
@@ -130,6 +133,17 @@ static void cq_yield_check(struct psm2_cq *c)
 	c->yield_from = after;
 }
 
+/* cq_answered counts an answer of n entries (or an error) for yielding:
+ * -FI_EAGAIN continues a stretch of empty answers, anything else ends it. */
+static inline ssize_t cq_answered(struct psm2_cq *c, ssize_t n)
+{
+	if (n != -FI_EAGAIN)
+		c->empty_polls = 0;
+	else if (++c->empty_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)
+		cq_yield_check(c);
+	return n;
+}
+
 static inline int cq_quiet(struct psm2_cq *c)
 {
 	uint64_t now;
@@ -138,9 +152,7 @@ static inline int cq_quiet(struct psm2_cq *c)
 		c->idle_polls = 0;
 		return 0;
 	}
-	if (++c->idle_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)
-		cq_yield_check(c);
-	if (c->idle_polls % IDLE_CLOCK_EVERY)
+	if (++c->idle_polls % IDLE_CLOCK_EVERY)
 		return 1;
 	now = coarse_ns();
 	if (!c->idle_since) {
@@ -161,19 +173,19 @@ static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 
 	if (buf && count) {
 		if (cq_quiet(c))
-			return -FI_EAGAIN;
+			return cq_answered(c, -FI_EAGAIN);
 		if ((n = psm2_fast_completions(c->fast, buf, count)) > 0)
-			return n;
+			return cq_answered(c, n);
 		if ((n = psm2_fast_deliver(c->fast, buf, count)) > 0)
-			return n;
+			return cq_answered(c, n);
 		if ((n = psm2_fast_answers(c->fast, buf, count)) > 0)
-			return n;
+			return cq_answered(c, n);
 		/* Atomic requests C served leave no entry here; if they were
 		 * all there was, the read ends without Go. */
 		if (psm2_fast_serve(c->fast) > 0 && psm2_fast_idle(c->fast))
-			return -FI_EAGAIN;
+			return cq_answered(c, -FI_EAGAIN);
 	}
-	return psm2go_cq_read(c->slot, buf, count, NULL);
+	return cq_answered(c, psm2go_cq_read(c->slot, buf, count, NULL));
 }
 
 static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
@@ -184,11 +196,11 @@ static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 
 	if (buf && count) {
 		if (cq_quiet(c))
-			return -FI_EAGAIN;
+			return cq_answered(c, -FI_EAGAIN);
 		if (psm2_fast_serve(c->fast) > 0 && psm2_fast_idle(c->fast))
-			return -FI_EAGAIN;
+			return cq_answered(c, -FI_EAGAIN);
 	}
-	return psm2go_cq_read(c->slot, buf, count, src_addr);
+	return cq_answered(c, psm2go_cq_read(c->slot, buf, count, src_addr));
 }
 
 static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,

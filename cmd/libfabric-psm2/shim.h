@@ -99,10 +99,12 @@ struct psm2_cq {
 	/* Idle answers given in C in a row, and since when (cq.c). */
 	uint32_t idle_polls;
 	uint64_t idle_since;
-	/* Yielding when idle (cq.c): ns of idle answers before a yield at
-	 * the least (FI_PSM2_YIELD_SPIN; 0: never) and now, and when the
-	 * stretch being timed began (set at its first clock reading, the
-	 * YIELD_CLOCK_EVERY-th idle answer in a row). */
+	/* Yielding when idle (cq.c): empty answers in a row (from C or
+	 * Go), ns of them before a yield at the least (FI_PSM2_YIELD_SPIN;
+	 * 0: never) and now, and when the stretch being timed began (set at
+	 * its first clock reading, the YIELD_CLOCK_EVERY-th empty answer in
+	 * a row). */
+	uint32_t empty_polls;
 	uint64_t yield_ns;
 	uint64_t yield_next;
 	uint64_t yield_from;
