@@ -25,6 +25,6 @@ export PATH=$PATH:/usr/local/go/bin
 deb=$(ls "$out"/libfabric-psm2_"$ver"_*.deb)
 echo "deb.sh: built $deb"
 dpkg-deb -c "$deb" | awk '{print "    " $6 ($7 ? " " $7 " " $8 : "")}'
-lintian --tag-display-limit 0 --info --display-info --pedantic "$deb" >"$out/lintian.txt" 2>&1 || true
+lintian --tag-display-limit 0 --display-info --pedantic "$deb" >"$out/lintian.txt" 2>&1 || true
 echo "deb.sh: lintian ($out/lintian.txt):"
 sed 's/^/    /' "$out/lintian.txt"

@@ -43,8 +43,10 @@ out=$(unshare -m --propagation private bash -c '
 	r=$t/ov/root
 	mount --rbind /proc "$r/proc"; mount --rbind /sys "$r/sys"; mount --rbind /dev "$r/dev"
 	mount -t tmpfs tmpfs "$r/dev/shm"
+	# The repository out of sight (a tmpfs over /tmp hides it anyway when
+	# it lives there).
+	[ ! -d "$r$repo" ] || mount -t tmpfs tmpfs "$r$repo"
 	mount -t tmpfs tmpfs "$r/tmp"
-	mount -t tmpfs tmpfs "$r$repo"
 	mkdir -p "$r/tmp/in"
 	cp "$t"/*.deb "$t"/sep.c "$t"/check.h "$t"/node.h "$r/tmp/in/"
 	cp "$t/inside.sh" "$r/tmp/in/"
