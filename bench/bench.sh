@@ -58,6 +58,9 @@
 # message rate against shm, NetPIPE 1 B - 8 MiB against vader; as root,
 # fi_pingpong and NetPIPE 1 B - 8 MiB across two namespace hosts against
 # tcp), with a plot in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
+# And bench/oversub.sh the same with more ranks than cores (pairs
+# ping-ponging at once, against vader), plotted in build/bench/oversub.png;
+# BENCH_OVERSUB=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,
@@ -566,6 +569,9 @@ if [ "$internode" = 1 ]; then
 fi
 if [ "${BENCH_SWEEP:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 	bench/sweep.sh || run_failed=1
+fi
+if [ "${BENCH_OVERSUB:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
+	bench/oversub.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
