@@ -187,8 +187,14 @@ func psm2go_ep_getname(c *C.struct_psm2_ep, addr unsafe.Pointer, addrlen *C.size
 	if ep == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
 	}
+	return getname(addr, addrlen, ep.Name)
+}
+
+// getname is fi_getname's C side for a name that name copies into a
+// buffer (an endpoint's, a scalable endpoint's).
+func getname(addr unsafe.Pointer, addrlen *C.size_t, name func([]byte) (int, error)) C.int {
 	want := *addrlen
-	n, err := ep.Name(cView(addr, min(want, 64))) // a name is 16 bytes, its string 27
+	n, err := name(cView(addr, min(want, 64))) // a name is 16 bytes, its string 27
 	*addrlen = C.size_t(n)
 	if addr == nil && want >= C.size_t(n) {
 		return -C.int(fi.EINVAL) // room claimed but no buffer

@@ -126,11 +126,5 @@ func psm2go_sep_getname(c *C.struct_psm2_sep, addr unsafe.Pointer, addrlen *C.si
 	if s == nil || addrlen == nil {
 		return -C.int(fi.EINVAL)
 	}
-	want := *addrlen
-	n, err := s.Name(cView(addr, min(want, 64)))
-	*addrlen = C.size_t(n)
-	if addr == nil && want >= C.size_t(n) {
-		return -C.int(fi.EINVAL)
-	}
-	return errnoOf(err)
+	return getname(addr, addrlen, s.Name)
 }
