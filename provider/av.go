@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -232,7 +233,9 @@ func validPeerName(n EPName) bool {
 	switch n.Type {
 	case EPNameRegular:
 	case EPNameScalable:
-		if _, ok := transport.ContextEPID(n.EPID, int(n.SepID)-1); n.SepID == 0 || !ok {
+		// A count no SEP of ours has is refused: it would only make
+		// the AV index that many ids.
+		if _, ok := transport.ContextEPID(n.EPID, int(n.SepID)-1); n.SepID == 0 || n.SepID > getinfo.MaxSEPContexts || !ok {
 			return false
 		}
 	default:

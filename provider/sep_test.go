@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
 // sepSide is a scalable endpoint with a CQ per context, every role open
@@ -237,6 +238,21 @@ func TestSEPRules(t *testing.T) {
 	}
 	if err := s.Close(); err != nil || p.freeContexts() != before {
 		t.Fatalf("close: %v, %d free of %d", err, p.freeContexts(), before)
+	}
+
+	// Scalable names with a count no SEP has (0, past the limit) or
+	// whose last context's id cannot exist are not inserted.
+	for _, n := range []EPName{
+		{EPID: makeEPID(4242, 1, 0), Type: EPNameScalable, SepID: 0},
+		{EPID: makeEPID(4242, 1, 0), Type: EPNameScalable, SepID: getinfo.MaxSEPContexts + 1},
+		{EPID: makeEPID(4242, 1, 250), Type: EPNameScalable, SepID: 8},
+	} {
+		var raw [EPNameLen]byte
+		n.put(raw[:])
+		var out [1]uint64
+		if got, _ := av.Insert(raw[:], out[:], nil, 0, 0); got != 0 || out[0] != fi.AddrUnspec {
+			t.Fatalf("scalable name with count %d at context %d inserted: %d, %#x", n.SepID, n.EPID>>8&0xff, got, out[0])
+		}
 	}
 
 	off := New(newFakeHost(map[string]string{"PSM2_MULTI_EP": "0"}))
