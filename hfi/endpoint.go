@@ -189,6 +189,8 @@ type Stats struct {
 	Busy               uint64 // times a peer said it refused ours (fBusy)
 	MTUDown            uint64 // times a peer's packet size was lowered to the path's MTU
 	RxDropped, Wakeups uint64
+	// Messages sent eager and by rendezvous, and their bytes.
+	EagerMsgs, EagerBytes, RndvMsgs, RndvBytes uint64
 }
 
 // Endpoint is one endpoint of the wire. It implements transport.Endpoint;

@@ -130,9 +130,15 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	var done bool
 	var err error
 	if n > min(uint64(e.cfg.RndvThreshold), p.eagerMax) {
-		done, err = e.sendRndv(p, h, iov, cookie, flags)
+		if done, err = e.sendRndv(p, h, iov, cookie, flags); err == nil {
+			e.stats.RndvMsgs++
+			e.stats.RndvBytes += n
+		}
 	} else {
-		done, err = e.sendEager(p, h, iov, n, cookie)
+		if done, err = e.sendEager(p, h, iov, n, cookie); err == nil {
+			e.stats.EagerMsgs++
+			e.stats.EagerBytes += n
+		}
 	}
 	if err == nil && done && (p.held || p.queued.len() > 0) && e.cfg.Stalled != nil {
 		e.cfg.Stalled()

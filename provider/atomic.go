@@ -517,6 +517,7 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []Iovec, dest, addr, ke
 	started, errno := ep.rmaRequest(o, h, iov)
 	if started {
 		e.rmaStats.Atomics++
+		e.rmaStats.AtomicBytes += total - atomicHdr
 	}
 	return errno
 }

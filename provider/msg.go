@@ -194,6 +194,8 @@ type engine struct {
 type RMAStats struct {
 	Writes, Reads, Atomics uint64
 	Served, Refused        uint64
+	// Bytes written, read, and of the atomics' operands sent.
+	WriteBytes, ReadBytes, AtomicBytes uint64
 }
 
 func (e *engine) init(ep *Endpoint) { e.ep = ep }

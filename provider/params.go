@@ -120,7 +120,7 @@ var paramDefs = []paramDef{
 	{"ooo_bytes", ParamInt, fmt.Sprintf("Bytes of packets an endpoint keeps past gaps in the network's order; past it they are sent again (default: %d)", hfi.DefaultOOOBytes)},
 	{"unexp_bytes", ParamInt, fmt.Sprintf("Bytes of unexpected messages an endpoint keeps for receives not yet posted; past it network senders wait (default: %d)", DefaultUnexpBytes)},
 	{"unexp_count", ParamInt, fmt.Sprintf("Unexpected messages an endpoint keeps; past it network senders wait (default: %d)", DefaultUnexpCount)},
-	{"print_stats", ParamInt, "Print every endpoint's counters (messages by protocol, packets, retransmissions, NAKs, duplicates, drops by reason, RMA) on stderr when it closes, with N > 1 also every N seconds, one psm2-stats line per group; while on, the latest are also in psm2-stats-PID files of the user's shm directory, which scripts/psm2stats.sh reads (default: 0, off; PSM2_PRINT_STATS is read when unset)"},
+	{"print_stats", ParamInt, "Print every endpoint's counters (messages and bytes by protocol, packets, retransmissions, NAKs, duplicates, drops by reason, RMA) on stderr when it closes, with N > 1 also every N seconds, one psm2-stats line per group; while on, the latest are also in psm2-stats-PID files of the user's shm directory, which scripts/psm2stats.sh reads (default: 0, off; PSM2_PRINT_STATS is read when unset)"},
 }
 
 // defineParams registers every parameter with the host.

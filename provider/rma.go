@@ -234,8 +234,10 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 	c := o.rma.conn // (after the request: a stale one was resolved again)
 	if write {
 		e.rmaStats.Writes++
+		e.rmaStats.WriteBytes += total
 	} else {
 		e.rmaStats.Reads++
+		e.rmaStats.ReadBytes += total
 	}
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))

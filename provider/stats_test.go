@@ -55,8 +55,16 @@ func TestStats(t *testing.T) {
 	b := pr.a.statsLocked()
 	pr.dom.unlock()
 	st := parseStats(t, b, pr.a.epid)
-	if st["shm"]["sent"] != 3 || st["shm"]["inline"]+st["shm"]["eager"] != 3 {
-		t.Fatalf("shm counters %v, want 3 sent", st["shm"])
+	if st["shm"]["sent"] != 3 || st["shm"]["inline"]+st["shm"]["eager"] != 3 ||
+		st["shm"]["inline_bytes"]+st["shm"]["eager_bytes"] != 300 {
+		t.Fatalf("shm counters %v, want 3 sent, 300 bytes", st["shm"])
+	}
+	var fetched uint64
+	pr.dom.lock()
+	fetched = parseStats(t, pr.b.statsLocked(), pr.b.epid)["shm"]["received"]
+	pr.dom.unlock()
+	if fetched != 3 {
+		t.Fatalf("receiver's shm received %d, want 3", fetched)
 	}
 	if _, ok := st["rma"]["writes"]; !ok {
 		t.Fatalf("no rma group: %s", b)
@@ -88,5 +96,54 @@ func TestStats(t *testing.T) {
 	cq.Close()
 	if _, err := os.Stat(cpath); !os.IsNotExist(err) {
 		t.Fatalf("stats file left after close: %v", err)
+	}
+}
+
+// TestStatsBytes: messages and bytes by protocol on both wires: eager
+// and rendezvous sends over hfi, inline or eager and rendezvous sends
+// over shm (where the receiver counts the rendezvous bytes it fetched).
+func TestStatsBytes(t *testing.T) {
+	for _, c := range []struct {
+		devices, wire string
+		eager, rndv   []string // counters: messages, bytes
+	}{
+		{"self,hfi", "hfi", []string{"eager_msgs", "eager_bytes"}, []string{"rndv_msgs", "rndv_bytes"}},
+		{"self,shm", "shm", []string{"eager", "eager_bytes"}, []string{"rndv", "rndv_bytes"}},
+	} {
+		t.Run(c.wire, func(t *testing.T) {
+			p := New(newFakeHost(map[string]string{"FI_PSM2_PRINT_STATS": "1", "PSM2_DEVICES": c.devices}))
+			pr := buildPair(t, p, fi.TAGGED, nil)
+			small, big := make([]byte, 2000), make([]byte, 300<<10)
+			for i, m := range [][]byte{small, small, big} {
+				pr.recv(pr.b, make([]byte, len(m)), fi.AddrUnspec, uint64(i), 0, 0, fi.TAGGED)
+				if err := pr.send(pr.a, pr.bAddr, m, uint64(i), 0, fi.TAGGED); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for got := 0; got < 3; {
+				if _, err := pr.read(pr.cqb); err == nil {
+					got++
+				}
+			}
+			for got := 0; got < 3; {
+				if _, err := pr.read(pr.cqa); err == nil {
+					got++
+				}
+			}
+			pr.dom.lock()
+			st := parseStats(t, pr.a.statsLocked(), pr.a.epid)[c.wire]
+			rx := parseStats(t, pr.b.statsLocked(), pr.b.epid)[c.wire]
+			pr.dom.unlock()
+			small2 := st[c.eager[1]]
+			if c.wire == "shm" {
+				small2 += st["inline_bytes"]
+			}
+			if st[c.rndv[0]] != 1 || st[c.rndv[1]] != uint64(len(big)) || small2 != 2*uint64(len(small)) {
+				t.Fatalf("%s sender counters %v: want 1 rendezvous of %d bytes and %d bytes eager", c.wire, st, len(big), 2*len(small))
+			}
+			if c.wire == "shm" && rx["fetched_bytes"] != uint64(len(big)) {
+				t.Fatalf("shm receiver fetched %d bytes, want %d", rx["fetched_bytes"], len(big))
+			}
+		})
 	}
 }

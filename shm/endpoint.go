@@ -122,6 +122,10 @@ type Stats struct {
 	Timeouts    uint64 // operations failed because their peer made no progress (StuckTimeout)
 	Repaired    uint64 // ring cells a dead producer reserved and never published, skipped (internal/ring/slots.go)
 	Faults      uint64 // transfers failed because a buffer was refused or a copy failed (fault.go)
+
+	// Bytes: of the messages sent inline, eager and by rendezvous, and
+	// of the rendezvous fetched here (by any means).
+	InlineBytes, EagerBytes, RndvBytes, FetchedBytes uint64
 }
 
 // Errors of the endpoint besides the transport's.
@@ -219,7 +223,7 @@ type Endpoint struct {
 	// first FastPeer; fastClosed is what they had counted (inline and
 	// eager sends, rendezvous fetches) when Close unmapped them.
 	fast       []byte
-	fastClosed [3]uint64
+	fastClosed fastCounts
 
 	// Wait and Wake may run on other goroutines than the owner's: they
 	// touch only these fields and atomics in the segment.
@@ -405,14 +409,8 @@ func (e *Endpoint) Name() string { return e.seg.Name() }
 // not run concurrently with them.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	inline, eager, rndv := e.fastSent()
-	inline += e.fastClosed[0]
-	eager += e.fastClosed[1]
-	rndv += e.fastClosed[2]
-	s.Sent += inline + eager
-	s.Inline += inline
-	s.Eager += eager
-	s.RndvCMA += rndv
+	e.fastSent().add(&s)
+	e.fastClosed.add(&s)
 	return s
 }
 
@@ -689,6 +687,7 @@ func (e *Endpoint) sendInline(p *peer, h *transport.Header, iov [][]byte, n int)
 	}
 	e.sent(p)
 	e.stats.Inline++
+	e.stats.InlineBytes += uint64(n)
 	return nil
 }
 
@@ -719,6 +718,7 @@ func (e *Endpoint) sendEager(p *peer, h *transport.Header, iov [][]byte, n int) 
 	e.holder[i] = p.idx
 	e.sent(p)
 	e.stats.Eager++
+	e.stats.EagerBytes += uint64(n)
 	return nil
 }
 
@@ -761,6 +761,7 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 	e.pending++
 	e.sent(p)
 	e.stats.Rndv++
+	e.stats.RndvBytes += uint64(n)
 	e.publishHint()
 	return false, nil
 }

@@ -1206,7 +1206,7 @@ func TestEndpointConfig(t *testing.T) {
 	if d := transfer(t, a, b, ab, 33, 0); !d.IsRndv {
 		t.Error("33 bytes not rendezvous")
 	}
-	if diff := cmp.Diff(Stats{Sent: 2, Inline: 1, Rndv: 1}, a.Stats()); diff != "" {
+	if diff := cmp.Diff(Stats{Sent: 2, Inline: 1, Rndv: 1, InlineBytes: 32, RndvBytes: 33}, a.Stats()); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 }

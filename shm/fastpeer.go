@@ -69,6 +69,9 @@ import (
 //	     eager message (cellStream)
 //	+224 address of the peer's stream word (and broken-stream word), for
 //	     a C receiver
+//	+232 bytes of the inline messages the C producer sent, +240 of its
+//	     eager ones, +248 of the rendezvous C fetched (folded into
+//	     Stats' byte counts)
 //
 // A C producer holds the endpoint owner's lock (the provider's domain
 // lock) while it reads a descriptor and uses the memory it points to: the
@@ -113,6 +116,9 @@ const (
 	fpRndvAlone  = 208
 	fpStream     = 216
 	fpPeerStream = 224
+	fpSentBytes  = 232
+	fpEagerBytes = 240
+	fpFetchBytes = 248
 	fastHolders  = maxFastPeers * FastPeerSize // the holder table's offset in e.fast
 	fastMapBytes = fastHolders + MaxBuffers*4
 )
@@ -227,13 +233,32 @@ func (e *Endpoint) refuseCMA() {
 
 // fastSent is what C producers sent through the descriptors: inline and
 // eager messages, and rendezvous C fetched.
-func (e *Endpoint) fastSent() (inline, eager, rndv uint64) {
+func (e *Endpoint) fastSent() (c fastCounts) {
 	for i := 0; i < len(e.fast) && i < fastHolders; i += FastPeerSize {
-		inline += atomicx.WordAt(e.fast, i+fpSent).Load()
-		eager += atomicx.WordAt(e.fast, i+fpEagerSent).Load()
-		rndv += atomicx.WordAt(e.fast, i+fpRndvCMA).Load()
+		for k, off := range fastCountWords {
+			c[k] += atomicx.WordAt(e.fast, i+off).Load()
+		}
 	}
-	return inline, eager, rndv
+	return c
+}
+
+// fastCounts are the C producers' and receivers' counters, summed over
+// the descriptors: those of fastCountWords, in its order.
+type fastCounts [6]uint64
+
+// fastCountWords are the descriptor words fastCounts sums: inline sent,
+// eager sent, rendezvous fetched, and their bytes.
+var fastCountWords = [6]int{fpSent, fpEagerSent, fpRndvCMA, fpSentBytes, fpEagerBytes, fpFetchBytes}
+
+// add adds c's counts into s.
+func (c fastCounts) add(s *Stats) {
+	s.Sent += c[0] + c[1]
+	s.Inline += c[0]
+	s.Eager += c[1]
+	s.RndvCMA += c[2]
+	s.InlineBytes += c[3]
+	s.EagerBytes += c[4]
+	s.FetchedBytes += c[5]
 }
 
 // closeFast turns every descriptor off and unmaps them; Close calls it
@@ -242,10 +267,10 @@ func (e *Endpoint) closeFast() {
 	if e.fast == nil {
 		return
 	}
-	inline, eager, rndv := e.fastSent()
-	e.fastClosed[0] += inline
-	e.fastClosed[1] += eager
-	e.fastClosed[2] += rndv
+	c := e.fastSent()
+	for k := range c {
+		e.fastClosed[k] += c[k]
+	}
 	e.holders = *e.holder
 	e.holder = &e.holders
 	_ = sys.Unmap(e.fast)

@@ -80,6 +80,9 @@ func CLayout() []cabi.Group {
 			cabi.Word("FP_RNDV_ALONE", fpRndvAlone, ""),
 			cabi.Word("FP_STREAM", fpStream, ""),
 			cabi.Word("FP_PEER_STREAM", fpPeerStream, ""),
+			cabi.Word("FP_SENT_BYTES", fpSentBytes, "bytes of the inline messages C sent"),
+			cabi.Word("FP_EAGER_BYTES", fpEagerBytes, "bytes of the eager messages C sent"),
+			cabi.Word("FP_FETCH_BYTES", fpFetchBytes, "bytes of the rendezvous C fetched"),
 			cabi.Value("FP_SIZE", FastPeerSize, "bytes of a descriptor"),
 		}},
 	}

@@ -381,6 +381,7 @@ func (e *Endpoint) onData(h transport.Handler) int {
 		return 0
 	}
 	e.stats.RndvCopy++
+	e.stats.FetchedBytes += uint64(len(op.dst))
 	return e.finishFetch(h, slot, len(op.dst), nil)
 }
 

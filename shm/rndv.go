@@ -81,6 +81,7 @@ func (e *Endpoint) Fetch(r *transport.Rndv, dst []byte, cookie uint64) (bool, in
 		case err == nil:
 			e.fin(p, id, finOK)
 			e.stats.RndvCMA++
+			e.stats.FetchedBytes += uint64(want)
 			return true, want, nil
 		case err == sys.EPERM || err == sys.ENOSYS:
 			e.refuseCMA()

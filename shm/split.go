@@ -189,6 +189,7 @@ func (e *Endpoint) splitFetch(p *peer, r *transport.Rndv, dst []byte) (done bool
 		e.fin(p, r.W[3], finOK)
 		e.stats.RndvCMA++
 		e.stats.RndvSplit++
+		e.stats.FetchedBytes += uint64(want)
 		return true, want, nil
 	case ours == sys.ESRCH:
 		e.kill(p, transport.ErrPeerDead, "gone")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -83,6 +84,7 @@ type Config struct {
 // Endpoint routes each peer to self/shm or hfi.
 type Endpoint struct {
 	shm     *shm.Endpoint
+	shmWake atomic.Pointer[shm.Endpoint] // shm for notify, on hfi's receive thread
 	hfi     *hfi.Endpoint
 	epid    uint64
 	devs    Devices
@@ -122,6 +124,7 @@ func Open(cfg Config) (*Endpoint, error) {
 			return nil, err
 		}
 		e.shm = s
+		e.shmWake.Store(s)
 	}
 	return e, nil
 }
@@ -129,7 +132,9 @@ func Open(cfg Config) (*Endpoint, error) {
 // notify runs on hfi's receive thread: wake a waiter sleeping in shm's
 // Wait, and tell the owner (Config.Arrived).
 func (e *Endpoint) notify() {
-	if s := e.shm; s != nil {
+	// Not e.shm: hfi's receive thread runs from hfi.Open on, before
+	// Open has opened the shm wire.
+	if s := e.shmWake.Load(); s != nil {
 		s.Wake()
 	}
 	if e.arrived != nil {

@@ -250,6 +250,7 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 			}
 			((int32_t *) (uintptr_t) d[FP_HOLDER])[bidx] = (int32_t) d[FP_IDX];
 			d[FP_EAGER_SENT]++;
+			d[FP_EAGER_BYTES] += m.len;
 		}
 	}
 	if (bidx < 0) {

@@ -249,6 +249,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			    psm2_fin((uint64_t *) sd, rsid))
 				break;
 			((uint64_t *) sd)[FP_RNDV_CMA]++;
+			((uint64_t *) sd)[FP_FETCH_BYTES] += m.len;
 		} else if (psm2_inline_copy((void *) (uintptr_t) q[RQ_BUF], &m, c + CELL_PAYLOAD_OFF, cont)) {
 			/* Straight from the cells into the receive buffer. */
 			break;

@@ -194,6 +194,9 @@
 #define FP_RNDV_ALONE 26
 #define FP_STREAM 27
 #define FP_PEER_STREAM 28
+#define FP_SENT_BYTES 29                 /* bytes of the inline messages C sent */
+#define FP_EAGER_BYTES 30                /* bytes of the eager messages C sent */
+#define FP_FETCH_BYTES 31                /* bytes of the rendezvous C fetched */
 #define FP_SIZE 256                      /* bytes of a descriptor */
 
 #endif /* PSM2_LAYOUT_H */

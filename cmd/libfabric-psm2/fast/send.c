@@ -93,6 +93,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 			      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, n))
 			goto out;	/* full: Go queues or refuses it */
 		d[FP_SENT]++;
+		d[FP_SENT_BYTES] += len;
 	} else {
 		/* Eager: into a free bounce buffer of ours (shm's allocBuf
 		 * and sendEager), then one cell naming it. */
@@ -152,6 +153,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		}
 		((int32_t *) (uintptr_t) d[FP_HOLDER])[i] = (int32_t) d[FP_IDX];
 		d[FP_EAGER_SENT]++;
+		d[FP_EAGER_BYTES] += len;
 		if (sw) {
 			/* The receiver may start now; then the rest. */
 			psm2_doorbell(d);
