@@ -477,11 +477,8 @@ func (ep *Endpoint) Close() error {
 			}
 		}
 	}
-	rma := ep.engine.rmaStats
+	rma := ep.rmaStatsLocked()
 	refused := ep.engine.refusals
-	served, posted := ep.cCounts()
-	rma.Served += served
-	rma.Atomics += posted
 	var statsGroups []transport.Counters
 	if d.params.PrintStats > 0 {
 		statsGroups = ep.statsGroupsLocked(nil)

@@ -32,12 +32,18 @@ import (
 // statsGroups appends the endpoint's own groups (not the wires'). The
 // caller holds the domain lock.
 func (ep *Endpoint) statsGroupsLocked(dst []transport.Counters) []transport.Counters {
+	dst = append(dst, transport.CountersOf("rma", ep.rmaStatsLocked()))
+	return append(dst, transport.Counters{Wire: "msg", Names: []string{"held_back"}, Values: []uint64{ep.engine.refusals}})
+}
+
+// rmaStatsLocked is the endpoint's RMA counts, with the atomics C posted
+// and served. The caller holds the domain lock.
+func (ep *Endpoint) rmaStatsLocked() RMAStats {
 	rma := ep.engine.rmaStats
 	served, posted := ep.cCounts()
 	rma.Served += served
 	rma.Atomics += posted
-	dst = append(dst, transport.CountersOf("rma", rma))
-	return append(dst, transport.Counters{Wire: "msg", Names: []string{"held_back"}, Values: []uint64{ep.engine.refusals}})
+	return rma
 }
 
 // formatStats writes groups as psm2-stats lines of endpoint epid.

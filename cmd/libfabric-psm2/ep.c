@@ -334,50 +334,6 @@ static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 	return psm2go_ep_getname(e, addr, addrlen);
 }
 
-static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) addr; (void) addrlen;
-	return -FI_ENOSYS;
-}
-
-static int cm_connect(struct fid_ep *ep, const void *addr, const void *param,
-		      size_t paramlen)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) addr; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int cm_listen(struct fid_pep *pep)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) pep;
-	return -FI_ENOSYS;
-}
-
-static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int cm_reject(struct fid_pep *pep, fid_t handle, const void *param,
-		     size_t paramlen)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) pep; (void) handle; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int cm_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
-	(void) ep; (void) flags;
-	return -FI_ENOSYS;
-}
-
 static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
 		   struct fid_mc **mc, void *context)
 {
@@ -393,12 +349,12 @@ static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = cm_setname,
 	.getname = cm_getname,
-	.getpeer = cm_getpeer,
-	.connect = cm_connect,
-	.listen = cm_listen,
-	.accept = cm_accept,
-	.reject = cm_reject,
-	.shutdown = cm_shutdown,
+	.getpeer = psm2_no_getpeer,
+	.connect = psm2_no_connect,
+	.listen = psm2_no_listen,
+	.accept = psm2_no_accept,
+	.reject = psm2_no_reject,
+	.shutdown = psm2_no_shutdown,
 	.join = cm_join,
 };
 

@@ -142,42 +142,6 @@ static int sep_setname(fid_t fid, void *addr, size_t addrlen)
 	return -FI_ENOSYS;
 }
 
-static int sep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	(void) ep; (void) addr; (void) addrlen;
-	return -FI_ENOSYS;
-}
-
-static int sep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
-{
-	(void) ep; (void) addr; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int sep_listen(struct fid_pep *pep)
-{
-	(void) pep;
-	return -FI_ENOSYS;
-}
-
-static int sep_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	(void) ep; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int sep_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
-{
-	(void) pep; (void) handle; (void) param; (void) paramlen;
-	return -FI_ENOSYS;
-}
-
-static int sep_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	(void) ep; (void) flags;
-	return -FI_ENOSYS;
-}
-
 static int sep_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
 		    void *context)
 {
@@ -210,12 +174,12 @@ static struct fi_ops_cm sep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = sep_setname,
 	.getname = sep_getname,
-	.getpeer = sep_getpeer,
-	.connect = sep_connect,
-	.listen = sep_listen,
-	.accept = sep_accept,
-	.reject = sep_reject,
-	.shutdown = sep_shutdown,
+	.getpeer = psm2_no_getpeer,
+	.connect = psm2_no_connect,
+	.listen = psm2_no_listen,
+	.accept = psm2_no_accept,
+	.reject = psm2_no_reject,
+	.shutdown = psm2_no_shutdown,
 	.join = sep_join,
 };
 

@@ -218,6 +218,12 @@ char *psm2_strerror_buf(size_t *len);
 /* Stubs for unsupported ops slots. */
 int psm2_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int psm2_no_control(struct fid *fid, int command, void *arg);
+int psm2_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int psm2_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+int psm2_no_listen(struct fid_pep *pep);
+int psm2_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int psm2_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+int psm2_no_shutdown(struct fid_ep *ep, uint64_t flags);
 int psm2_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		     void **ops, void *context);
 int psm2_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
