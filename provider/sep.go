@@ -74,7 +74,7 @@ func (d *Domain) OpenSEP(info *fi.Info) (*SEP, error) {
 	var err error
 	for try := 0; try < sepOpenTries; try++ {
 		ctxs, err = d.openContexts(info, int(n))
-		if err == nil || err != fi.EADDRINUSE {
+		if err != fi.EADDRINUSE {
 			break
 		}
 	}
@@ -127,10 +127,7 @@ func (d *Domain) openContexts(info *fi.Info, n int) ([]*Endpoint, error) {
 		// others take next.
 		ep, err := d.openEndpoint(info, first+i, port, n)
 		if err != nil {
-			if port != 0 {
-				err = fi.EADDRINUSE // taken since context 0 opened, most likely
-			}
-			return fail(err)
+			return fail(err) // EADDRINUSE (the port or the id taken meanwhile): the caller tries again
 		}
 		ctxs = append(ctxs, ep)
 		if i > 0 && ep.epid != want {
