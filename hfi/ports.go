@@ -20,7 +20,8 @@ import (
 
 // portCursor returns the port to try first and advances the cursor by
 // block (at least one), in [first, last]; ok false if the cursor file
-// cannot be used.
+// cannot be used. A block that would pass last starts again at first, so
+// the ports p .. p+block-1 it reserves all lie in the range.
 func portCursor(path string, first, last uint16, block int) (uint16, bool) {
 	if path == "" {
 		return 0, false
@@ -40,7 +41,11 @@ func portCursor(path string, first, last uint16, block int) (uint16, bool) {
 	if n != 2 || p < first || p > last {
 		p = first + uint16(os.Getpid()%int(last-first+1))
 	}
-	next := int(p) + max(block, 1)
+	block = max(block, 1)
+	if int(p)+block-1 > int(last) {
+		p = first
+	}
+	next := int(p) + block
 	if next > int(last) {
 		next = int(first)
 	}

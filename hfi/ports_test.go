@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,19 +16,35 @@ import (
 // scalable endpoint's next context needed).
 func TestPortCursor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ports")
-	p0, ok := portCursor(path, 40000, 40009, 1)
-	if !ok {
-		t.Fatal("cursor file unusable")
-	}
-	want := []struct {
-		block int
-		next  uint16
-	}{{4, p0 + 1}, {1, p0 + 5}, {0, p0 + 6}}
-	for _, w := range want {
-		p, _ := portCursor(path, 40000, 40009, w.block)
-		if want := 40000 + (w.next-40000)%10; p != want {
-			t.Fatalf("block %d: port %d, want %d", w.block, p, want)
+	seed := func(p uint16) {
+		if err := os.WriteFile(path, []byte{byte(p), byte(p >> 8)}, 0o600); err != nil {
+			t.Fatal(err)
 		}
+	}
+	// Blocks are taken in turn; one that would pass the end of the range
+	// starts at its beginning, so every port of a block lies in it.
+	for _, c := range []struct {
+		seed   uint16
+		blocks []int
+		want   []uint16
+	}{
+		{40000, []int{4, 1, 0}, []uint16{40000, 40004, 40005}},
+		{40008, []int{1, 4, 1}, []uint16{40008, 40000, 40004}},
+		{40006, []int{4, 4}, []uint16{40006, 40000}},
+		{40009, []int{1, 1}, []uint16{40009, 40000}},
+	} {
+		seed(c.seed)
+		for i, b := range c.blocks {
+			p, ok := portCursor(path, 40000, 40009, b)
+			if !ok || p != c.want[i] || int(p)+max(b, 1)-1 > 40009 {
+				t.Fatalf("from %d, block %d (#%d): port %d ok %v, want %d", c.seed, b, i, p, ok, c.want[i])
+			}
+		}
+	}
+	// No cursor yet: a start in the range.
+	os.Remove(path)
+	if p, ok := portCursor(path, 40000, 40009, 1); !ok || p < 40000 || p > 40009 {
+		t.Fatalf("fresh cursor: port %d ok %v", p, ok)
 	}
 	// Past the end of the range: back to its start.
 	for range 10 {
