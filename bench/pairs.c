@@ -3,26 +3,30 @@
  * to get a CPU in turn, the pattern of an oversubscribed laptop or CI
  * runner.
  *
- *   mpirun -np N pairs [MAXSIZE]
+ *   mpirun -np N pairs [MAXSIZE] [sendrecv]
  *
  * For each power of two from 1 B to MAXSIZE (default 8 MiB), after a
  * warm-up round, rank 0 prints "SIZE USEC": the one-way time of its pair,
- * averaged over a number of round trips that shrinks with the size. */
+ * averaged over a number of round trips that shrinks with the size. With
+ * "sendrecv", both ranks of a pair send and receive at once
+ * (MPI_Sendrecv, as IMB's Sendrecv), and USEC is the time of one. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
 	int rank, size;
 	long max = argc > 1 ? atol(argv[1]) : 8L << 20;
+	int sendrecv = argc > 2 && !strcmp(argv[2], "sendrecv");
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	char *buf = malloc(max);
+	char *buf = malloc(max), *rbuf = malloc(max);
 	int peer = rank ^ 1;
-	if (size % 2 || !buf)
+	if (size % 2 || !buf || !rbuf)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	for (long n = 1; n <= max; n *= 2) {
 		int iters = n <= 65536 ? 200 : (int) (20 * 1048576 / n) + 5;
@@ -32,7 +36,12 @@ int main(int argc, char **argv)
 			MPI_Barrier(MPI_COMM_WORLD);
 			double t0 = MPI_Wtime();
 			for (int i = 0; i < iters; i++) {
-				if (rank & 1) {
+				if (sendrecv) {
+					MPI_Sendrecv(buf, (int) n, MPI_BYTE, peer, 0, rbuf, (int) n, MPI_BYTE, peer, 0,
+						     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+					MPI_Sendrecv(buf, (int) n, MPI_BYTE, peer, 0, rbuf, (int) n, MPI_BYTE, peer, 0,
+						     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				} else if (rank & 1) {
 					MPI_Recv(buf, (int) n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 					MPI_Send(buf, (int) n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
 				} else {
@@ -46,6 +55,7 @@ int main(int argc, char **argv)
 			printf("%ld %.2f\n", n, t);
 	}
 	free(buf);
+	free(rbuf);
 	MPI_Finalize();
 	return 0;
 }

@@ -140,9 +140,16 @@ static int check_deliver(struct world *w, int round, long *entries)
 	size_t count = 1 + rnd() % NOUT;
 	char *out = (char *) w->out + (NOUT - count) * STRIDE;	/* ends at the guard */
 	ssize_t got;
+	struct psm2_held held;
 
 	memcpy(before, w->ep + EPF_RQ, n * EPF_RQ_WORDS * 8);
-	got = psm2_fast_deliver(w->cq, out, count);
+	got = psm2_fast_deliver(w->cq, out, count, &held);
+	if (held.n < 0 || held.n > DOMF_MAX_EPS || (held.n && (held.end[0] - held.at[0] < 1 || held.end[0] - held.at[0] > PUSH_CELLS_MAX))) {
+		fprintf(stderr, "round %d: %d held messages, first %llu..%llu\n", round, held.n,
+			(unsigned long long) held.at[0], (unsigned long long) held.end[0]);
+		return 1;
+	}
+	(void) psm2_fast_idle_held(w->cq, &held);	/* reads hostile ring words too */
 	if (got < 0 || (size_t) got > count) {
 		fprintf(stderr, "round %d: %zd entries for %zu asked\n", round, got, count);
 		return 1;

@@ -155,6 +155,7 @@ type engine struct {
 	events   int // completions produced by the current poll
 
 	inPoll bool      // inside the wire's Poll: RMA sends wait in the outbox
+	noHold bool      // the wire's Poll takes every message (Hold)
 	sendQ  sendQueue // sends the wire had no room for (sendq.go)
 	rmaOut []rmaMsg  // RMA sends waiting for the wire (rma.go)
 
@@ -579,7 +580,9 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 		// without progressing) in a loop would otherwise never see the
 		// message come.
 		if !e.inPoll {
+			e.noHold = true // the last message in the ring too (Hold)
 			ep.poll()
+			e.noHold = false
 		}
 		ep.peek(sp, srcEPID, tag, ignore, ctx, flags)
 		return 0
@@ -960,6 +963,22 @@ func (h *epEvents) Admit(hdr *transport.Header, src uint64, rndv bool) bool {
 	}
 	e.refusals++
 	return false
+}
+
+// Hold (transport.Holder) leaves the last message in the endpoint's ring
+// there while no receive is posted in Go and C may deliver: the receive
+// that takes it, often posted a moment later (one side of an exchange runs
+// ahead: MPI_Sendrecv), is queued in C and C delivers the message to it
+// without Go. Taken now, the message would be unexpected, and every
+// receive until one claims it would go through Go, whose pass would take
+// the next early message the same way. Not while a thread sleeps on the
+// wire or a progress thread runs (a message left in the ring would wake
+// them at once, again and again), nor for a peek, which must see it, nor
+// for anything C does not deliver (RMA requests: psm2_inline_head).
+func (h *epEvents) Hold(hdr *transport.Header) bool {
+	ep := (*Endpoint)(h)
+	return hdr.Flags&^(hfTagged|hfData) == 0 && !ep.engine.noHold && ep.fast.page != nil &&
+		ep.dom.prog == nil && ep.waiters.Load() == 0 && ep.deliverOK()
 }
 
 // SendDone completes a send that finished on the wire.

@@ -32,7 +32,11 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	}
 	e.probeHit, e.checkHit = false, false
 	budget = max(budget, 1)
+	hold, _ := h.(transport.Holder)
 	for k := range budget {
+		if hold != nil && e.holdHead(hold) {
+			break
+		}
 		if _, ok := e.ring.TryPop(e.rx[:]); !ok {
 			if k == 0 {
 				ev += e.watchStall()
@@ -50,6 +54,34 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	}
 	e.publishHint()
 	return ev
+}
+
+// holdHead reports whether the next message stays in the ring
+// (transport.Holder): an inline or eager message that is the last unit
+// there, and the handler asks for it. It reads the shared cell's kind,
+// length, tag and flags without taking it: the handler only decides on
+// them whether to look again later.
+func (e *Endpoint) holdHead(h transport.Holder) bool {
+	b, ok := e.ring.PeekCell(0)
+	if !ok {
+		return false
+	}
+	cells := 1
+	switch b[offCellKind] {
+	case cellInline:
+		cells = inlineCells(int(get16(b, offCellShort)), b[offCellFlags]&cellHasData != 0)
+		if cells > ring.MaxPushCells {
+			return false
+		}
+	case cellEager:
+	default:
+		return false
+	}
+	if _, more := e.ring.PeekCell(uint64(cells)); more {
+		return false
+	}
+	hdr := transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags)}
+	return h.Hold(&hdr)
 }
 
 // handle acts on the cell in e.rx and returns the handler calls made.

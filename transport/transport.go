@@ -88,6 +88,17 @@ type Admitter interface {
 	Admit(h *Header, srcEPID uint64, rndv bool) bool
 }
 
+// Holder is implemented by a Handler whose receives a C fast path may
+// match against the wire's ring without Go (the provider's). A wire whose
+// arrivals wait in such a ring (shm) asks before it takes a message that
+// is the last one there, with the message's tag and flags; true leaves
+// the message in the ring, where the fast path (or a later Poll, which
+// asks again) finds it. Anything arriving behind it is taken with it.
+// Called from Poll, like Deliver.
+type Holder interface {
+	Hold(h *Header) bool
+}
+
 // Send flags.
 const (
 	// SendCopy asks the wire to be done with the caller's buffers when

@@ -144,10 +144,11 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
  * out;
  * psm2_fast_deliver holds the domain lock and has checked that f delivers
  * through the CQ being read. It stops at anything else (another cell
- * kind, an unexpected message, a short buffer) and leaves it to Go.
- * Returns the entries written. */
+ * kind, an unexpected message, a short buffer) and leaves it to Go; an
+ * unexpected message that is the last in the ring is also listed in held
+ * (when not NULL). Returns the entries written. */
 static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t stride,
-			   char *out, size_t count)
+			   char *out, size_t count, struct psm2_held *held)
 {
 	char *r = psm2_probe_ring(f[EPF_RING]);
 	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
@@ -169,7 +170,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		uint64_t raddr = 0, rsid = 0;
 		int i, cells, k, rndv = 0;
 
-		if (!n || __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
 			break;
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
 			if (psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx)) {
@@ -179,16 +180,6 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			 !sd[FP_PEER_BUFS] || !sd[FP_PEER_BUSY])
 					break;
 				eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
-				/* Two lines the other core wrote last, asked for
-				 * now so they come during the copy: the sender's
-				 * busy word, which the locked AND below frees the
-				 * buffer in, and our own, which our next eager send
-				 * (often the answer to this message) reads and sets.
-				 * Each was a miss on the critical path: 256 B
-				 * fi_pingpong 0.26 -> 0.24 us, 1 KiB 0.35 -> 0.27. */
-				psm2_prefetchw((const void *) (uintptr_t) sd[FP_PEER_BUSY]);
-				if (sd[FP_BUSY])
-					psm2_prefetchw((const void *) (uintptr_t) sd[FP_BUSY]);
 			} else if (psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
 				/* A rendezvous C fetches itself: from another process
 				 * that single copy may read (its pid in the
@@ -216,13 +207,40 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			__builtin_prefetch(psm2_cell(r, mask, cons + k), 0, 3);
 		if (!psm2_conts(r, mask, cons, cells, cont))
 			break;
-		i = psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid);
-		if (i < 0)
-			break;	/* unexpected: Go keeps it */
+		i = n ? psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) : -1;
+		if (i < 0) {
+			/* Unexpected. The last message in the ring stays
+			 * there, for a receive posted soon (one side of an
+			 * exchange often runs ahead: MPI_Sendrecv), which
+			 * takes it here without Go; the read answers as if
+			 * idle (psm2_fast_idle_held). Anything behind it, or
+			 * Go's next pass, moves it to Go's unexpected queue. */
+			if (held && held->n < DOMF_MAX_EPS &&
+			    __atomic_load_n((const uint64_t *) (psm2_cell(r, mask, cons + (uint64_t) cells) + CELL_SEQ),
+					    __ATOMIC_ACQUIRE) != cons + (uint64_t) cells + 1) {
+				held->ring[held->n] = f[EPF_RING];
+				held->at[held->n] = cons;
+				held->end[held->n] = cons + (uint64_t) cells;
+				held->n++;
+			}
+			break;
+		}
 		q = f + EPF_RQ + i * EPF_RQ_WORDS;
 		if (q[RQ_LEN] < m.len)
 			break;	/* truncated: Go reports it */
 		if (eager) {
+			/* Two lines the other core wrote last, asked for now
+			 * so they come during the copy: the sender's busy word,
+			 * which the locked AND below frees the buffer in, and
+			 * our own, which our next eager send (often the answer
+			 * to this message) reads and sets. Each was a miss on
+			 * the critical path: 256 B fi_pingpong 0.26 -> 0.24 us,
+			 * 1 KiB 0.35 -> 0.27. Only once matched: a held message
+			 * must not take the sender's line from it at every
+			 * read. */
+			psm2_prefetchw((const void *) (uintptr_t) sd[FP_PEER_BUSY]);
+			if (sd[FP_BUSY])
+				psm2_prefetchw((const void *) (uintptr_t) sd[FP_BUSY]);
 			/* Copy (as the sender fills the buffer, if streamed),
 			 * then give the buffer back and ring the sender in case
 			 * it waits for one (shm's release; the locked AND is the
@@ -283,7 +301,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
  * for an endpoint only while Go holds nothing its messages or receives
  * could be ordered against (provider/fastep.go: deliverOK), and only when
  * the CQ holds no older entry. Returns the entries written. */
-ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
+ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct psm2_held *held)
 {
 	const uint64_t *dom;
 	uint64_t stride, neps, i;
@@ -291,6 +309,8 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
 	int locking, any = 0;
 	ssize_t got = 0;
 
+	if (held)
+		held->n = 0;
 	if (!cqf)
 		return 0;
 	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
@@ -310,7 +330,7 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count)
 		uint64_t *f = psm2_fast_ep(dom, i, cqf);
 
 		if (f)
-			got += psm2_deliver_ep(f, dom, stride, (char *) buf + got * stride, count - got);
+			got += psm2_deliver_ep(f, dom, stride, (char *) buf + got * stride, count - got, held);
 	}
 out:
 	if (locking)

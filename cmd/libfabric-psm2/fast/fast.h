@@ -56,12 +56,25 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src, uint64_t t
 int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cmp, size_t count, void *res,
 		     fi_addr_t dest, uint64_t addr, uint64_t key, int dt, int op, void *context, uint64_t flags);
 
+/* psm2_held lists the messages psm2_fast_deliver left in their rings
+ * because no receive C queued takes them, each the last unit in its ring:
+ * the ring's probe word, and the positions of the unit's first cell and
+ * of the cell after it. */
+struct psm2_held {
+	int n;
+	uint64_t ring[DOMF_MAX_EPS], at[DOMF_MAX_EPS], end[DOMF_MAX_EPS];
+};
+
 /* Inside fi_cq_read, in this order; each writes at most count entries of
- * the CQ's format at buf and returns how many. */
+ * the CQ's format at buf and returns how many. psm2_fast_deliver also
+ * fills held (may be NULL). */
 ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count);
-ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count);
+ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct psm2_held *held);
 ssize_t psm2_fast_answers(const uint64_t *cqf, void *buf, size_t count);
 int psm2_fast_serve(const uint64_t *cqf);
 int psm2_fast_idle(const uint64_t *cqf);
+/* psm2_fast_idle_held is psm2_fast_idle for which each message in held,
+ * still the last in its ring and unread, counts as nothing arrived. */
+int psm2_fast_idle_held(const uint64_t *cqf, const struct psm2_held *held);
 
 #endif /* PSM2_FAST_H */

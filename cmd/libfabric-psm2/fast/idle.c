@@ -1,11 +1,24 @@
 /* idle.c: the idle answer of fi_cq_read, given without calling into Go. */
 #include "ring.h"
 
-/* psm2_fast_idle answers, without calling into Go, that a read would find
- * nothing: no entry queued, no work Go knows of, and no cell arrived in
- * any receive ring of the domain (provider/fastpath.go has the layout;
- * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
-int psm2_fast_idle(const uint64_t *cqf)
+/* psm2_is_held: the unit at position cons of ring r (probe word w) is one
+ * held lists, unread (the consumer is still at it), and still the last in
+ * the ring. */
+static inline int psm2_is_held(const struct psm2_held *held, uint64_t w, const char *r, uint64_t cons)
+{
+	for (int j = 0; j < held->n; j++) {
+		if (held->ring[j] != w || held->at[j] != cons)
+			continue;
+		return __atomic_load_n((const uint64_t *) (psm2_cell((char *) r, psm2_probe_mask(w), held->end[j]) +
+							   CELL_SEQ),
+				       __ATOMIC_ACQUIRE) != held->end[j] + 1;
+	}
+	return 0;
+}
+
+/* psm2_idle: psm2_fast_idle, with the messages in held (NULL: none)
+ * counting as nothing arrived. */
+static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held)
 {
 	const uint64_t *f = cqf, *d;
 	uint64_t n;
@@ -51,8 +64,22 @@ int psm2_fast_idle(const uint64_t *cqf)
 		cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
 		seq = __atomic_load_n((const uint64_t *) (r + RING_HDR + (cons & psm2_probe_mask(w)) * CELL_SIZE +
 							  CELL_SEQ), __ATOMIC_ACQUIRE);
-		if (seq == cons + 1)
+		if (seq == cons + 1 && !(held && psm2_is_held(held, w, r, cons)))
 			return 0;
 	}
 	return 1;
+}
+
+/* psm2_fast_idle answers, without calling into Go, that a read would find
+ * nothing: no entry queued, no work Go knows of, and no cell arrived in
+ * any receive ring of the domain (provider/fastpath.go has the layout;
+ * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
+int psm2_fast_idle(const uint64_t *cqf)
+{
+	return psm2_idle(cqf, NULL);
+}
+
+int psm2_fast_idle_held(const uint64_t *cqf, const struct psm2_held *held)
+{
+	return held->n && psm2_idle(cqf, held);
 }
