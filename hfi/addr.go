@@ -57,6 +57,29 @@ func ChooseAddr(iface string) ([4]byte, error) {
 	return ifaceAddr(iface)
 }
 
+// UnitAddr is the address of HFI unit unit (HFI_UNIT): the units are the
+// interfaces that are up, not loopback, and have an IPv4 address, in the
+// kernel's order (their index), and a unit's address is its interface's
+// first. An error names how many units there are.
+func UnitAddr(unit int) ([4]byte, error) {
+	return nthUnit(upIfaceAddrs(), unit)
+}
+
+// nthUnit is the first address of the unit-th of ifs that has one.
+func nthUnit(ifs [][][4]byte, unit int) ([4]byte, error) {
+	n := 0
+	for _, a := range ifs {
+		if len(a) == 0 {
+			continue
+		}
+		if n == unit {
+			return a[0], nil
+		}
+		n++
+	}
+	return [4]byte{}, fmt.Errorf("HFI_UNIT=%d: %d units (interfaces up with an IPv4 address)", unit, n)
+}
+
 // ifaceAddr is the first IPv4 address of interface name.
 func ifaceAddr(name string) ([4]byte, error) {
 	ifc, err := net.InterfaceByName(name)

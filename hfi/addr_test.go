@@ -28,6 +28,28 @@ func TestSoleAddr(t *testing.T) {
 	}
 }
 
+// TestNthUnit: HFI_UNIT counts only the interfaces with an IPv4 address,
+// and a unit past the last is an error.
+func TestNthUnit(t *testing.T) {
+	a := [4]byte{10, 0, 0, 5}
+	b := [4]byte{192, 168, 1, 2}
+	c := [4]byte{172, 16, 0, 9}
+	ifs := [][][4]byte{nil, {a, c}, nil, {b}}
+	for unit, want := range [][4]byte{a, b} {
+		if got, err := nthUnit(ifs, unit); err != nil || got != want {
+			t.Errorf("unit %d: %v, %v; want %v", unit, got, err, want)
+		}
+	}
+	for _, unit := range []int{2, 7} {
+		if got, err := nthUnit(ifs, unit); err == nil {
+			t.Errorf("unit %d of 2: %v, no error", unit, got)
+		}
+	}
+	if _, err := nthUnit(nil, 0); err == nil {
+		t.Error("unit 0 of none: no error")
+	}
+}
+
 // TestChooseAddr: an address, a network holding a local address, and the
 // errors; the default is a local address (or loopback), never an error.
 func TestChooseAddr(t *testing.T) {

@@ -32,13 +32,17 @@ type Params struct {
 	Disconnect bool
 	TagLayout  TagLayout
 	Iface      string // FI_PSM2_IFACE: the interface (name, address or network) of the hfi wire and the name server
-	PortFirst  uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
-	PortLast   uint16
-	Paths      int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
-	MTU        int // FI_PSM2_MTU: IP MTU of the network
-	HFISpin    int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
-	SreadSpin  int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
-	YieldSpin  int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
+	// HFIUnit is HFI_UNIT: which interface the hfi wire uses when
+	// FI_PSM2_IFACE is unset (hfi.UnitAddr); -1 (default): the default
+	// route's.
+	HFIUnit   int
+	PortFirst uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
+	PortLast  uint16
+	Paths     int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
+	MTU       int // FI_PSM2_MTU: IP MTU of the network
+	HFISpin   int // FI_PSM2_HFI_SPIN: microseconds the receive thread polls after a packet
+	SreadSpin int // FI_PSM2_SREAD_SPIN: microseconds fi_cq_sread and fi_cntr_wait poll before they sleep
+	YieldSpin int // FI_PSM2_YIELD_SPIN: microseconds of empty fi_cq_read answers before one yields the CPU (0: never)
 	// FI_PSM2_AUTH: authenticate every packet of the hfi wire (default
 	// off: docs/hfi.md, "Authentication", has the cost).
 	Auth bool
@@ -167,6 +171,14 @@ func loadParams(h Host, log logger) Params {
 		OOOBytes:     hfi.DefaultOOOBytes,
 		UnexpBytes:   DefaultUnexpBytes,
 		UnexpCount:   DefaultUnexpCount,
+	}
+	p.HFIUnit = -1
+	if v, ok := h.Getenv("HFI_UNIT"); ok {
+		if u, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && u >= -1 && u < 256 {
+			p.HFIUnit = u
+		} else {
+			log.Warnf(fi.LOG_CORE, "HFI_UNIT=%q is not a unit number (0..255, or -1 for any); using any", v)
+		}
 	}
 	if v, ok := h.Getenv("PSM2_MULTI_EP"); ok {
 		if b, ok := ParseBool(v); ok {

@@ -16,6 +16,7 @@ import (
 func defaultParams() Params {
 	return Params{
 		NameServer:   true,
+		HFIUnit:      -1,
 		TaggedRMA:    true,
 		UUID:         DefaultUUID,
 		Delay:        0,
@@ -137,6 +138,10 @@ func TestParamsValues(t *testing.T) {
 		{"FI_PSM2_TAGGED_RMA", "2", nil, true},
 		{"FI_PSM2_LAZY_CONN", "yes", func(p *Params) { p.LazyConn = true }, false},
 		{"PSM2_MULTI_EP", "0", func(p *Params) { p.MultiEP = false }, false},
+		{"HFI_UNIT", "1", func(p *Params) { p.HFIUnit = 1 }, false},
+		{"HFI_UNIT", "-1", nil, false},
+		{"HFI_UNIT", "hfi1_0", nil, true},
+		{"HFI_UNIT", "-2", nil, true},
 		// print_stats [0, 86400], and PSM2's spelling
 		{"FI_PSM2_PRINT_STATS", "1", func(p *Params) { p.PrintStats = 1 }, false},
 		{"FI_PSM2_PRINT_STATS", "-1", nil, true},

@@ -124,10 +124,15 @@ func (p *Provider) netConfig() (netConfig, error) {
 	return nc, nil
 }
 
-// wireAddr is the IPv4 address endpoints bind (FI_PSM2_IFACE; hfi.ChooseAddr).
+// wireAddr is the IPv4 address endpoints bind (FI_PSM2_IFACE,
+// hfi.ChooseAddr; else HFI_UNIT, hfi.UnitAddr).
 func (p *Provider) wireAddr() ([4]byte, error) {
 	p.addrOnce.Do(func() {
-		p.addr, p.addrErr = hfi.ChooseAddr(p.params.Iface)
+		if p.params.Iface == "" && p.params.HFIUnit >= 0 {
+			p.addr, p.addrErr = hfi.UnitAddr(p.params.HFIUnit)
+		} else {
+			p.addr, p.addrErr = hfi.ChooseAddr(p.params.Iface)
+		}
 		if p.addrErr == nil {
 			p.log.Infof(fi.LOG_CORE, "hfi wire on %d.%d.%d.%d", p.addr[0], p.addr[1], p.addr[2], p.addr[3])
 		}

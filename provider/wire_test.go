@@ -345,3 +345,21 @@ func TestLostTailSentWhileSenderComputes(t *testing.T) {
 	}
 	t.Logf("%d packets lost; the message arrived %v after the receive was posted", lost, time.Since(start))
 }
+
+// TestHFIUnit: HFI_UNIT picks the wire's interface among the units
+// (hfi.UnitAddr) unless FI_PSM2_IFACE names one; a unit past the last
+// fails the wire instead of using another interface.
+func TestHFIUnit(t *testing.T) {
+	want, wantErr := hfi.UnitAddr(0)
+	got, err := New(newFakeHost(map[string]string{"HFI_UNIT": "0"})).wireAddr()
+	if got != want || (err == nil) != (wantErr == nil) {
+		t.Errorf("HFI_UNIT=0: %v, %v; want %v, %v", got, err, want, wantErr)
+	}
+	if got, err := New(newFakeHost(map[string]string{"HFI_UNIT": "255"})).wireAddr(); err == nil {
+		t.Errorf("HFI_UNIT=255: %v, no error", got)
+	}
+	env := map[string]string{"HFI_UNIT": "255", "FI_PSM2_IFACE": "127.0.0.1"}
+	if got, err := New(newFakeHost(env)).wireAddr(); err != nil || got != [4]byte{127, 0, 0, 1} {
+		t.Errorf("FI_PSM2_IFACE beside HFI_UNIT: %v, %v", got, err)
+	}
+}

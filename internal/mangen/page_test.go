@@ -29,7 +29,7 @@ func page(t *testing.T) string {
 // its line in docs/config.md fails here (and in provider's TestConfigDoc).
 func TestPageHasEveryParameter(t *testing.T) {
 	p := page(t)
-	for _, name := range append(provider.ParamNames(), "PSM2_DEVICES", "PSM2_MULTI_EP", "FI_SHM_DISABLE_CMA") {
+	for _, name := range append(provider.ParamNames(), "PSM2_DEVICES", "PSM2_MULTI_EP", "HFI_UNIT", "FI_SHM_DISABLE_CMA") {
 		if !strings.Contains(p, ".TP\n\\fB"+strings.ReplaceAll(name, "-", `\-`)+"\\fR\n") {
 			t.Errorf("the manual page has no entry for %s", name)
 		}
