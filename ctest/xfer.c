@@ -26,7 +26,8 @@
  *
  * The plan (message i: its kind, size and tag) comes from SEED and i alone:
  * sizes 1 B..64 KiB log-uniform, and some 64 KiB..4 MiB (every 500th is
- * exactly 4 MiB, others sit on the 64000-byte eager boundary); kinds tagged
+ * exactly 4 MiB, others sit on the eager boundaries: psm2's 64000 bytes,
+ * and our default across hosts, 256 KiB); kinds tagged
  * (tag i), untagged, inject (tagged or untagged, up to inject_size). Byte j
  * of message i is a function of (i, j), so a message given to the wrong
  * receive, truncated or corrupted fails the check. After the last message
@@ -102,8 +103,8 @@ static void plan_of(long i, struct plan *p)
 		p->size = MAXSIZE;
 	} else if ((long)(r % 1000) < large_pm) {
 		switch ((r >> 10) % 8) {
-		case 0: p->size = 64000; break;
-		case 1: p->size = 64001; break;
+		case 0: p->size = (r2 & 1) ? 262144 : 64000; break;
+		case 1: p->size = (r2 & 1) ? 262145 : 64001; break;
 		default:
 			k = 16 + (r2 >> 8) % 7;		/* 64 KiB .. 4 MiB */
 			p->size = ((size_t)1 << k) + (r2 >> 16) % ((size_t)1 << k);

@@ -506,7 +506,8 @@ func TestBusyHoldsSender(t *testing.T) {
 // the other way (the peer had declared nothing: it takes the new
 // connection in place of the old one).
 func TestReconnectAfterTimeout(t *testing.T) {
-	cfg := Config{Job: [16]byte{7}, ConnTimeout: 500 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
+	cfg := Config{Job: [16]byte{7}, ConnTimeout: 500 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond,
+		RndvThreshold: 64000} // the 100 kB send is a rendezvous, pending until acknowledged
 	a, b, ra, rb, c, net := connectedPair(t, cfg)
 	net.filter = func(p []byte) bool { return false }
 	h := transport.Header{Len: 3000}

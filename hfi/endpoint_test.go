@@ -290,7 +290,7 @@ func TestPeerDiesMidRendezvous(t *testing.T) {
 
 func TestDisconnectFailsPending(t *testing.T) {
 	net := newMemNet()
-	cfg := Config{Job: [16]byte{1}}
+	cfg := Config{Job: [16]byte{1}, RndvThreshold: 64000} // its send is a rendezvous, pending until fetched
 	a, b := openPair(t, net, cfg)
 	ra, rb := recorders(t, a, b)
 	rb.discard = true
@@ -360,7 +360,7 @@ func TestRestartedPeerReusesAddress(t *testing.T) {
 func TestTimersUseTheClock(t *testing.T) {
 	net := newMemNet()
 	clk := &fakeClock{}
-	cfg := Config{Job: [16]byte{1}, Clock: clk}
+	cfg := Config{Job: [16]byte{1}, Clock: clk, RndvThreshold: 64000} // a rendezvous, pending until fetched
 	a, b := openPair(t, net, cfg)
 	ra, rb := recorders(t, a, b)
 	net.filter = func(p []byte) bool { return false } // the first request is lost
@@ -1085,7 +1085,8 @@ func TestBurstNotHeld(t *testing.T) {
 // once, instead of sending into nothing until its own timeout.
 func TestDeadPeerTellsSender(t *testing.T) {
 	net := newMemNet()
-	cfg := Config{Job: [16]byte{1}, ConnTimeout: 300 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond}
+	cfg := Config{Job: [16]byte{1}, ConnTimeout: 300 * time.Millisecond, ErrchkMin: 5 * time.Millisecond, ErrchkMax: 20 * time.Millisecond,
+		RndvThreshold: 64000} // b's 100 kB send is a rendezvous
 	a, b := openPair(t, net, cfg)
 	ra, rb := recorders(t, a, b)
 	c, _ := a.Connect(b.EPID())
@@ -1266,5 +1267,48 @@ func TestRendezvousDataAlike(t *testing.T) {
 		if !bytes.Equal(rb.data[1+i], pattern(i, size)) || ra.sends[uint64(10+i)] != nil {
 			t.Fatalf("message %d differs (send %v)", i, ra.sends[uint64(10+i)])
 		}
+	}
+}
+
+// TestEagerWhenIdle: by default a message up to DefaultEagerIdle goes
+// eager to a peer with nothing in flight (a ping-pong's turn, an answer),
+// while one sent right behind packets still in flight goes by rendezvous
+// above RndvThreshold, as a stream should; both arrive intact. With
+// RndvThreshold given, it is the only threshold.
+func TestEagerWhenIdle(t *testing.T) {
+	const size = 200000
+	for _, c := range []struct {
+		name        string
+		cfg         Config
+		eager, rndv uint64
+	}{
+		{"default", Config{Job: [16]byte{1}}, 1, 1},
+		{"RndvThreshold 64000", Config{Job: [16]byte{1}, RndvThreshold: 64000}, 0, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, ra, rb, ca, _ := connectedPair(t, c.cfg)
+			if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(a.busy) == 0 && len(b.busy) == 0 }) {
+				t.Fatal("the connection never went idle")
+			}
+			before := a.Stats()
+			for i := range 2 {
+				h := transport.Header{Tag: uint64(i), Len: size}
+				if _, err := a.Send(ca, &h, [][]byte{pattern(i, size)}, uint64(10+i), 0); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+			}
+			s := a.Stats()
+			if e, r := s.EagerMsgs-before.EagerMsgs, s.RndvMsgs-before.RndvMsgs; e != c.eager || r != c.rndv {
+				t.Errorf("eager %d, rendezvous %d; want %d, %d", e, r, c.eager, c.rndv)
+			}
+			if !drive(t, a, b, ra, rb, 5*time.Second, func() bool { return len(rb.msgs) == 3 && len(rb.fetched) == len(rb.pending) }) {
+				t.Fatalf("delivered %d of 2", len(rb.msgs)-1)
+			}
+			for i := range 2 {
+				if !bytes.Equal(rb.data[1+i], pattern(i, size)) {
+					t.Errorf("message %d differs", i)
+				}
+			}
+		})
 	}
 }

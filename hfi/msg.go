@@ -129,7 +129,11 @@ func (e *Endpoint) Send(c transport.Conn, h *transport.Header, iov [][]byte, coo
 	}
 	var done bool
 	var err error
-	if n > min(uint64(e.cfg.RndvThreshold), p.eagerMax) {
+	limit := uint64(e.cfg.RndvThreshold)
+	if p.unacked.len() == 0 && p.queued.len() == 0 {
+		limit = uint64(e.cfg.EagerIdle) // nothing in flight (DefaultEagerIdle)
+	}
+	if n > min(limit, p.eagerMax) {
 		if done, err = e.sendRndv(p, h, iov, cookie, flags); err == nil {
 			e.stats.RndvMsgs++
 			e.stats.RndvBytes += n

@@ -196,7 +196,10 @@ func TestRMAClaimedLength(t *testing.T) {
 // it heals, the next send to the same address connects again and
 // arrives (it failed for good: the dead connection stayed cached).
 func TestReconnectAfterPartition(t *testing.T) {
-	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "FI_PSM2_CONN_TIMEOUT": "1"}
+	// The 200 kB send is a rendezvous (psm2's threshold), pending until
+	// the peer fetches it.
+	env := map[string]string{"PSM2_DEVICES": "hfi", "FI_PSM2_IFACE": "127.0.0.1", "FI_PSM2_CONN_TIMEOUT": "1",
+		"PSM2_MQ_RNDV_HFI_THRESH": "64000"}
 	// Both sides drop everything they send while the link is cut.
 	var links []*lossyBackend
 	wrap := func(be hfi.Backend) hfi.Backend {

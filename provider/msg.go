@@ -204,7 +204,7 @@ func (e *engine) init(ep *Endpoint) { e.ep = ep }
 // Unexpected payload buffers come in power-of-two classes from 64 B.
 const (
 	bufMinShift = 6
-	bufClasses  = 12 // up to 128 KiB; larger ones are not pooled
+	bufClasses  = 13 // up to 256 KiB (hfi's eager threshold); larger ones are not pooled
 )
 
 func bufClass(n int) int {

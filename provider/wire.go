@@ -91,9 +91,12 @@ func (p *Provider) netConfig() (netConfig, error) {
 	h.Paths = p.params.Paths
 	h.MTU = p.params.MTU
 	h.Spin = time.Duration(p.params.HFISpin) * time.Microsecond
-	h.RndvThreshold = p.envInt("PSM2_MQ_RNDV_HFI_THRESH", 64000, 0, 1<<30)
-	if h.RndvThreshold == 0 {
-		h.RndvThreshold = 1 // 0 means every message by rendezvous
+	if _, set := p.host.Getenv("PSM2_MQ_RNDV_HFI_THRESH"); set {
+		// One threshold, as in psm2 (else hfi.DefaultEagerIdle).
+		h.RndvThreshold = p.envInt("PSM2_MQ_RNDV_HFI_THRESH", 64000, 0, 1<<30)
+		if h.RndvThreshold == 0 {
+			h.RndvThreshold = 1 // 0 means every message by rendezvous
+		}
 	}
 	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 131072, 4096, 4<<20)
 	h.Credits = p.envInt("PSM2_FLOW_CREDITS", hfi.DefaultCredits, 1, 4096)
