@@ -13,6 +13,7 @@
 # build/bench/oversub.png.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source bench/plot.sh
 out=build/bench
 mkdir -p "$out"
 REPEAT=${OVERSUB_REPEAT:-2}
@@ -37,13 +38,7 @@ if command -v gnuplot >/dev/null; then
 	gnuplot <<EOG
 set terminal png size 900,600
 set output "$out/oversub.png"
-set termoption noenhanced
-set logscale xy 2
-set xtics ("1 B" 1, "8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "256 KiB" 262144, "2 MiB" 2097152)
-set format y "%.3g"
-set key top left
-set grid
-set xlabel "message size"
+$(size_axes)
 set ylabel "one-way latency (us)"
 set title "$np ranks on $(nproc) cores, every pair ping-ponging (Open MPI)"
 plot "$out/oversub.dat" using 1:2 with linespoints title "cm/ofi on psm2", "" using 1:3 with linespoints title "ob1 + vader"

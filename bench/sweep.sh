@@ -39,6 +39,7 @@ mkdir -p "$out"
 port=$(( 20000 + RANDOM % 20000 ))
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
+source bench/plot.sh
 source bench/steady.sh # each run inside a fast phase of the host
 steady_init "$work"
 
@@ -278,13 +279,7 @@ if command -v gnuplot >/dev/null; then
 set terminal png size 1400,$([ "$internode" = 1 ] && echo 2000 || echo 1500)
 set output "$out/sweep.png"
 set multiplot layout $([ "$internode" = 1 ] && echo 4 || echo 3),2 title "psm2 (ours) against the references, this host"
-set termoption noenhanced
-set logscale xy 2
-set xtics ("1 B" 1, "8 B" 8, "64 B" 64, "512 B" 512, "4 KiB" 4096, "32 KiB" 32768, "256 KiB" 262144, "2 MiB" 2097152)
-set format y "%.3g"
-set key top left
-set grid
-set xlabel "message size"
+$(size_axes)
 set ylabel "one-way latency (us)"
 set title "fi_pingpong -e rdm: latency"
 plot "$out/pingpong.dat" using 1:2 with linespoints title "psm2", "" using 1:4 with linespoints title "libfabric shm"
