@@ -5,6 +5,8 @@
 #     dgram, with and without -c (data checks), 64 B and 1 MiB;
 #   - endpoints of different jobs (FI_PSM2_UUID) across hosts: nothing is
 #     delivered, the client fails;
+#   - FI_PSM2_PRINT_STATS under 5% loss: the packets sent, received,
+#     retransmitted and duplicated agree with what nftables dropped;
 #   - fi_getinfo(node, service) from another host finds an endpoint through
 #     the name server with no FI_PSM2_IFACE (ctest/nsquery.c);
 #   - our MPI conformance program under Open MPI (cm/ofi/psm2) across 2
@@ -127,6 +129,37 @@ else
 	fail "fi_pingpong -e rdm -S 4194304 across hosts with UDP segmentation offload" "$(cat "$out/pp-client.log" "$out/pp-server.log")"
 fi
 for h in 1 2; do $ns exec $h ethtool -K eth0 tx-udp-segmentation off >/dev/null 2>&1; done
+
+# FI_PSM2_PRINT_STATS agrees with the loss applied: 5% of the UDP packets
+# entering host 1 dropped (nftables counts them), a 64 KiB ping-pong.
+# Every packet host 2 sent was received by host 1 or dropped, and the
+# other way nothing was lost (a packet or two of connection set-up and
+# close may fall outside an endpoint's counts); host 2's retransmissions
+# are the drops they repaired plus the duplicates host 1 counted, and a
+# dropped acknowledgement needs no repair, so repairs are at most the
+# drops and (64 KiB messages being mostly data) at least 9 in 10 of them.
+# stat LOG NAME: the value of NAME in LOG's hfi psm2-stats line.
+stat() { sed -n "s/^psm2-stats .* group=hfi.* $2=\([0-9]*\).*/\1/p" "$1" | head -1; }
+$ns loss 1 5 udp in >/dev/null
+env+=(FI_PSM2_PRINT_STATS=1)
+if pingpong rdm 65536 300; then
+	drops=$($ns rules 1 | sed -n 's/.*counter packets \([0-9]*\) .*comment "loss".*/\1/p')
+	s1=$(stat "$out/pp-server.log" sent) r1=$(stat "$out/pp-server.log" received) d1=$(stat "$out/pp-server.log" dups)
+	s2=$(stat "$out/pp-client.log" sent) r2=$(stat "$out/pp-client.log" received) x2=$(stat "$out/pp-client.log" retransmits)
+	if [ -n "$drops" ] && [ -n "$s1" ] && [ -n "$s2" ] && [ -n "$x2" ] && [ "$drops" -gt 0 ] &&
+		[ $((s2 - drops - r1)) -ge -2 ] && [ $((s2 - drops - r1)) -le 2 ] &&
+		[ $((s1 - r2)) -ge -2 ] && [ $((s1 - r2)) -le 2 ] &&
+		[ $((x2 - d1)) -le "$drops" ] && [ $((10 * (x2 - d1))) -ge $((9 * drops)) ]; then
+		ok "FI_PSM2_PRINT_STATS under 5% loss into host 1: nft dropped $drops; host 2 sent $s2, host 1 received $r1; host 2 retransmitted $x2 = $((x2 - d1)) repairs + $d1 duplicates at host 1"
+	else
+		fail "FI_PSM2_PRINT_STATS under 5% loss: the counts disagree (nft drops ${drops:-?})" \
+			"$(grep -h '^psm2-stats .*group=hfi' "$out/pp-server.log" "$out/pp-client.log")"
+	fi
+else
+	fail "fi_pingpong -e rdm -S 65536 across hosts under 5% loss" "$(cat "$out/pp-client.log" "$out/pp-server.log")"
+fi
+unset 'env[${#env[@]}-1]'
+$ns loss 1 0 >/dev/null
 
 # Another job's endpoints: nothing is delivered; the client gives up.
 port=$((20000 + RANDOM % 20000))
