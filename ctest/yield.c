@@ -19,7 +19,17 @@
  * a peer that has not posted its receive, the wire is not idle and every
  * read goes through Go, and such a thread still waits for a peer that may
  * need its CPU (a 256 KiB ping-pong at 4 ranks on 2 cores took 450-870 us
- * a message while they did not, 63 us since).
+ * a message while they did not, 63 us since). And such reads, each a call
+ * into Go, read the clock every time, not every 64th as C's idle answers
+ * do: run with FI_PSM2_YIELD_SPIN=1, the median count of reads from a
+ * yield another thread took to the next yield is under 40 (it was 64 or
+ * more, and in MPI 64 of Go's answers took 20-30 us: Open MPI's
+ * ofi MTL waits for a blocking send in a loop of fi_cq_read alone, and two
+ * pairs ping-ponging 64 KiB + 1 B on 2 cores took 40 us a trip, against
+ * vader's 8.5, 11 with this rule and a 2 us spin). Where the AV names
+ * more endpoints on this host than there are CPUs (the job oversubscribes
+ * it), the spin before a yield is 2 us, not FI_PSM2_YIELD_SPIN's 20: the
+ * median gap after a taken yield is under 10 us.
  * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
@@ -45,8 +55,10 @@
  * no other thread comes here. */
 static struct {
 	double t0, t1;
+	long reads;	/* the reads polls had made when it began */
 } ylog[MAXY];
 static int ny;
+static long nreads;
 
 /* busy: more threads were runnable than there are CPUs when the test
  * began, before its spinners (so this thread may lose its CPU for any
@@ -65,6 +77,7 @@ int sched_yield(void)
 	if (ny < MAXY) {
 		ylog[ny].t0 = t0;
 		ylog[ny].t1 = ct_now();
+		ylog[ny].reads = nreads;
 		ny++;
 	}
 	return ret;
@@ -78,6 +91,7 @@ static int polls(struct ct_node *n, double secs)
 	double end = ct_now() + secs;
 
 	for (long i = 1;; i++) {
+		nreads++;
 		if (fi_cq_read(n->cq, &e, 1) != -FI_EAGAIN)
 			return -1;
 		if (i % 1024 == 0 && ct_now() > end)
@@ -183,6 +197,117 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *) a, y = *(const long *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* median_taken fills gaps and counts with the time and the reads from
+ * each yield another thread took to the next yield, sorted, and returns
+ * how many there are. */
+static int median_taken(double *gaps, long *counts)
+{
+	int ng = 0;
+
+	for (int i = 0; i + 1 < ny; i++)
+		if (ylog[i].t1 - ylog[i].t0 > 3e-6) {
+			counts[ng] = ylog[i + 1].reads - ylog[i].reads;
+			gaps[ng++] = ylog[i + 1].t0 - ylog[i].t1;
+		}
+	qsort(gaps, (size_t) ng, sizeof(gaps[0]), cmp_double);
+	qsort(counts, (size_t) ng, sizeof(counts[0]), cmp_long);
+	return ng;
+}
+
+/* own_gaps (the default FI_PSM2_YIELD_SPIN, 20 us): n's AV names more
+ * endpoints on this host than it has CPUs (made-up ports of our address),
+ * so the job oversubscribes it: after a yield another thread took, the
+ * next comes after a 2 us spin, not 20. Stops the spinners, closes n. */
+static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
+{
+	static double gaps[MAXY];
+	static long counts[MAXY];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int ng, ok = 0;
+
+	for (long i = 1; i <= cpus + 1; i++) {
+		uint8_t name[16];
+		uint64_t epid;
+		fi_addr_t a;
+
+		memcpy(name, n->name, sizeof(name));
+		memcpy(&epid, name, sizeof(epid));	/* little-endian hosts */
+		epid += (uint64_t) (1000 + i) << 16;	/* bits 31..16: the port */
+		memcpy(name, &epid, sizeof(epid));
+		ok += fi_av_insert(n->av, name, 1, &a, 0, NULL) == 1;
+	}
+	CHECK(ok == cpus + 1, "%d of %ld names inserted", ok, cpus + 1);
+	CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	ng = median_taken(gaps, counts);
+	if (ng < 5) {
+		printf("# yield own: %d yields, %d taken: the gaps are not judged\n", ny, ng);
+	} else {
+		printf("yield own: %d yields, %d taken; from one to the next, median %.1f us, %ld reads\n",
+		       ny, ng, gaps[ng / 2] * 1e6, counts[ng / 2]);
+		CHECK(gaps[ng / 2] < 10e-6, "more local ranks than CPUs: the median gap after a taken "
+		      "yield is %.1f us (want < 10: a 2 us spin)", gaps[ng / 2] * 1e6);
+	}
+	ct_close_node(n);
+	return finish("yield own");
+}
+
+/* rndv_gaps (FI_PSM2_YIELD_SPIN=1): with a 1 MiB send pending to a peer
+ * that has not posted its receive, every read goes to Go; after a yield
+ * another thread took, the next comes after the 1 us spin (a read costs
+ * 60 ns at the least: a dozen or two reads), not after 64 of Go's answers.
+ * Stops the spinners, closes n. */
+static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
+{
+	static double gaps[MAXY];
+	static long counts[MAXY];
+	static char big[1 << 20];
+	struct ct_node peer;
+	struct fi_context ctx;
+	fi_addr_t to;
+	int r = ct_open_node(&peer), ng;
+
+	CHECK(r == 0, "open the peer: %d", r);
+	if (r == 0) {
+		CHECK(fi_av_insert(n->av, peer.name, 1, &to, 0, NULL) == 1, "insert the peer");
+		r = (int) fi_tsend(n->ep, big, sizeof(big), NULL, to, 0x77, &ctx);
+		CHECK(r == 0, "1 MiB send: %d", r);
+		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	ng = median_taken(gaps, counts);
+	if (ng < 5) {
+		printf("# yield rndv: %d yields, %d taken: the gaps are not judged\n", ny, ng);
+	} else {
+		printf("yield rndv: %d yields, %d taken; from one to the next, median %.1f us, %ld reads\n",
+		       ny, ng, gaps[ng / 2] * 1e6, counts[ng / 2]);
+		CHECK(counts[ng / 2] < 40, "reads through Go: the median count of reads from a taken "
+		      "yield to the next is %ld (want < 40 with a 1 us spin)", counts[ng / 2]);
+	}
+	if (r == 0)
+		ct_close_node(&peer);
+	ct_close_node(n);
+	return finish("yield rndv");
+}
+
 int main(int argc, char **argv)
 {
 	struct ct_node n;
@@ -209,6 +334,10 @@ int main(int argc, char **argv)
 		if (pthread_create(&t[ncpu], NULL, spinner, (void *) (intptr_t) c) == 0)
 			ncpu++;
 	usleep(20000);
+	if (argc > 1 && strcmp(argv[1], "rndv") == 0)
+		return rndv_gaps(&n, ncpu, t);
+	if (argc > 1 && strcmp(argv[1], "own") == 0)
+		return own_gaps(&n, ncpu, t);
 	if (argc == 1) {
 		/* A rendezvous in flight: node n sends 1 MiB to a peer node
 		 * that has not posted its receive. */
@@ -273,5 +402,24 @@ int main(int argc, char **argv)
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 	      WEXITSTATUS(status) == 0, "FI_PSM2_YIELD_SPIN=0 run failed (status %#x)", status);
+
+	/* Reads that go to Go, with a 1 us spin. */
+	pid = fork();
+	if (pid == 0) {
+		setenv("FI_PSM2_YIELD_SPIN", "1", 1);
+		execl("/proc/self/exe", argv[0], "rndv", (char *) NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "the FI_PSM2_YIELD_SPIN=1 rendezvous run failed (status %#x)", status);
+
+	/* More local ranks than CPUs. */
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", argv[0], "own", (char *) NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0, "the oversubscribed run failed (status %#x)", status);
 	return finish("yield");
 }

@@ -188,6 +188,9 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 		errno := fi.SUCCESS
 		if readable && validPeerName(n) {
 			addr = av.insertLocked(n)
+			if addr != fi.AddrUnspec && len(av.eps) > 0 {
+				noteLocalPeer(av.eps[0].epid, n.EPID)
+			}
 		}
 		if addr != fi.AddrUnspec {
 			ok++

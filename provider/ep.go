@@ -204,6 +204,7 @@ func (d *Domain) openEndpoint(info *fi.Info, ctxNum int, port uint16, block int)
 		return nil, wireErrno(err)
 	}
 	ep.epid = tp.EPID()
+	noteOwnEndpoint(ep.epid)
 	ep.tp = tp
 	ep.engine.init(ep)
 	ep.openFast()
@@ -261,6 +262,11 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 		}
 		ep.av = o
 		o.eps = append(o.eps, ep)
+		for i, n := range o.names { // inserted before any endpoint was bound
+			if o.valid[i] {
+				noteLocalPeer(ep.epid, n.EPID)
+			}
+		}
 	case *STX:
 		if o == nil || o.dom != d || o.closed || !ep.sharedTx || ep.stx != nil {
 			return fi.EINVAL

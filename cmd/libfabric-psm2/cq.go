@@ -51,6 +51,7 @@ func psm2go_cq_open(dc *C.struct_psm2_domain, attr *C.struct_fi_cq_attr, out **C
 	c.spin_ns = C.uint64_t(cq.SreadSpin().Nanoseconds())
 	c.yield_ns = C.uint64_t(cq.YieldSpin().Nanoseconds())
 	c.yield_next = c.yield_ns
+	c.yield_least = c.yield_ns
 	*out = &c.cq_fid
 	return 0
 }
@@ -143,6 +144,15 @@ func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C
 		return C.ssize_t(errnoOf(err))
 	}
 	return C.ssize_t(n)
+}
+
+// psm2go_local_procs is provider.LocalProcs, for cq.c's choice of how
+// long to spin before a yield (read at most every 10 ms of idleness).
+//
+//export psm2go_local_procs
+func psm2go_local_procs() (ret C.int) {
+	defer guardInt(&ret, "psm2go_local_procs")
+	return C.int(provider.LocalProcs())
 }
 
 //export psm2go_cq_signal

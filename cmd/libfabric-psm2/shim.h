@@ -109,8 +109,10 @@ struct psm2_cq {
 	uint64_t yield_next;
 	uint64_t yield_from;
 	/* Whether more threads were runnable than CPUs, and until when
-	 * that answer holds (cq.c). */
+	 * that answer holds; the least spin before a yield now: yield_ns,
+	 * or less where the job's own ranks outnumber the CPUs (cq.c). */
 	uint64_t crowd_until;
+	uint64_t yield_least;
 	int32_t crowded;
 };
 

@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"sync"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// The endpoints of other processes on this host that this process's AVs
+// have named: how many ranks of the job share the host, so that a reader
+// waiting on an empty CQ can tell a host its own job oversubscribes (more
+// local ranks than CPUs, where the peer it waits for may need its CPU
+// right now) from one crowded by others (cmd/libfabric-psm2/cq.c yields
+// after a short spin only in the first). Open MPI makes the same choice
+// for vader from its launcher's local rank count (mpi_yield_when_idle);
+// an AV names every rank under any launcher. A high-water mark for the
+// process's life, bounded: an id is counted once, at most
+// maxLocalPeers of them.
+var localPeers struct {
+	sync.Mutex
+	ids map[uint64]struct{} // other endpoints on this host, named
+	own map[uint64]struct{} // this process's endpoints, opened
+}
+
+// maxLocalPeers bounds each of localPeers' sets (more ranks on one host
+// than any machine has CPUs).
+const maxLocalPeers = 1024
+
+// noteOwnEndpoint records that this process opened endpoint epid: an AV
+// that names it names no other rank.
+func noteOwnEndpoint(epid uint64) {
+	localPeers.Lock()
+	defer localPeers.Unlock()
+	if localPeers.own == nil {
+		localPeers.own = make(map[uint64]struct{})
+	}
+	if len(localPeers.own) < maxLocalPeers {
+		localPeers.own[epid] = struct{}{}
+	}
+}
+
+// noteLocalPeer counts peer if it is another endpoint on ours's host:
+// the same network address, or, for ids without one (shm only), another
+// process (the same process's endpoints are not other ranks).
+func noteLocalPeer(ours, peer uint64) {
+	if ours == 0 || peer == ours {
+		return
+	}
+	_, _, oursNet := transport.EPIDAddr(ours)
+	_, _, peerNet := transport.EPIDAddr(peer)
+	key := peer
+	switch {
+	case oursNet && peerNet:
+		if !transport.SameHost(ours, peer) {
+			return
+		}
+	case !oursNet && !peerNet:
+		if peer>>32 == ours>>32 {
+			return // another endpoint of this process
+		}
+		key = peer >> 32 << 32 // the process
+	default:
+		return
+	}
+	localPeers.Lock()
+	defer localPeers.Unlock()
+	if localPeers.ids == nil {
+		localPeers.ids = make(map[uint64]struct{})
+	}
+	if len(localPeers.ids) < maxLocalPeers {
+		localPeers.ids[key] = struct{}{}
+	}
+}
+
+// LocalProcs is the number of the job's endpoints on this host that this
+// process knows of, its own included: 1 + the local endpoints its AVs
+// have named that it did not open (a process with several endpoints
+// counts once for itself; a peer with several, once for each named).
+func LocalProcs() int {
+	localPeers.Lock()
+	defer localPeers.Unlock()
+	n := 1
+	for id := range localPeers.ids {
+		if _, mine := localPeers.own[id]; !mine {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,59 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/gopsm2/libfabric-psm2/transport"
+)
+
+// TestLocalProcs: the ranks on this host are the endpoints an AV names
+// that share our address (or, without one, are another process), less
+// those this process opened; the sets are bounded.
+func TestLocalProcs(t *testing.T) {
+	saved := localPeers.ids
+	savedOwn := localPeers.own
+	t.Cleanup(func() { localPeers.ids, localPeers.own = saved, savedOwn })
+	localPeers.ids, localPeers.own = nil, nil
+
+	host := [4]byte{10, 0, 0, 1}
+	ours := transport.NetEPID(host, 5000, 0)
+	noteOwnEndpoint(ours)
+	noteOwnEndpoint(transport.NetEPID(host, 5001, 1)) // a second endpoint of ours
+	if n := LocalProcs(); n != 1 {
+		t.Fatalf("no peers named: %d local processes, want 1", n)
+	}
+	noteLocalPeer(ours, ours)                                             // ourselves
+	noteLocalPeer(ours, transport.NetEPID(host, 5001, 1))                 // our other endpoint
+	noteLocalPeer(ours, transport.NetEPID([4]byte{10, 0, 0, 2}, 6000, 0)) // another host
+	noteLocalPeer(ours, transport.ShmEPID(77, 0))                         // shm-only id, we have an address
+	noteLocalPeer(0, transport.NetEPID(host, 7000, 0))                    // no endpoint of ours yet
+	if n := LocalProcs(); n != 1 {
+		t.Fatalf("only ourselves and other hosts named: %d local processes, want 1", n)
+	}
+	for port := uint16(6000); port < 6003; port++ {
+		noteLocalPeer(ours, transport.NetEPID(host, port, 0))
+		noteLocalPeer(ours, transport.NetEPID(host, port, 0)) // named twice, counted once
+	}
+	if n := LocalProcs(); n != 4 {
+		t.Fatalf("3 peers on this host: %d local processes, want 4", n)
+	}
+
+	// Without network addresses: processes, by pid.
+	localPeers.ids = nil
+	me := transport.ShmEPID(100, 0)
+	noteLocalPeer(me, transport.ShmEPID(100, 1)) // this process
+	noteLocalPeer(me, transport.ShmEPID(101, 0))
+	noteLocalPeer(me, transport.ShmEPID(101, 1)) // the same process
+	noteLocalPeer(me, transport.NetEPID(host, 6000, 0))
+	if n := LocalProcs(); n != 2 {
+		t.Fatalf("one other process: %d local processes, want 2", n)
+	}
+
+	localPeers.ids = nil
+	for i := 0; i < 2*maxLocalPeers; i++ {
+		noteLocalPeer(ours, transport.NetEPID(host, uint16(10000+i), 0))
+	}
+	if n := LocalProcs(); n != 1+maxLocalPeers {
+		t.Fatalf("%d peers named: %d local processes, want the bound %d", 2*maxLocalPeers, n, 1+maxLocalPeers)
+	}
+}
