@@ -114,6 +114,8 @@ struct psm2_cq {
 	uint64_t crowd_until;
 	uint64_t yield_least;
 	int32_t crowded;
+	/* The last read went to Go and returned entries (cq.c). */
+	int32_t after_go_entries;
 };
 
 struct psm2_cntr {

@@ -76,5 +76,9 @@ int psm2_fast_idle(const uint64_t *cqf);
 /* psm2_fast_idle_held is psm2_fast_idle for which each message in held,
  * still the last in its ring and unread, counts as nothing arrived. */
 int psm2_fast_idle_held(const uint64_t *cqf, const struct psm2_held *held);
+/* psm2_fast_empty is psm2_fast_idle that ignores work only Go has (a
+ * network to read, timers): nothing queued for this CQ and no cell in any
+ * ring of the domain. */
+int psm2_fast_empty(const uint64_t *cqf);
 
 #endif /* PSM2_FAST_H */

@@ -17,8 +17,9 @@ static inline int psm2_is_held(const struct psm2_held *held, uint64_t w, const c
 }
 
 /* psm2_idle: psm2_fast_idle, with the messages in held (NULL: none)
- * counting as nothing arrived. */
-static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held)
+ * counting as nothing arrived; any_busy: also when Go has work the rings
+ * do not show (DOMF_BUSY). */
+static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held, int any_busy)
 {
 	const uint64_t *f = cqf, *d;
 	uint64_t n;
@@ -27,7 +28,7 @@ static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held)
 	    __atomic_load_n(&f[CQF_CQUEUED], __ATOMIC_ACQUIRE))
 		return 0;
 	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	if (!d || __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
+	if (!d || (!any_busy && __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE)))
 		return 0;
 	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
 		/* Receives queued by psm2_fast_recv: Go posts them, unless C delivers
@@ -76,10 +77,15 @@ static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held)
  * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
 int psm2_fast_idle(const uint64_t *cqf)
 {
-	return psm2_idle(cqf, NULL);
+	return psm2_idle(cqf, NULL, 0);
 }
 
 int psm2_fast_idle_held(const uint64_t *cqf, const struct psm2_held *held)
 {
-	return held->n && psm2_idle(cqf, held);
+	return held->n && psm2_idle(cqf, held, 0);
+}
+
+int psm2_fast_empty(const uint64_t *cqf)
+{
+	return psm2_idle(cqf, NULL, 1);
 }
