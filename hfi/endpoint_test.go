@@ -797,6 +797,47 @@ func TestTimeoutProbeSpurious(t *testing.T) {
 	}
 }
 
+// TestTimeoutProbesAgain: a receiver that stays silent across several
+// expiries (descheduled for long on a loaded machine) gets one probe at
+// each, not the whole message at the second: before, the second expiry
+// sent every unacknowledged packet again, each a duplicate. Its answer
+// then shows that nothing was lost.
+func TestTimeoutProbesAgain(t *testing.T) {
+	clk := &fakeClock{}
+	a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: 20 * time.Millisecond, ConnTimeout: time.Hour, Clock: clk})
+	before, bBefore := a.Stats(), b.Stats()
+	data := pattern(2, 30000) // about 20 packets
+	hb := transport.Header{Len: uint64(len(data))}
+	a.Send(c, &hb, [][]byte{data}, 2, 0)
+	// Only the sender polls, through four expiries (20 ms, doubled each).
+	for i := 0; i < 400; i++ {
+		clk.Advance(time.Millisecond)
+		a.Poll(ra, 64)
+	}
+	if p := a.Stats().Probes - before.Probes; p < 3 {
+		t.Fatalf("%d probes in 400 ms, want an expiry at 20, 60, 140 and 300 ms", p)
+	}
+	if r, p := a.Stats().Retransmits-before.Retransmits, a.Stats().Probes-before.Probes; r != p {
+		t.Fatalf("%d packets sent again in %d expiries: want a probe each, no more", r, p)
+	}
+	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool {
+		clk.Advance(time.Millisecond)
+		return len(rb.msgs) == 2 && a.peers[0].unacked.len() == 0
+	}) {
+		t.Fatalf("not delivered: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	if !bytes.Equal(rb.data[1], data) {
+		t.Fatal("data differs")
+	}
+	st := a.Stats()
+	if r, p := st.Retransmits-before.Retransmits, st.Probes-before.Probes; r != p {
+		t.Errorf("%d packets sent again, %d probes: the answer should show nothing was lost", r, p)
+	}
+	if d, p := b.Stats().Dups-bBefore.Dups, st.Probes-before.Probes; d != p {
+		t.Errorf("receiver dropped %d duplicates, want %d (the probes)", d, p)
+	}
+}
+
 // TestTimeoutProbeTailLoss: the last packets of a message are lost, so no
 // later packet shows the gap. The timer's probe brings the answer that
 // tells the sender which are missing, and those go at once, without

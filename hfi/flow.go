@@ -426,14 +426,17 @@ func (e *Endpoint) probe(p *peer) {
 	e.askAck(p, last)
 }
 
-// onProbeAnswer: p answered the probe (an ACK or NAK flagged fProbe, taken
-// as such already: a NAK has had the packets it reports missing sent
-// again). The packets sent before the probe that are still
-// unacknowledged, not reported held and not sent again since are lost:
-// they go again. If all are acknowledged, the timer fired for nothing and
-// nothing more is sent.
-func (e *Endpoint) onProbeAnswer(p *peer) {
-	if !p.probing {
+// onProbeAnswer: p answered probe (an ACK or NAK flagged fProbe with the
+// probe's PSN, taken as such already: a NAK has had the packets it
+// reports missing sent again). If it answers the probe in flight (its
+// packet; an answer to a probe of the same packet tells as much), the
+// packets sent before the probe that are still unacknowledged, not
+// reported held and not sent again since are lost: they go again. If all
+// are acknowledged, the timer fired for nothing and nothing more is sent.
+func (e *Endpoint) onProbeAnswer(p *peer, probe psn) {
+	if !p.probing || probe != p.probeEnd {
+		// The answer to an earlier probe of another packet: the packets
+		// sent since may still be on the way.
 		return
 	}
 	p.probing = false
@@ -454,32 +457,15 @@ func (e *Endpoint) onProbeAnswer(p *peer) {
 	}
 }
 
-// answerProbe answers a probe from p at once: a NAK if packets wait past a
-// gap, else an ACK, either flagged fProbe.
-func (e *Endpoint) answerProbe(p *peer) {
+// answerProbe answers probe (its PSN) from p at once: a NAK if packets
+// wait past a gap, else an ACK, either flagged fProbe and carrying the
+// probe's PSN.
+func (e *Endpoint) answerProbe(p *peer, probe psn) {
 	if p.nKept > 0 {
-		e.sendNak(p, fProbe)
+		e.sendNakSeq(p, fProbe, probe)
 		return
 	}
-	e.sendCtl(p, tAck, fProbe)
-}
-
-// resend (the timer fired again while probing: the probe or its answer was
-// lost, or the peer does not answer probes) sends every unacknowledged
-// packet the receiver has not reported holding again, the last asking for
-// an ACK.
-func (e *Endpoint) resend(p *peer) {
-	now := e.clock.Now()
-	var last *txPkt
-	for i := 0; i < p.unacked.len(); i++ {
-		if x := p.unacked.at(i); !x.sacked {
-			last = e.again(p, x, now)
-		}
-	}
-	if last == nil { // all held, only the ACK was lost: ask again
-		last = e.again(p, p.unacked.at(p.unacked.len()-1), now)
-	}
-	e.askAck(p, last)
+	e.sendCtlSeq(p, tAck, fProbe, probe)
 }
 
 // Outcomes of onSeq.
@@ -586,12 +572,16 @@ func (e *Endpoint) drainKept(p *peer) int {
 }
 
 // sendNak sends a NAK: the PSN expected and which after it are kept.
-func (e *Endpoint) sendNak(p *peer, flags uint16) {
+func (e *Endpoint) sendNak(p *peer, flags uint16) { e.sendNakSeq(p, flags, 0) }
+
+// sendNakSeq is sendNak with seq in the PSN field (a probe's answer names
+// the probe it answers).
+func (e *Endpoint) sendNakSeq(p *peer, flags uint16, seq psn) {
 	b := e.ctl[:typeHdrLen[tNak]]
 	if p.rnr {
 		flags |= fBusy
 	}
-	putHdr(b, tNak, flags, p.path, 0, p.expect, p.remote, p.connID(), p.rsess)
+	putHdr(b, tNak, flags, p.path, seq, p.expect, p.remote, p.connID(), p.rsess)
 	var sack [2]uint64
 	if p.nKept > 0 {
 		mask := uint32(len(p.kept) - 1)
@@ -623,12 +613,15 @@ func (e *Endpoint) owe(p *peer, urgent bool) {
 
 // sendCtl sends an unsequenced ACK or NAK carrying p.expect (and fBusy
 // while we refuse the packet there).
-func (e *Endpoint) sendCtl(p *peer, t uint8, flags uint16) {
+func (e *Endpoint) sendCtl(p *peer, t uint8, flags uint16) { e.sendCtlSeq(p, t, flags, 0) }
+
+// sendCtlSeq is sendCtl with seq in the PSN field (sendNakSeq).
+func (e *Endpoint) sendCtlSeq(p *peer, t uint8, flags uint16, seq psn) {
 	b := e.ctl[:hdrLen]
 	if p.rnr {
 		flags |= fBusy
 	}
-	putHdr(b, t, flags, p.path, 0, p.expect, p.remote, p.connID(), p.rsess)
+	putHdr(b, t, flags, p.path, seq, p.expect, p.remote, p.connID(), p.rsess)
 	e.xmit(p, p.path, b)
 	if t == tAck {
 		p.ackOwed = false
@@ -744,12 +737,9 @@ func (e *Endpoint) timers(p *peer, now int64) int {
 		}
 		if now >= p.rtxAt {
 			p.rtxWait = min(p.rtxWait*int64(e.cfg.ErrchkFactor), int64(e.cfg.ErrchkMax))
-			if p.probing {
-				p.probing = false
-				e.resend(p)
-			} else {
-				e.probe(p)
-			}
+			// Again unanswered: another probe, not the whole window
+			// (see probe).
+			e.probe(p)
 		}
 	} else if (p.fetching > 0 || p.watch > 0) && now >= max(p.heard, p.pingAt)+e.rto(p) {
 		// Waiting for the peer's data (or, watched, for the provider's

@@ -533,7 +533,7 @@ func (e *Endpoint) input(b []byte, from Addr) int {
 		if resume {
 			e.onResume(p)
 		} else if !busy && h.flags&fProbe != 0 {
-			e.onProbeAnswer(p)
+			e.onProbeAnswer(p, h.psn)
 		}
 		return 0
 	case tDisc:
@@ -550,7 +550,7 @@ func (e *Endpoint) input(b []byte, from Addr) int {
 		}
 	}
 	if h.flags&fProbe != 0 && p.state == stUp {
-		e.answerProbe(p)
+		e.answerProbe(p, h.psn)
 	}
 	return n
 }
