@@ -211,21 +211,35 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* median_taken fills gaps and counts with the time and the reads from
- * each yield another thread took to the next yield, sorted, and returns
- * how many there are. */
-static int median_taken(double *gaps, long *counts)
+/* taken_medians stops the spinners and finds, over the yields another
+ * thread took, the median time and the median count of reads from one to
+ * the next yield; it prints them and returns 1, or 0 if fewer than 5 such
+ * yields came (then nothing is judged). */
+static int taken_medians(const char *what, int ncpu, pthread_t *t, double *gap, long *reads)
 {
+	static double gaps[MAXY];
+	static long counts[MAXY];
 	int ng = 0;
 
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
 	for (int i = 0; i + 1 < ny; i++)
 		if (ylog[i].t1 - ylog[i].t0 > 3e-6) {
 			counts[ng] = ylog[i + 1].reads - ylog[i].reads;
 			gaps[ng++] = ylog[i + 1].t0 - ylog[i].t1;
 		}
+	if (ng < 5) {
+		printf("# yield %s: %d yields, %d taken: the gaps are not judged\n", what, ny, ng);
+		return 0;
+	}
 	qsort(gaps, (size_t) ng, sizeof(gaps[0]), cmp_double);
 	qsort(counts, (size_t) ng, sizeof(counts[0]), cmp_long);
-	return ng;
+	*gap = gaps[ng / 2];
+	*reads = counts[ng / 2];
+	printf("yield %s: %d yields, %d taken; from one to the next, median %.1f us, %ld reads\n",
+	       what, ny, ng, *gap * 1e6, *reads);
+	return 1;
 }
 
 /* own_gaps (the default FI_PSM2_YIELD_SPIN, 20 us): n's AV names more
@@ -234,10 +248,9 @@ static int median_taken(double *gaps, long *counts)
  * next comes after a 2 us spin, not 20. Stops the spinners, closes n. */
 static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 {
-	static double gaps[MAXY];
-	static long counts[MAXY];
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int ng, ok = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), reads;
+	double gap;
+	int ok = 0;
 
 	for (long i = 1; i <= cpus + 1; i++) {
 		uint8_t name[16];
@@ -252,18 +265,9 @@ static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 	}
 	CHECK(ok == cpus + 1, "%d of %ld names inserted", ok, cpus + 1);
 	CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(t[i], NULL);
-	ng = median_taken(gaps, counts);
-	if (ng < 5) {
-		printf("# yield own: %d yields, %d taken: the gaps are not judged\n", ny, ng);
-	} else {
-		printf("yield own: %d yields, %d taken; from one to the next, median %.1f us, %ld reads\n",
-		       ny, ng, gaps[ng / 2] * 1e6, counts[ng / 2]);
-		CHECK(gaps[ng / 2] < 10e-6, "more local ranks than CPUs: the median gap after a taken "
-		      "yield is %.1f us (want < 10: a 2 us spin)", gaps[ng / 2] * 1e6);
-	}
+	if (taken_medians("own", ncpu, t, &gap, &reads))
+		CHECK(gap < 10e-6, "more local ranks than CPUs: the median gap after a taken "
+		      "yield is %.1f us (want < 10: a 2 us spin)", gap * 1e6);
 	ct_close_node(n);
 	return finish("yield own");
 }
@@ -275,13 +279,13 @@ static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
  * Stops the spinners, closes n. */
 static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 {
-	static double gaps[MAXY];
-	static long counts[MAXY];
 	static char big[1 << 20];
 	struct ct_node peer;
 	struct fi_context ctx;
 	fi_addr_t to;
-	int r = ct_open_node(&peer), ng;
+	int r = ct_open_node(&peer);
+	double gap;
+	long reads;
 
 	CHECK(r == 0, "open the peer: %d", r);
 	if (r == 0) {
@@ -290,22 +294,29 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 		CHECK(r == 0, "1 MiB send: %d", r);
 		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(t[i], NULL);
-	ng = median_taken(gaps, counts);
-	if (ng < 5) {
-		printf("# yield rndv: %d yields, %d taken: the gaps are not judged\n", ny, ng);
-	} else {
-		printf("yield rndv: %d yields, %d taken; from one to the next, median %.1f us, %ld reads\n",
-		       ny, ng, gaps[ng / 2] * 1e6, counts[ng / 2]);
-		CHECK(counts[ng / 2] < 40, "reads through Go: the median count of reads from a taken "
-		      "yield to the next is %ld (want < 40 with a 1 us spin)", counts[ng / 2]);
-	}
+	if (taken_medians("rndv", ncpu, t, &gap, &reads))
+		CHECK(reads < 40, "reads through Go: the median count of reads from a taken "
+		      "yield to the next is %ld (want < 40 with a 1 us spin)", reads);
 	if (r == 0)
 		ct_close_node(&peer);
 	ct_close_node(n);
 	return finish("yield rndv");
+}
+
+/* child runs this program again with argument mode (and
+ * FI_PSM2_YIELD_SPIN=spin unless NULL): 1 if it passed. */
+static int child(const char *self, const char *mode, const char *spin)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (spin)
+			setenv("FI_PSM2_YIELD_SPIN", spin, 1);
+		execl("/proc/self/exe", self, mode, (char *) NULL);
+		_exit(127);
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 int main(int argc, char **argv)
@@ -313,8 +324,7 @@ int main(int argc, char **argv)
 	struct ct_node n;
 	cpu_set_t cpu;
 	pthread_t t[MAXCPU];
-	int ret, status, ncpu = 0, me;
-	pid_t pid;
+	int ret, ncpu = 0, me;
 
 	ret = ct_open_node(&n);
 	CHECK(ret == 0, "open: %d", ret);
@@ -393,33 +403,10 @@ int main(int argc, char **argv)
 	judge(0);
 	CHECK(ny < MAXY, "log full");
 
-	/* The same with yielding turned off. */
-	pid = fork();
-	if (pid == 0) {
-		setenv("FI_PSM2_YIELD_SPIN", "0", 1);
-		execl("/proc/self/exe", argv[0], "off", (char *) NULL);
-		_exit(127);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	      WEXITSTATUS(status) == 0, "FI_PSM2_YIELD_SPIN=0 run failed (status %#x)", status);
-
-	/* Reads that go to Go, with a 1 us spin. */
-	pid = fork();
-	if (pid == 0) {
-		setenv("FI_PSM2_YIELD_SPIN", "1", 1);
-		execl("/proc/self/exe", argv[0], "rndv", (char *) NULL);
-		_exit(127);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	      WEXITSTATUS(status) == 0, "the FI_PSM2_YIELD_SPIN=1 rendezvous run failed (status %#x)", status);
-
-	/* More local ranks than CPUs. */
-	pid = fork();
-	if (pid == 0) {
-		execl("/proc/self/exe", argv[0], "own", (char *) NULL);
-		_exit(127);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	      WEXITSTATUS(status) == 0, "the oversubscribed run failed (status %#x)", status);
+	/* The same with yielding turned off; reads that go to Go, with a
+	 * 1 us spin; more local ranks than CPUs. */
+	CHECK(child(argv[0], "off", "0"), "the FI_PSM2_YIELD_SPIN=0 run failed");
+	CHECK(child(argv[0], "rndv", "1"), "the FI_PSM2_YIELD_SPIN=1 rendezvous run failed");
+	CHECK(child(argv[0], "own", NULL), "the oversubscribed run failed");
 	return finish("yield");
 }

@@ -545,16 +545,8 @@ func FuzzEndpointPacket(f *testing.F) {
 // the burst's NAKs (microseconds after it) repaired nothing: the loss
 // waited for the timer, whose probe was a duplicate.
 func TestSelectiveRetransmit(t *testing.T) {
-	net := newMemNet()
 	cfg := Config{Job: [16]byte{1}, ErrchkMin: 2 * time.Second}
-	a, b := openPair(t, net, cfg)
-	ra, rb := recorders(t, a, b)
-	c, _ := a.Connect(b.EPID())
-	h := transport.Header{Len: 1}
-	a.Send(c, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && len(ra.sends) == 1 }) {
-		t.Fatal("no connection")
-	}
+	a, b, ra, rb, c, net := connectedPair(t, cfg)
 	data := pattern(1, 30*1000)
 	seen, dropped := 0, false
 	net.filter = func(p []byte) bool {
@@ -595,16 +587,7 @@ func TestSelectiveRetransmit(t *testing.T) {
 // last packet the NAK reports held left (a late NAK, from before the
 // resend came) does not send it once more within a quarter timeout.
 func TestNakGuardsResend(t *testing.T) {
-	net := newMemNet()
-	cfg := Config{Job: [16]byte{1}, ErrchkMin: 4 * time.Second}
-	a, b := openPair(t, net, cfg)
-	ra, rb := recorders(t, a, b)
-	c, _ := a.Connect(b.EPID())
-	h := transport.Header{Len: 1}
-	a.Send(c, &h, [][]byte{{1}}, 1, 0)
-	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 1 && len(ra.sends) == 1 }) {
-		t.Fatal("no connection")
-	}
+	a, b, ra, rb, c, net := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: 4 * time.Second})
 	// The 5th data packet is lost; b's first NAK is kept for a replay, and
 	// every ACK and NAK after it is lost (so a keeps the packets unacked).
 	seen := 0

@@ -31,11 +31,17 @@ const maxLocalPeers = 1024
 func noteOwnEndpoint(epid uint64) {
 	localPeers.Lock()
 	defer localPeers.Unlock()
-	if localPeers.own == nil {
-		localPeers.own = make(map[uint64]struct{})
+	addBounded(&localPeers.own, epid)
+}
+
+// addBounded adds id to *set (made if nil) unless it holds maxLocalPeers.
+// The caller holds localPeers' lock.
+func addBounded(set *map[uint64]struct{}, id uint64) {
+	if *set == nil {
+		*set = make(map[uint64]struct{})
 	}
-	if len(localPeers.own) < maxLocalPeers {
-		localPeers.own[epid] = struct{}{}
+	if len(*set) < maxLocalPeers {
+		(*set)[id] = struct{}{}
 	}
 }
 
@@ -64,12 +70,7 @@ func noteLocalPeer(ours, peer uint64) {
 	}
 	localPeers.Lock()
 	defer localPeers.Unlock()
-	if localPeers.ids == nil {
-		localPeers.ids = make(map[uint64]struct{})
-	}
-	if len(localPeers.ids) < maxLocalPeers {
-		localPeers.ids[key] = struct{}{}
-	}
+	addBounded(&localPeers.ids, key)
 }
 
 // LocalProcs is the number of the job's endpoints on this host that this
