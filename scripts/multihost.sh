@@ -133,9 +133,11 @@ for h in 1 2; do $ns exec $h ethtool -K eth0 tx-udp-segmentation off >/dev/null 
 # FI_PSM2_PRINT_STATS agrees with the loss applied: 5% of the UDP packets
 # entering host 1 dropped (nftables counts them), a 64 KiB ping-pong.
 # Every packet host 2 sent was received by host 1 or dropped, and the
-# other way nothing was lost (a packet or two of connection set-up and
-# close may fall outside an endpoint's counts); host 2's retransmissions
-# are the drops they repaired plus the duplicates host 1 counted, and a
+# other way nothing was lost, but for a packet or two of connection
+# set-up and close outside an endpoint's counts and the probes a sender
+# makes after its peer closed (on a loaded machine an ACK comes late, and
+# the timer probes); host 2's retransmissions are the drops they repaired
+# plus the duplicates host 1 counted (plus such late probes), and a
 # dropped acknowledgement needs no repair, so repairs are at most the
 # drops and (64 KiB messages being mostly data) at least 9 in 10 of them.
 # stat LOG NAME: the value of NAME in LOG's hfi psm2-stats line.
@@ -145,11 +147,12 @@ env+=(FI_PSM2_PRINT_STATS=1)
 if pingpong rdm 65536 300; then
 	drops=$($ns rules 1 | sed -n 's/.*counter packets \([0-9]*\) .*comment "loss".*/\1/p')
 	s1=$(stat "$out/pp-server.log" sent) r1=$(stat "$out/pp-server.log" received) d1=$(stat "$out/pp-server.log" dups)
+	p1=$(stat "$out/pp-server.log" probes) p2=$(stat "$out/pp-client.log" probes)
 	s2=$(stat "$out/pp-client.log" sent) r2=$(stat "$out/pp-client.log" received) x2=$(stat "$out/pp-client.log" retransmits)
-	if [ -n "$drops" ] && [ -n "$s1" ] && [ -n "$s2" ] && [ -n "$x2" ] && [ "$drops" -gt 0 ] &&
-		[ $((s2 - drops - r1)) -ge -2 ] && [ $((s2 - drops - r1)) -le 2 ] &&
-		[ $((s1 - r2)) -ge -2 ] && [ $((s1 - r2)) -le 2 ] &&
-		[ $((x2 - d1)) -le "$drops" ] && [ $((10 * (x2 - d1))) -ge $((9 * drops)) ]; then
+	if [ -n "$drops" ] && [ -n "$s1" ] && [ -n "$s2" ] && [ -n "$x2" ] && [ -n "$p1" ] && [ -n "$p2" ] && [ "$drops" -gt 0 ] &&
+		[ $((s2 - drops - r1)) -ge -2 ] && [ $((s2 - drops - r1)) -le $((2 + p2)) ] &&
+		[ $((s1 - r2)) -ge -2 ] && [ $((s1 - r2)) -le $((2 + p1)) ] &&
+		[ $((x2 - d1)) -le $((drops + p2)) ] && [ $((10 * (x2 - d1))) -ge $((9 * drops)) ]; then
 		ok "FI_PSM2_PRINT_STATS under 5% loss into host 1: nft dropped $drops; host 2 sent $s2, host 1 received $r1; host 2 retransmitted $x2 = $((x2 - d1)) repairs + $d1 duplicates at host 1"
 	else
 		fail "FI_PSM2_PRINT_STATS under 5% loss: the counts disagree (nft drops ${drops:-?})" \
