@@ -60,7 +60,11 @@
 # tcp), with a plot in build/bench/sweep.png; BENCH_SWEEP=0 skips it.
 # And bench/oversub.sh the same with more ranks than cores (pairs
 # ping-ponging at once, against vader), plotted in build/bench/oversub.png;
-# BENCH_OVERSUB=0 skips it.
+# BENCH_OVERSUB=0 skips it. Last, bench/patterns.sh: the patterns of MPI
+# codes (IMB-MPI1's PingPong, Sendrecv, Exchange, Allreduce, Alltoall,
+# Bcast; bench/patterns.c) at 0 B - 4 MiB, at 2 and 2 x cores ranks on this
+# host against vader and across two namespace hosts against btl tcp, a
+# table of ratios and build/bench/patterns.png; BENCH_PATTERNS=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,
@@ -572,6 +576,9 @@ if [ "${BENCH_SWEEP:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 fi
 if [ "${BENCH_OVERSUB:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 	bench/oversub.sh || run_failed=1
+fi
+if [ "${BENCH_PATTERNS:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
+	bench/patterns.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

@@ -12,7 +12,8 @@
 #   scripts/mpirun.sh --vader [mpirun options] program [args]
 #       the reference: ob1 PML with the self and vader (shared memory) BTLs
 #   scripts/mpirun.sh --tcp [mpirun options] program [args]
-#       the inter-node reference: ob1 PML with the self and tcp BTLs
+#       the inter-node reference, what Open MPI uses on Ethernet: ob1 PML
+#       with the self, vader (ranks on one host) and tcp BTLs
 #   scripts/mpirun.sh --ofi=PROV [mpirun options] program [args]
 #       cm/ofi on Debian's own libfabric with provider PROV (tcp works; shm
 #       does not, it lacks FI_REMOTE_COMM, which the MTL asks for): a
@@ -100,7 +101,7 @@ vader)
 	cmd+=(--mca pml ob1 --mca btl self,vader)
 	;;
 tcp)
-	cmd+=(--mca pml ob1 --mca btl self,tcp)
+	cmd+=(--mca pml ob1 --mca btl self,vader,tcp)
 	;;
 ofi)
 	# Open MPI's default mtl_ofi_provider_exclude is
