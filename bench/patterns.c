@@ -2,7 +2,7 @@
  * timed as Intel's MPI Benchmarks (IMB-MPI1) time them, for
  * bench/patterns.sh.
  *
- *   mpirun -np N patterns [-t SECONDS] [-m MAXSIZE] [PATTERN...]
+ *   mpirun -np N patterns [-t SECONDS] [-l MINSIZE] [-m MAXSIZE] [PATTERN...]
  *
  * PATTERN is one of (default: all, in this order):
  *   PingPong   ranks 0 and 1 only, the others wait; one-way time (half a
@@ -15,7 +15,8 @@
  *   Alltoall   SIZE bytes from every rank to every rank
  *   Bcast      SIZE bytes from a root that moves on each call
  *
- * Sizes: 0 B, then 1 B to MAXSIZE (default 4 MiB) in steps of 4x. At each
+ * Sizes: 0 B, then 1 B to MAXSIZE (default 4 MiB) in steps of 4x, those
+ * from MINSIZE (default 0) up. At each
  * size, after a warm-up call, a trial of a few calls sets the number of
  * calls that takes about SECONDS (default 0.05; at least 4, at most
  * 100000: the same count on every rank). Rank 0 prints one line
@@ -81,7 +82,7 @@ static double run(int pattern, long n, long iters)
 int main(int argc, char **argv)
 {
 	double budget = 0.05;
-	long max = 4L << 20;
+	long min = 0, max = 4L << 20;
 	int want[NPATTERNS], nwant = 0;
 
 	MPI_Init(&argc, &argv);
@@ -90,6 +91,8 @@ int main(int argc, char **argv)
 	for (int a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "-t") && a + 1 < argc) {
 			budget = atof(argv[++a]);
+		} else if (!strcmp(argv[a], "-l") && a + 1 < argc) {
+			min = atol(argv[++a]);
 		} else if (!strcmp(argv[a], "-m") && a + 1 < argc) {
 			max = atol(argv[++a]);
 		} else {
@@ -121,6 +124,8 @@ int main(int argc, char **argv)
 	for (int w = 0; w < nwant; w++) {
 		int p = want[w];
 		for (long n = 0; n <= max; n = n ? n * 4 : 1) {
+			if (n < min)
+				continue;
 			run(p, n, 1); /* warm-up: connections, registrations */
 			double trial = run(p, n, 3) / 3;
 			long iters = trial > 0 ? (long) (budget / trial) : 100000;

@@ -187,6 +187,8 @@ type engine struct {
 	// refusals counts messages Admit refused (each is asked for again,
 	// so one held-back message may count several times).
 	refusals uint64
+	// unexpected counts messages queued because no receive took them.
+	unexpected uint64
 }
 
 // RMAStats counts an endpoint's RMA and atomic requests, as initiator
@@ -930,6 +932,7 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 		e.uxBytes += uint64(len(u.payload))
 	}
 	e.uxCount++
+	e.unexpected++
 	e.unexp[sp].push(u)
 }
 

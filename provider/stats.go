@@ -21,8 +21,10 @@ import (
 // eager or by rendezvous, packets, retransmissions, NAKs, duplicates,
 // packets dropped by reason, ...; shm/endpoint.go and hfi/endpoint.go
 // document every counter of their Stats), rma (this endpoint's writes,
-// reads and atomics, requests served, refused), and msg (messages held
-// back at the unexpected-message limits). They go to stderr when the
+// reads and atomics, requests served, refused), and msg (held_back:
+// messages held back at the unexpected-message limits; unexpected:
+// messages queued because no receive took them, which a message left in
+// its ring for a receive the fast path queues is not). They go to stderr when the
 // endpoint closes and, with N > 1, every N seconds. While statistics are
 // on, each endpoint also keeps its latest lines (refreshed every N
 // seconds, or every second with 1) in psm2-stats-PID-EPID in the user's
@@ -33,7 +35,8 @@ import (
 // caller holds the domain lock.
 func (ep *Endpoint) statsGroupsLocked(dst []transport.Counters) []transport.Counters {
 	dst = append(dst, transport.CountersOf("rma", ep.rmaStatsLocked()))
-	return append(dst, transport.Counters{Wire: "msg", Names: []string{"held_back"}, Values: []uint64{ep.engine.refusals}})
+	return append(dst, transport.Counters{Wire: "msg", Names: []string{"held_back", "unexpected"},
+		Values: []uint64{ep.engine.refusals, ep.engine.unexpected}})
 }
 
 // rmaStatsLocked is the endpoint's RMA counts, with the atomics C posted

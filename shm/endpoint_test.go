@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -1295,5 +1296,57 @@ func TestEndpointSenderClosesFirst(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// holder is a recorder that is also a transport.Holder: it asks for
+// every message to stay in the ring while hold is set, and counts asks.
+type holder struct {
+	*recorder
+	hold bool
+	asks int
+}
+
+func (h *holder) Hold(*transport.Header) bool { h.asks++; return h.hold }
+
+// A run of up to holdUnits inline or eager messages that is all the ring
+// holds stays there while the handler asks for it, for receives the C fast
+// path queues; one more message, a rendezvous among them, or a handler
+// that declines, and Poll takes them all.
+func TestEndpointHoldRun(t *testing.T) {
+	eagerLen := inlineMax(DefaultInlineCells, false) + 1
+	for _, tc := range []struct {
+		name  string
+		sizes []int // message lengths, in order
+		held  bool
+	}{
+		{"one inline", []int{8}, true},
+		{"two inline", []int{8, 8}, true},
+		{"inline and eager", []int{8, eagerLen, 100}, true},
+		{"holdUnits", slices.Repeat([]int{8}, holdUnits), true},
+		{"holdUnits+1", slices.Repeat([]int{8}, holdUnits+1), false},
+		{"rendezvous behind", []int{8, 1 << 20}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, ab := pair(t)
+			h := &holder{recorder: newRecorder(), hold: true}
+			for i, n := range tc.sizes {
+				sendAll(t, a, b, ab, transport.Header{Tag: uint64(i), Len: uint64(n)}, [][]byte{pattern(n, byte(i))}, uint64(i+1), transport.SendCopy)
+			}
+			b.Poll(h, 64)
+			if held := len(h.got) == 0; held != tc.held {
+				t.Fatalf("held %v (%d delivered, %d asks), want %v", held, len(h.got), h.asks, tc.held)
+			}
+			h.hold = false
+			pollUntil(t, 5*time.Second, func() bool {
+				b.Poll(h, 64)
+				return len(h.got) == len(tc.sizes)
+			}, a)
+			for i, d := range h.got {
+				if d.Hdr.Tag != uint64(i) || !d.IsRndv && !bytes.Equal(d.Payload, pattern(tc.sizes[i], byte(i))) {
+					t.Fatalf("message %d: tag %d, %d bytes", i, d.Hdr.Tag, len(d.Payload))
+				}
+			}
+		})
 	}
 }

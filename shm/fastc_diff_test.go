@@ -482,3 +482,45 @@ func TestAnswerInBuffer(t *testing.T) {
 	}
 	pollUntil(t, 10*time.Second, func() bool { return a.Stats().Dropped > before }, a, b)
 }
+
+// The run of unexpected messages a ring holds for receives not posted yet
+// is one rule with two implementations: holdHead here, for Poll, and
+// psm2_held_run in C, for fi_cq_read's delivery. Given the same rings of
+// 1 to holdUnits+2 random messages (inline of any size, eager,
+// rendezvous), both must hold or both take.
+func TestFastCHoldsWhatPollHolds(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	inMax := inlineMax(DefaultInlineCells, false)
+	held, taken := 0, 0
+	for i := range 200 {
+		a, b, ab := pair(t)
+		n := 1 + r.IntN(holdUnits+2)
+		kinds := make([]byte, n)
+		for k := range kinds {
+			var size int
+			switch kinds[k] = "iiier"[r.IntN(5)]; kinds[k] {
+			case 'i':
+				size = r.IntN(inMax + 1)
+			case 'e':
+				size = inMax + 1 + r.IntN(4096)
+			case 'r':
+				size = 1 << 20
+			}
+			h := transport.Header{Len: uint64(size), Flags: uint32(r.IntN(cHFlags + 1)), Tag: r.Uint64()}
+			sendAll(t, a, b, ab, h, [][]byte{make([]byte, size)}, uint64(k+1), transport.SendCopy)
+		}
+		goHeld := b.holdHead(&holder{recorder: newRecorder(), hold: true})
+		if cHeld := fastc.HeldRun(b.RingProbe()); cHeld != goHeld {
+			t.Fatalf("ring %d (%s): holdHead %v, psm2_held_run %v", i, kinds, goHeld, cHeld)
+		}
+		if goHeld {
+			held++
+		} else {
+			taken++
+		}
+	}
+	if held == 0 || taken == 0 {
+		t.Fatalf("%d rings held, %d taken: the test exercises one side only", held, taken)
+	}
+	t.Logf("%d rings held, %d taken alike", held, taken)
+}

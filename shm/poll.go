@@ -56,32 +56,46 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 	return ev
 }
 
-// holdHead reports whether the next message stays in the ring
-// (transport.Holder): an inline or eager message that is the last unit
-// there, and the handler asks for it. It reads the shared cell's kind,
-// length, tag and flags without taking it: the handler only decides on
-// them whether to look again later.
+// holdUnits is the most messages holdHead leaves at the head of the ring,
+// and C's fast path too (HOLD_UNITS, psm2_held_run): a rank that runs ahead
+// sends every message of its next step before the receives for them are
+// posted (MPI_Isend to both neighbours of an exchange, a pairwise
+// all-to-all), and those, taken as unexpected, would send each receive of
+// the step through Go. A bound, because a held eager message keeps its
+// sender's bounce buffer.
+const holdUnits = 4
+
+// holdHead reports whether the next messages stay in the ring
+// (transport.Holder): inline or eager messages, at most holdUnits, that are
+// everything the ring holds, and the handler asks for each. It reads the
+// shared cells' kind, length, tag and flags without taking them: the
+// handler only decides on them whether to look again later.
 func (e *Endpoint) holdHead(h transport.Holder) bool {
-	b, ok := e.ring.PeekCell(0)
-	if !ok {
-		return false
-	}
-	cells := 1
-	switch b[offCellKind] {
-	case cellInline:
-		cells = inlineCells(int(get16(b, offCellShort)), b[offCellFlags]&cellHasData != 0)
-		if cells > ring.MaxPushCells {
+	at := uint64(0)
+	for range holdUnits {
+		b, ok := e.ring.PeekCell(at)
+		if !ok {
+			return at > 0
+		}
+		cells := 1
+		switch b[offCellKind] {
+		case cellInline:
+			cells = inlineCells(int(get16(b, offCellShort)), b[offCellFlags]&cellHasData != 0)
+			if cells > ring.MaxPushCells {
+				return false
+			}
+		case cellEager:
+		default:
 			return false
 		}
-	case cellEager:
-	default:
-		return false
+		hdr := transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags)}
+		if !h.Hold(&hdr) {
+			return false
+		}
+		at += uint64(cells)
 	}
-	if _, more := e.ring.PeekCell(uint64(cells)); more {
-		return false
-	}
-	hdr := transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags)}
-	return h.Hold(&hdr)
+	_, more := e.ring.PeekCell(at)
+	return !more
 }
 
 // handle acts on the cell in e.rx and returns the handler calls made.

@@ -67,6 +67,29 @@ static int fastc_match(const uint64_t *q, uint64_t n, uint64_t mask, uint64_t ca
 	free(f), free(tab), free(desc);
 	return i;
 }
+
+// fastc_held_run is what fi_cq_read's delivery does with an unexpected
+// message at the head of the ring of probe word w, no receive queued: the
+// position after the run it leaves there (psm2_held_run), or 0.
+static uint64_t fastc_held_run(uint64_t w)
+{
+	char *r = psm2_probe_ring(w);
+	uint64_t mask = psm2_probe_mask(w);
+	uint64_t cons = __atomic_load_n((const uint64_t *) (r + RING_CONS), __ATOMIC_ACQUIRE);
+	const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
+	struct psm2_inline m;
+	uint16_t idx;
+	int cells;
+
+	if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
+		return 0;
+	if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
+		if (!psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx))
+			return 0;
+		cells = 1;
+	}
+	return psm2_held_run(NULL, r, mask, cons + (uint64_t) cells, 0);
+}
 */
 import "C"
 
@@ -256,3 +279,8 @@ func PeerSlot(a uint64, bits int) uint64 {
 	page[C.EPF_RX_BITS] = uint64(bits)
 	return uint64(C.psm2_peer_slot((*C.uint64_t)(unsafe.Pointer(&page[0])), C.uint64_t(a)))
 }
+
+// HeldRun reports whether C's delivery leaves the messages in the ring of
+// probe word w there for receives not posted yet (psm2_held_run), as it
+// does when no receive is queued.
+func HeldRun(w uint64) bool { return C.fastc_held_run(C.uint64_t(w)) != 0 }

@@ -209,18 +209,22 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			break;
 		i = n ? psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) : -1;
 		if (i < 0) {
-			/* Unexpected. The last message in the ring stays
-			 * there, for a receive posted soon (one side of an
-			 * exchange often runs ahead: MPI_Sendrecv), which
-			 * takes it here without Go; the read answers as if
-			 * idle (psm2_fast_idle_held). Anything behind it, or
-			 * Go's next pass, moves it to Go's unexpected queue. */
+			/* Unexpected. The messages at the head of the ring stay
+			 * there while they are all it holds (HOLD_UNITS at
+			 * most) and no receive C queued takes any, for receives
+			 * posted soon (one side of an exchange often runs
+			 * ahead: MPI_Sendrecv, the two sends of an exchange with
+			 * neighbours), which take them here without Go; the
+			 * read answers as if idle (psm2_fast_idle_held).
+			 * Anything more behind them, or Go's next pass, moves
+			 * them to Go's unexpected queue. */
+			uint64_t end;
+
 			if (held && held->n < DOMF_MAX_EPS &&
-			    __atomic_load_n((const uint64_t *) (psm2_cell(r, mask, cons + (uint64_t) cells) + CELL_SEQ),
-					    __ATOMIC_ACQUIRE) != cons + (uint64_t) cells + 1) {
+			    (end = psm2_held_run(f, r, mask, cons + (uint64_t) cells, n)) != 0) {
 				held->ring[held->n] = f[EPF_RING];
 				held->at[held->n] = cons;
-				held->end[held->n] = cons + (uint64_t) cells;
+				held->end[held->n] = end;
 				held->n++;
 			}
 			break;

@@ -163,6 +163,7 @@
 #define CONT_PAYLOAD 55                  /* payload bytes in a continuation cell */
 #define PUSH_CELLS_MAX 80                /* cells of one unit (an inline message) at most */
 #define FAST_INLINE_CELLS 4              /* cells of an inline message C sends, at most */
+#define HOLD_UNITS 4                     /* messages a ring's head may hold for receives not posted yet */
 
 /* Fast-peer descriptor, words (shm/fastpeer.go) */
 #define FP_OK 0

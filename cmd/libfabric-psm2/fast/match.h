@@ -1,8 +1,8 @@
-/* match.h: matching a message against the receives C queued, and finding its sender (provider/msg.go has the rules, provider/fastep.go the queue). */
+/* match.h: matching a message against the receives C queued, finding its sender, and the run of unexpected messages a ring holds (provider/msg.go has the rules, provider/fastep.go the queue). */
 #ifndef PSM2_FAST_MATCH_H
 #define PSM2_FAST_MATCH_H
 
-#include "lock.h"
+#include "cell.h"
 
 /* psm2_rq_match returns the index of the first queued receive that takes
  * a message of space tagged (0/1), tag and sender epid, or -1. The rules
@@ -47,6 +47,36 @@ static inline const uint64_t *psm2_sender(const uint64_t *f, uint64_t epid)
 	if (!sd || sd[FP_PEER] != epid || !__atomic_load_n(&sd[FP_OK], __ATOMIC_RELAXED))
 		return NULL;
 	return sd;
+}
+
+/* psm2_held_run: the message at the head of ring r (mask+1 cells) no
+ * receive takes ends at position at, and n receives are queued in page f.
+ * Returns the position after the messages that follow it if they are
+ * inline or eager messages, HOLD_UNITS at most with it, none of them taken
+ * by a queued receive, and the last of them the last cell published (a run
+ * of unexpected messages the receives to come may take in order: the run
+ * shm's holdHead leaves in the ring for Go too); else 0. */
+static inline uint64_t psm2_held_run(const uint64_t *f, char *r, uint64_t mask, uint64_t at, uint64_t n)
+{
+	for (int u = 1;; u++) {
+		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, at);
+		struct psm2_inline m;
+		uint16_t idx;
+		int cells;
+
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != at + 1)
+			return at;
+		if (u == HOLD_UNITS)
+			return 0;
+		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
+			if (!psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx))
+				return 0;
+			cells = 1;
+		}
+		if (n && psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) >= 0)
+			return 0;
+		at += (uint64_t) cells;
+	}
 }
 
 #endif /* PSM2_FAST_MATCH_H */

@@ -1,0 +1,154 @@
+/* holdrun.c: messages that arrive before their receives are posted stay
+ * in the receiver's ring, up to HOLD_UNITS of them together (shm's
+ * holdUnits), and the receives posted after them take them in C, without
+ * Go's unexpected queue (cmd/libfabric-psm2/fast/deliver.c,
+ * psm2_held_run; shm/poll.go, holdHead). It is what a rank that runs ahead
+ * does to its neighbour in an exchange (two MPI_Isend before the peer's
+ * MPI_Irecv): through Go's queue every receive of the step went through
+ * Go, 0.62-0.90 us an IMB Exchange of 1 B at np 2 against 0.25-0.34 with
+ * the run held (docs/provider.md). ctest/early.c has the single message.
+ *
+ * Two endpoints of this process over shared memory. Each round, a sends
+ * N tagged messages (N = 1..4); b reads its CQ (nothing: the read answers
+ * in C), then, after the idle clock's 10 ms, reads again (a read that
+ * goes to Go, whose pass must leave them too), posts the N receives and
+ * reads N completions, checked. The endpoints' statistics
+ * (FI_PSM2_PRINT_STATS, printed at close) must count no unexpected
+ * message; and the messages of the round after, 5 of them, more than a
+ * run holds, must arrive intact through Go's queue all the same. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rdma/fi_tagged.h>
+#include "check.h"
+#include "node.h"
+
+#define ROUNDS 40
+#define RUN 4 /* shm's holdUnits */
+
+/* reads: n reads of c that must find nothing. */
+static int reads(struct fid_cq *c, int n)
+{
+	struct fi_cq_tagged_entry e;
+	int empty = 1;
+
+	for (int i = 0; i < n; i++)
+		empty &= fi_cq_read(c, &e, 1) == -FI_EAGAIN;
+	return empty;
+}
+
+/* round: a sends n messages of 8 bytes to b, tags base.., b receives them
+ * after they arrived; 1 if all came intact and in order. */
+static int round_trip(struct ct_node *a, struct ct_node *b, fi_addr_t b_at_a, int n, uint64_t base, int late)
+{
+	uint64_t out[8], in[8] = {0};
+	struct fi_context ctx[8];
+	struct fi_cq_tagged_entry e;
+	int ok = 1, got = 0;
+
+	for (int i = 0; i < n; i++) {
+		out[i] = base * 1000 + (uint64_t) i;
+		while (fi_tinject(a->ep, &out[i], 8, b_at_a, base + (uint64_t) i) == -FI_EAGAIN)
+			fi_cq_read(a->cq, &e, 1);
+	}
+	ok &= reads(b->cq, 600);
+	if (late) {
+		usleep(15000);
+		ok &= reads(b->cq, 600);
+	}
+	for (int i = 0; i < n; i++)
+		ok &= fi_trecv(b->ep, &in[i], 8, NULL, FI_ADDR_UNSPEC, base + (uint64_t) i, 0, &ctx[i]) == 0;
+	for (double end = ct_now() + 10; got < n && ct_now() < end;) {
+		ssize_t r = fi_cq_read(b->cq, &e, 1);
+
+		if (r == 1) {
+			ok &= e.op_context == &ctx[got] && e.tag == base + (uint64_t) got && e.len == 8;
+			got++;
+		} else if (r != -FI_EAGAIN) {
+			ok = 0;
+			break;
+		}
+	}
+	ok &= got == n;
+	for (int i = 0; i < n; i++)
+		ok &= in[i] == out[i];
+	return ok;
+}
+
+/* unexpected: the sum of the unexpected= counters in the psm2-stats
+ * lines of file f, or -1 if there is none. */
+static long unexpected(FILE *f)
+{
+	char line[4096];
+	long sum = -1;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, " unexpected=");
+
+		if (strncmp(line, "psm2-stats ", 11) || !strstr(line, " group=msg ") || !p)
+			continue;
+		sum = (sum < 0 ? 0 : sum) + strtol(p + 12, NULL, 10);
+	}
+	return sum;
+}
+
+int main(void)
+{
+	struct ct_node a, b;
+	fi_addr_t b_at_a, a_at_b;
+	FILE *log;
+	long n;
+	int ret, ok = 1, fd;
+
+	setenv("FI_PSM2_PRINT_STATS", "1", 1);
+	ret = ct_open_node(&a);
+	CHECK(ret == 0, "open a: %d", ret);
+	ret = ret ? ret : ct_open_node(&b);
+	CHECK(ret == 0, "open b: %d", ret);
+	if (ret)
+		return finish("holdrun");
+	CHECK(fi_av_insert(a.av, b.name, 1, &b_at_a, 0, NULL) == 1, "insert b");
+	CHECK(fi_av_insert(b.av, a.name, 1, &a_at_b, 0, NULL) == 1, "insert a");
+
+	for (int r = 0; r < ROUNDS; r++)
+		ok &= round_trip(&a, &b, b_at_a, 1 + r % RUN, 100 + (uint64_t) r * 10, r % 10 == 3);
+	CHECK(ok, "runs of 1-%d messages: a message lost, late or wrong", RUN);
+
+	/* The statistics go to stderr at close: into a file. */
+	log = tmpfile();
+	fflush(stderr);
+	fd = dup(2);
+	CHECK(log && fd >= 0 && dup2(fileno(log), 2) == 2, "stderr to a file");
+	if (!log || fd < 0)
+		return finish("holdrun");
+	ct_close_node(&a);
+	ct_close_node(&b);
+	fflush(stderr);
+	dup2(fd, 2);
+	n = unexpected(log);
+	CHECK(n == 0, "%ld messages went through Go's unexpected queue (-1: no statistics), want 0", n);
+
+	/* One more than a run: Go queues them, and all arrive. */
+	ret = ct_open_node(&a);
+	ret = ret ? ret : ct_open_node(&b);
+	CHECK(ret == 0, "reopen: %d", ret);
+	if (ret)
+		return finish("holdrun");
+	CHECK(fi_av_insert(a.av, b.name, 1, &b_at_a, 0, NULL) == 1, "insert b");
+	CHECK(fi_av_insert(b.av, a.name, 1, &a_at_b, 0, NULL) == 1, "insert a");
+	CHECK(round_trip(&a, &b, b_at_a, RUN + 1, 7, 0), "%d messages: one lost, late or wrong", RUN + 1);
+	rewind(log);
+	CHECK(ftruncate(fileno(log), 0) == 0, "truncate");
+	fflush(stderr);
+	dup2(fileno(log), 2);
+	ct_close_node(&a);
+	ct_close_node(&b);
+	fflush(stderr);
+	dup2(fd, 2);
+	n = unexpected(log);
+	CHECK(n >= RUN + 1, "%ld messages through Go's unexpected queue, want %d or more", n, RUN + 1);
+	fclose(log);
+	return finish("holdrun");
+}
