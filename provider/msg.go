@@ -342,6 +342,34 @@ func (ep *Endpoint) conn(a uint64) (transport.Conn, fi.Errno) {
 	return c, 0
 }
 
+// localWire is a wire that tells which peers it reaches through shared
+// memory (route.Endpoint), where connecting costs no message.
+type localWire interface {
+	Local(epid uint64) bool
+}
+
+// knowLocalSource connects fi_addr src (endpoint epid), a directed
+// receive's source on this host, as a send to it would: the C fast path
+// queues and delivers a directed receive only from a source whose
+// descriptor it has (fast/deliver.c), and a rank that receives from a peer
+// it never sends to (a ring: MPI_Sendrecv to the right neighbour, from the
+// left) sent every receive from it through Go: in a ring of 4 ranks
+// (IMB Sendrecv), the receives of the rank whose left neighbour it never
+// sent to, all of them. A source on another host is not dialled: there a
+// connection is a handshake on the network.
+func (ep *Endpoint) knowLocalSource(src, epid uint64) {
+	if ep.fast.page == nil {
+		return
+	}
+	if c := ep.engine.conns; src < uint64(len(c)) && c[src] != 0 {
+		return
+	}
+	if w, ok := ep.tp.(localWire); !ok || !w.Local(epid) {
+		return
+	}
+	_, _ = ep.conn(src) // a source that cannot be connected stays Go's
+}
+
 // wireSend sends on fi_addr dest's connection *c. A Conn the wire no
 // longer knows (it took back the slot of a peer that died) is resolved
 // again, once: the peer may be back, and the new connection is tried.
@@ -574,6 +602,7 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 			return fi.EINVAL
 		}
 		srcEPID = name.contextEPID(rx) // a scalable peer's context sends from its own id
+		ep.knowLocalSource(src, srcEPID)
 	}
 	if flags&fi.PEEK != 0 {
 		// What has arrived is looked at first, as psm2's probe

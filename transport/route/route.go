@@ -166,6 +166,10 @@ func (e *Endpoint) local(epid uint64) bool {
 	return !net || !ours || transport.SameHost(epid, e.epid)
 }
 
+// Local reports whether epid is reached through shared memory: a
+// connection to it costs a mapping, no message on any wire.
+func (e *Endpoint) Local(epid uint64) bool { return e.shm != nil && e.local(epid) }
+
 // Connect hands epid to the first wire that reaches it.
 func (e *Endpoint) Connect(epid uint64) (transport.Conn, error) {
 	if e.shm != nil && e.local(epid) {
