@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gopsm2/libfabric-psm2/transport"
+
 	"github.com/gopsm2/libfabric-psm2/internal/atomicx"
 	"github.com/gopsm2/libfabric-psm2/internal/sys"
 )
@@ -164,6 +166,22 @@ func (d *Domain) absorbLocked() {
 	}
 }
 
+// ringWire is a wire whose arrivals wait in rings the C side reads
+// itself (route.Endpoint: shm's): it tells whether it has work besides
+// the messages there.
+type ringWire interface {
+	IdleBesidesRings() bool
+}
+
+// idleBesidesRings is w.Idle but for the messages in the rings the C side
+// reads, where w tells them apart.
+func idleBesidesRings(w transport.Endpoint) bool {
+	if r, ok := w.(ringWire); ok {
+		return r.IdleBesidesRings()
+	}
+	return w.Idle()
+}
+
 // refreshFast publishes whether Go has work beyond the rings. The caller
 // holds the domain lock.
 func (d *Domain) refreshFast() {
@@ -175,7 +193,7 @@ func (d *Domain) refreshFast() {
 		busy = 1 // (triggers: a counter may reach them on any poll)
 	}
 	for _, ep := range d.eps {
-		if ep.engine.pending > 0 || !ep.tp.Idle() {
+		if ep.engine.pending > 0 || !idleBesidesRings(ep.tp) {
 			busy = 1
 			break
 		}

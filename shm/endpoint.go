@@ -940,6 +940,26 @@ func (e *Endpoint) Idle() bool {
 	if !e.ring.Empty() {
 		return false
 	}
+	return e.idleBesides(true)
+}
+
+// IdleBesidesRing is Idle, except for the messages published in the ring,
+// which code outside Go that reads the ring itself (RingProbe: the C fast
+// path) sees, and delivers or leaves there for receives to come: the
+// provider's word for "Go has work the rings do not show". Counted as
+// work, a message the last Poll left in the ring (holdHead) sent every
+// read to Go, whose pass posted the receives C had queued and then took
+// the message (docs/provider.md, "Early messages").
+func (e *Endpoint) IdleBesidesRing() bool {
+	if e.closed {
+		return e.pending == 0
+	}
+	return e.idleBesides(e.ring.Empty())
+}
+
+// idleBesides is Idle past the ring's published cells; probe: the next
+// cell is not published, so a reservation there may be a stall.
+func (e *Endpoint) idleBesides(probe bool) bool {
 	// A ring whose next cell is reserved but not published is not idle:
 	// Poll must look at it (watchStall), or a producer that died in the
 	// middle of a push would wedge it unseen. But the producer counter's
@@ -955,7 +975,7 @@ func (e *Endpoint) Idle() bool {
 		return false
 	}
 	e.idleRun++
-	if e.idleRun%idleProbeEvery == 0 && e.ring.Reserved() {
+	if probe && e.idleRun%idleProbeEvery == 0 && e.ring.Reserved() {
 		e.probeHit = true
 		return false
 	}

@@ -1337,6 +1337,16 @@ func TestEndpointHoldRun(t *testing.T) {
 			if held := len(h.got) == 0; held != tc.held {
 				t.Fatalf("held %v (%d delivered, %d asks), want %v", held, len(h.got), h.asks, tc.held)
 			}
+			// Messages in the ring are no work besides the ring's (the
+			// C side reads it), but Poll must still look at them: the
+			// handler's answer may change (a receive posted in Go, a
+			// peek).
+			if tc.held {
+				if !b.IdleBesidesRing() || b.Idle() {
+					t.Fatalf("held run: idle besides the ring %v (want true), idle %v (want false)",
+						b.IdleBesidesRing(), b.Idle())
+				}
+			}
 			h.hold = false
 			pollUntil(t, 5*time.Second, func() bool {
 				b.Poll(h, 64)

@@ -322,7 +322,7 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct p
 		return 0;
 	neps = __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_NEPS), __ATOMIC_ACQUIRE);
 	for (i = 0; i < neps && i < DOMF_MAX_EPS && !any; i++)
-		any = psm2_fast_ep(dom, i, cqf) != NULL;
+		any = psm2_fast_ep(dom, i, cqf, held != NULL) != NULL;
 	if (!any)
 		return 0;
 	if (!psm2_cq_lock_empty(cqf, dom, &lk, &locking))
@@ -331,7 +331,7 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct p
 	stride = cqf[CQF_STRIDE];
 	neps = __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_NEPS), __ATOMIC_RELAXED);
 	for (i = 0; i < neps && i < DOMF_MAX_EPS && (size_t) got < count; i++) {
-		uint64_t *f = psm2_fast_ep(dom, i, cqf);
+		uint64_t *f = psm2_fast_ep(dom, i, cqf, held != NULL);
 
 		if (f)
 			got += psm2_deliver_ep(f, dom, stride, (char *) buf + got * stride, count - got, held);

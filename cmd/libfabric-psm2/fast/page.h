@@ -38,15 +38,16 @@ static inline int psm2_cq_lock_empty(const uint64_t *cqf, const void *dom, uint3
 }
 
 /* psm2_fast_ep returns the i-th endpoint page domain page dom lists if C
- * may deliver for it through CQ page cqf now (it has receives queued), or
+ * may deliver for it through CQ page cqf now (it has receives queued, or,
+ * with held, messages may wait in its ring for receives to come), or
  * NULL. */
-static inline uint64_t *psm2_fast_ep(const uint64_t *dom, uint64_t i, const uint64_t *cqf)
+static inline uint64_t *psm2_fast_ep(const uint64_t *dom, uint64_t i, const uint64_t *cqf, int held)
 {
 	uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n((const uint64_t *) ((const char *) dom + DOMF_EPS) + i,
 							      __ATOMIC_ACQUIRE);
 
 	if (!f || !__atomic_load_n(&f[EPF_DELIVER], __ATOMIC_RELAXED) ||
-	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf || !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED))
+	    f[EPF_RX_CQ] != (uint64_t) (uintptr_t) cqf || (!held && !__atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED)))
 		return NULL;
 	return f;
 }
