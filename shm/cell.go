@@ -49,6 +49,11 @@ import (
 //	            came in it, whose old values the sender (the target,
 //	            fast/serve.c: psm2_serve_one) wrote over the request; the
 //	            receiver frees the buffer once it has them
+//	cellTaken   written by the receiver, never sent: a cell of a message
+//	            the C fast path delivered while an earlier one stayed at
+//	            the head of the ring (fast/deliver.c, psm2_later_match);
+//	            every cell of the message carries it, and the consumer
+//	            passes over it
 //
 // Ids are (generation<<32 | slot) of a table in the process that made
 // them; a stale or forged id fails the generation check and is dropped.
@@ -62,6 +67,7 @@ const (
 	cellData
 	cellSplit
 	cellAnswerBuf
+	cellTaken
 )
 
 // Offsets in a cell.

@@ -487,7 +487,8 @@ func TestAnswerInBuffer(t *testing.T) {
 // is one rule with two implementations: holdHead here, for Poll, and
 // psm2_held_run in C, for fi_cq_read's delivery. Given the same rings of
 // 1 to holdUnits+2 random messages (inline of any size, eager,
-// rendezvous), both must hold or both take.
+// rendezvous, some behind the head marked taken), both must hold or both
+// take.
 func TestFastCHoldsWhatPollHolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	inMax := inlineMax(DefaultInlineCells, false)
@@ -496,6 +497,7 @@ func TestFastCHoldsWhatPollHolds(t *testing.T) {
 		a, b, ab := pair(t)
 		n := 1 + r.IntN(holdUnits+2)
 		kinds := make([]byte, n)
+		at := uint64(0)
 		for k := range kinds {
 			var size int
 			switch kinds[k] = "iiier"[r.IntN(5)]; kinds[k] {
@@ -508,6 +510,20 @@ func TestFastCHoldsWhatPollHolds(t *testing.T) {
 			}
 			h := transport.Header{Len: uint64(size), Flags: uint32(r.IntN(cHFlags + 1)), Tag: r.Uint64()}
 			sendAll(t, a, b, ab, h, [][]byte{make([]byte, size)}, uint64(k+1), transport.SendCopy)
+			cells := uint64(1)
+			if kinds[k] == 'i' {
+				cells = uint64(inlineCells(size, false))
+			}
+			// A message behind the head that C delivered out of ring
+			// order: every cell marked taken (psm2_later_match).
+			if k > 0 && r.IntN(4) == 0 {
+				kinds[k] = 't'
+				for c := range cells {
+					cell, _ := b.ring.PeekCell(at + c)
+					cell[offCellKind] = cellTaken
+				}
+			}
+			at += cells
 		}
 		goHeld := b.holdHead(&holder{recorder: newRecorder(), hold: true})
 		if cHeld := fastc.HeldRun(b.RingProbe()); cHeld != goHeld {

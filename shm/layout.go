@@ -20,6 +20,7 @@ func CLayout() []cabi.Group {
 		{Title: "Cells, bytes from the payload's start", Source: "shm/cell.go", Consts: []cabi.Const{
 			cabi.Value("CELL_INLINE", cellInline, "kind: head cell of an inline message"),
 			cabi.Value("CELL_CONT", cellCont, "kind: continuation cell"),
+			cabi.Value("CELL_TAKEN", cellTaken, "kind: written by the receiver over every cell of a message C delivered out of ring order"),
 			cabi.Value("CELL_EAGER", cellEager, "kind: a message in the sender's bounce buffer CELL_SHORT"),
 			cabi.Value("CELL_RTS", cellRTS, "kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6"),
 			cabi.Value("CELL_FIN", cellFIN, "kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS"),

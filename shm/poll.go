@@ -72,10 +72,17 @@ const holdUnits = 4
 // handler only decides on them whether to look again later.
 func (e *Endpoint) holdHead(h transport.Holder) bool {
 	at := uint64(0)
-	for range holdUnits {
+	for units := 0; ; {
 		b, ok := e.ring.PeekCell(at)
 		if !ok {
-			return at > 0
+			return units > 0
+		}
+		if b[offCellKind] == cellTaken {
+			at++ // delivered already (psm2_later_match): no message
+			continue
+		}
+		if units == holdUnits {
+			return false
 		}
 		cells := 1
 		switch b[offCellKind] {
@@ -93,9 +100,8 @@ func (e *Endpoint) holdHead(h transport.Holder) bool {
 			return false
 		}
 		at += uint64(cells)
+		units++
 	}
-	_, more := e.ring.PeekCell(at)
-	return !more
 }
 
 // handle acts on the cell in e.rx and returns the handler calls made.
@@ -119,6 +125,8 @@ func (e *Endpoint) handle(h transport.Handler) int {
 		return 0
 	case cellAnswerBuf:
 		return e.onAnswerBuf(h)
+	case cellTaken:
+		return 0 // delivered by the C fast path already
 	}
 	// Unknown kinds, and continuation cells without their head.
 	return e.drop()

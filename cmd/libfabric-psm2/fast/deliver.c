@@ -158,20 +158,30 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		return 0;
 	while ((size_t) got < count) {
 		uint64_t *consp = (uint64_t *) (r + RING_CONS);
-		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED);
-		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, cons);
+		uint64_t cons = __atomic_load_n(consp, __ATOMIC_RELAXED), pos = cons;
+		const unsigned char *c;
 		const unsigned char *cont[PUSH_CELLS_MAX];
 		uint64_t n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
 		uint64_t *q;
-		const uint64_t *sd = NULL;
-		const char *eager = NULL;
+		const uint64_t *sd;
+		const char *eager;
 		struct psm2_inline m;
-		uint16_t idx = 0;
-		uint64_t raddr = 0, rsid = 0;
-		int i, cells, k, rndv = 0;
+		uint16_t idx;
+		uint64_t raddr, rsid;
+		int i, cells, k, rndv, later = 0;
 
-		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != cons + 1)
+again:
+		/* pos: the head of the ring, or (later) a message behind an
+		 * unexpected head that a queued receive takes. */
+		c = (const unsigned char *) psm2_cell(r, mask, pos);
+		sd = NULL, eager = NULL, idx = 0, raddr = 0, rsid = 0, rndv = 0;
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != pos + 1)
 			break;
+		if (!later && c[CELL_PAYLOAD_OFF + CELL_KIND] == CELL_TAKEN) {
+			/* Delivered already, out of ring order: pass it. */
+			__atomic_store_n(consp, cons + 1, __ATOMIC_RELEASE);
+			continue;
+		}
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
 			if (psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx)) {
 				/* The sender's bounce buffer, through its descriptor. */
@@ -180,7 +190,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			 !sd[FP_PEER_BUFS] || !sd[FP_PEER_BUSY])
 					break;
 				eager = (const char *) (uintptr_t) sd[FP_PEER_BUFS] + (uint64_t) idx * sd[FP_PEER_BUF_SIZE];
-			} else if (psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
+			} else if (!later && psm2_rts_head(c + CELL_PAYLOAD_OFF, &m, &raddr, &rsid)) {
 				/* A rendezvous C fetches itself: from another process
 				 * that single copy may read (its pid in the
 				 * descriptor), below the split copy's size, and with
@@ -192,8 +202,8 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 				/* A lone message from FP_RNDV_ALONE up (no cell
 				 * after it): Go splits it (shm/split.go). */
 				if (m.len >= sd[FP_RNDV_ALONE] &&
-			 __atomic_load_n((const uint64_t *) (psm2_cell(r, mask, cons + 1) + CELL_SEQ),
-						    __ATOMIC_ACQUIRE) != cons + 2)
+			 __atomic_load_n((const uint64_t *) (psm2_cell(r, mask, pos + 1) + CELL_SEQ),
+						    __ATOMIC_ACQUIRE) != pos + 2)
 					break;
 				rndv = 1;
 			} else {
@@ -204,10 +214,14 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 		/* The unit's cells were published before its head cell: ask
 		 * for all their lines before reading the first. */
 		for (k = 1; k < cells; k++)
-			__builtin_prefetch(psm2_cell(r, mask, cons + k), 0, 3);
-		if (!psm2_conts(r, mask, cons, cells, cont))
+			__builtin_prefetch(psm2_cell(r, mask, pos + k), 0, 3);
+		if (!psm2_conts(r, mask, pos, cells, cont))
 			break;
 		i = n ? psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) : -1;
+		if (i < 0 && !later && (pos = psm2_later_match(f, r, mask, cons + (uint64_t) cells, n)) != 0) {
+			later = 1;
+			goto again;
+		}
 		if (i < 0) {
 			/* Unexpected. The messages at the head of the ring stay
 			 * there while they are all it holds (HOLD_UNITS at
@@ -220,7 +234,7 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			 * them to Go's unexpected queue. */
 			uint64_t end;
 
-			if (held && held->n < DOMF_MAX_EPS &&
+			if (!later && held && held->n < DOMF_MAX_EPS &&
 			    (end = psm2_held_run(f, r, mask, cons + (uint64_t) cells, n)) != 0) {
 				held->ring[held->n] = f[EPF_RING];
 				held->at[held->n] = cons;
@@ -290,7 +304,16 @@ static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t
 			__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) - 1,
 					 __ATOMIC_RELEASE);
 		}
-		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
+		if (!later) {
+			__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
+			continue;
+		}
+		/* Taken out of ring order: its cells stay until the head's
+		 * message goes, and whoever consumes them then (here, or
+		 * shm's Poll) passes over them. Go reads them only under the
+		 * domain lock, which this holds. */
+		for (k = 0; k < cells; k++)
+			((unsigned char *) psm2_cell(r, mask, pos + (uint64_t) k))[CELL_PAYLOAD_OFF + CELL_KIND] = CELL_TAKEN;
 	}
 	return got;
 }

@@ -134,6 +134,7 @@
 /* Cells, bytes from the payload's start (shm/cell.go) */
 #define CELL_INLINE 1                    /* kind: head cell of an inline message */
 #define CELL_CONT 2                      /* kind: continuation cell */
+#define CELL_TAKEN 10                    /* kind: written by the receiver over every cell of a message C delivered out of ring order */
 #define CELL_EAGER 3                     /* kind: a message in the sender's bounce buffer CELL_SHORT */
 #define CELL_RTS 4                       /* kind: a rendezvous request: length CELL_LEN at address CELL_W5, send id CELL_W6 */
 #define CELL_FIN 5                       /* kind: a rendezvous ended at the receiver: send id CELL_TAG, status CELL_FLAGS */

@@ -52,13 +52,14 @@ static inline const uint64_t *psm2_sender(const uint64_t *f, uint64_t epid)
 /* psm2_held_run: the message at the head of ring r (mask+1 cells) no
  * receive takes ends at position at, and n receives are queued in page f.
  * Returns the position after the messages that follow it if they are
- * inline or eager messages, HOLD_UNITS at most with it, none of them taken
- * by a queued receive, and the last of them the last cell published (a run
+ * inline or eager messages, HOLD_UNITS at most with it (the cells of any
+ * delivered already, CELL_TAKEN, passed over), none of them taken by a
+ * queued receive, and the last of them the last cell published (a run
  * of unexpected messages the receives to come may take in order: the run
  * shm's holdHead leaves in the ring for Go too); else 0. */
 static inline uint64_t psm2_held_run(const uint64_t *f, char *r, uint64_t mask, uint64_t at, uint64_t n)
 {
-	for (int u = 1;; u++) {
+	for (int u = 1;;) {
 		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, at);
 		struct psm2_inline m;
 		uint16_t idx;
@@ -66,6 +67,10 @@ static inline uint64_t psm2_held_run(const uint64_t *f, char *r, uint64_t mask, 
 
 		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != at + 1)
 			return at;
+		if (c[CELL_PAYLOAD_OFF + CELL_KIND] == CELL_TAKEN) {
+			at++;	/* delivered already (psm2_later_match) */
+			continue;
+		}
 		if (u == HOLD_UNITS)
 			return 0;
 		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
@@ -76,7 +81,47 @@ static inline uint64_t psm2_held_run(const uint64_t *f, char *r, uint64_t mask, 
 		if (n && psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) >= 0)
 			return 0;
 		at += (uint64_t) cells;
+		u++;
 	}
+}
+
+/* psm2_later_match: the message at the head of ring r no receive takes
+ * ends at position at, and n receives are queued in page f. Returns the
+ * position of the first inline or eager message behind it that one of
+ * them takes, among the next HOLD_UNITS messages, all of which C parses
+ * (no rendezvous or control cell before it: those are Go's), or 0. C
+ * delivers that one out of ring order (psm2_deliver_ep) and marks its
+ * cells CELL_TAKEN: the message at the head waits for its receive, as an
+ * unexpected message in Go's queue would, and a receive does not wait
+ * behind it for a message from another sender (an exchange with two
+ * neighbours, whose messages interleave in one ring). */
+static inline uint64_t psm2_later_match(const uint64_t *f, char *r, uint64_t mask, uint64_t at, uint64_t n)
+{
+	if (!n)
+		return 0;
+	for (int u = 1; u <= HOLD_UNITS;) {
+		const unsigned char *c = (const unsigned char *) psm2_cell(r, mask, at);
+		struct psm2_inline m;
+		uint16_t idx;
+		int cells;
+
+		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != at + 1)
+			return 0;
+		if (c[CELL_PAYLOAD_OFF + CELL_KIND] == CELL_TAKEN) {
+			at++;
+			continue;
+		}
+		if (!(cells = psm2_inline_head(c + CELL_PAYLOAD_OFF, &m))) {
+			if (!psm2_eager_head(c + CELL_PAYLOAD_OFF, &m, &idx))
+				return 0;
+			cells = 1;
+		}
+		if (psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) >= 0)
+			return at;
+		at += (uint64_t) cells;
+		u++;
+	}
+	return 0;
 }
 
 #endif /* PSM2_FAST_MATCH_H */
