@@ -52,18 +52,23 @@ import (
 //	     0 C must leave sends that complete to Go
 //	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
 //	     ignore, context, flags
-//	+3200 the senders' table: 1<<sendersLog2 fast-peer descriptors (or
+//	+2944 Go's unexpected messages: how many (uxKeys+1: more than the
+//	     keys below hold), then +2952 up to uxKeys keys of 24 bytes:
+//	     space (0 untagged, 1 tagged), tag, sender's endpoint id. C
+//	     queues no receive that takes one (it leaves it to Go), so it may
+//	     deliver to its receives while they wait (deliverOK).
+//	+3048 the senders' table: 1<<sendersLog2 fast-peer descriptors (or
 //	     0), at slot senderSlot(epid) of the peer they describe, so that a
 //	     C delivery finds the bounce buffers of an eager message's sender.
 //	     A later peer whose slot collides replaces an earlier one; C checks
 //	     that the descriptor it finds names the sender, else leaves the
 //	     message to Go. Descriptors stay valid until the wire closes.
-//	+3712 serve ok: C may serve small atomic requests (fastrma.go)
-//	+3720 atomic requests C served
-//	+3728 atomics armed for C to complete, +3736 C may post fetches,
-//	     +3744 C's tag counter, and from +3752 the armed table
+//	+3560 serve ok: C may serve small atomic requests (fastrma.go)
+//	+3568 atomic requests C served
+//	+3576 atomics armed for C to complete, +3584 C may post fetches,
+//	     +3592 C's tag counter, and from +3600 the armed table
 //	     (fastrma.go)
-//	+4088 the AV's rx_ctx_bits (fastSlot)
+//	+3936 the AV's rx_ctx_bits (fastSlot)
 //
 // Every word is written under the domain lock.
 const (
@@ -86,10 +91,15 @@ const (
 	epfRQ      = 128
 
 	rqEntrySize  = 64
-	rqCap        = 48
+	rqCap        = 44
 	maxFastPeers = 4096 // fi_addrs the peer table covers
 
-	epfSenders  = epfRQ + rqCap*rqEntrySize
+	epfUXCount = epfRQ + rqCap*rqEntrySize
+	epfUX      = epfUXCount + 8
+	uxKeys     = 4
+	uxKeySize  = 24
+
+	epfSenders  = epfUX + uxKeys*uxKeySize
 	sendersLog2 = 6
 	senderHash  = 0x9E3779B97F4A7C15 // Fibonacci hashing
 
@@ -213,8 +223,9 @@ func (ep *Endpoint) syncFastLocked() {
 // deliverOK reports whether C may deliver arrived inline messages to the
 // receives it queued, without Go: only when Go holds nothing they could be
 // ordered against or that C cannot do. No receive posted in Go (those
-// come first), no unexpected or claimed message (an older message might
-// match), no operation in flight, no receive counter, and a receive CQ
+// come first), no claimed message and no more unexpected ones than the
+// page holds the keys of (an older message might match: C queues no
+// receive that takes one of those), no operation in flight, no receive counter, and a receive CQ
 // without a wait object to signal. (C delivers only inside fi_cq_read,
 // whose entries carry no source, so FI_SOURCE does not matter; as in
 // psm2, an unknown sender is an error only for fi_cq_readfrom.)
@@ -223,14 +234,53 @@ func (ep *Endpoint) deliverOK() bool {
 	e := &ep.engine
 	cq := ep.rxCQ
 	return ep.enabled && !ep.closed && e.posted[0].head == nil && e.posted[1].head == nil &&
-		e.unexp[0].head == nil && e.unexp[1].head == nil && e.claimed.head == nil &&
+		ep.uxFew() && e.claimed.head == nil &&
 		e.pending == 0 && ep.recvCntr == nil &&
 		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil && ep.hasRing
+}
+
+// uxFew reports whether Go's unexpected messages are few enough for the
+// page to hold their keys (uxKeys), which C checks every receive it queues
+// against. One early message (a collective's, from a third rank) sent
+// every receive of the endpoint through Go until its own receive came: a
+// ping-pong of two of four ranks on 2 cores called into Go 1.4 times a
+// message.
+func (ep *Endpoint) uxFew() bool {
+	n := 0
+	for sp := range ep.engine.unexp {
+		for u := ep.engine.unexp[sp].head; u != nil; u = u.next {
+			if n++; n > uxKeys {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// publishUXLocked writes the keys of Go's unexpected messages into the
+// page (or uxKeys+1 for more than it holds). The caller holds the domain
+// lock.
+func (ep *Endpoint) publishUXLocked() {
+	p := ep.fast.page
+	n := 0
+	for sp := range ep.engine.unexp {
+		for u := ep.engine.unexp[sp].head; u != nil && n <= uxKeys; u = u.next {
+			if n < uxKeys {
+				off := epfUX + n*uxKeySize
+				atomic.StoreUint64(fastWord(p, off), uint64(sp))
+				atomic.StoreUint64(fastWord(p, off+8), u.hdr.Tag)
+				atomic.StoreUint64(fastWord(p, off+16), u.src)
+			}
+			n++
+		}
+	}
+	atomic.StoreUint64(fastWord(p, epfUXCount), uint64(n))
 }
 
 // syncDeliverLocked republishes deliverOK.
 func (ep *Endpoint) syncDeliverLocked() {
 	if p := ep.fast.page; p != nil {
+		ep.publishUXLocked()
 		if v := b2u(ep.deliverOK()); atomic.LoadUint64(fastWord(p, epfDeliver)) != v {
 			atomicx.StoreRel64(fastWord(p, epfDeliver), v)
 		}

@@ -51,6 +51,7 @@ func CLayout() []cabi.Group {
 			cabi.Value("PUSH_CELLS_MAX", ring.MaxPushCells, "cells of one unit (an inline message) at most"),
 			cabi.Value("FAST_INLINE_CELLS", FastInlineCells, "cells of an inline message C sends, at most"),
 			cabi.Value("HOLD_UNITS", holdUnits, "messages a ring's head may hold for receives not posted yet"),
+			cabi.Value("TAKE_SPAN", takeSpan, "cells behind the head C takes a message out of ring order within"),
 		}},
 		{Title: "Fast-peer descriptor, words", Source: "shm/fastpeer.go", Consts: []cabi.Const{
 			cabi.Word("FP_OK", fpOK, ""),

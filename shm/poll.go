@@ -65,6 +65,12 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 // sender's bounce buffer.
 const holdUnits = 4
 
+// takeSpan bounds how far behind the head of the ring C takes a message
+// out of ring order, in cells (TAKE_SPAN, psm2_later_match; at most a
+// quarter of the ring): its cells stay until the head goes, and a head
+// whose receive comes late must not leave the ring full of them.
+const takeSpan = 16
+
 // holdHead reports whether the next messages stay in the ring
 // (transport.Holder): inline or eager messages, at most holdUnits, that are
 // everything the ring holds, and the handler asks for each. It reads the

@@ -79,6 +79,10 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
 	n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
 	if (n >= EPF_RQ_CAP)
 		goto out;	/* Go posts the queue and this one */
+	/* One of Go's unexpected messages is older than anything in the
+	 * ring: Go posts a receive that takes one. */
+	if (f[EPF_UX_COUNT] && psm2_ux_takes(f, flags, tag, ignore, src))
+		goto out;
 	q = f + EPF_RQ + n * EPF_RQ_WORDS;
 	q[RQ_BUF] = (uint64_t) (uintptr_t) buf;
 	q[RQ_LEN] = len;
@@ -218,7 +222,7 @@ again:
 		if (!psm2_conts(r, mask, pos, cells, cont))
 			break;
 		i = n ? psm2_rq_match(f, n, (m.hflags & HF_TAGGED) != 0, m.tag, m.epid) : -1;
-		if (i < 0 && !later && (pos = psm2_later_match(f, r, mask, cons + (uint64_t) cells, n)) != 0) {
+		if (i < 0 && !later && (pos = psm2_later_match(f, r, mask, cons, cons + (uint64_t) cells, n)) != 0) {
 			later = 1;
 			goto again;
 		}

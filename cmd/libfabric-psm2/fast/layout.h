@@ -44,17 +44,21 @@
 #define EPF_TX_SEL 14
 #define EPF_TX_CQ_OK 15
 #define EPF_RQ 16                        /* the receive queue */
-#define EPF_RQ_CAP 48                    /* entries */
-#define EPF_SENDERS 400                  /* the senders' table: fast-peer descriptors by epid hash */
+#define EPF_RQ_CAP 44                    /* entries */
+#define EPF_UX_COUNT 368                 /* Go's unexpected messages (UX_KEYS+1: more than the keys hold) */
+#define EPF_UX 369                       /* their keys: space, tag, sender's endpoint id */
+#define UX_KEYS 4                        /* keys the page holds */
+#define UX_KEY_WORDS 3                   /* words a key takes */
+#define EPF_SENDERS 381                  /* the senders' table: fast-peer descriptors by epid hash */
 #define EPF_SENDERS_SHIFT 58             /* slot = (epid * SENDER_HASH) >> EPF_SENDERS_SHIFT */
 #define SENDER_HASH 0x9e3779b97f4a7c15ULL
-#define EPF_SERVE 464                    /* C may serve small atomic requests */
-#define EPF_SERVED 465                   /* atomic requests C served */
-#define EPF_ARMED 466                    /* answers armed for C to complete */
-#define EPF_APOST 467                    /* C may post small atomics (psm2_fast_atomic) */
-#define EPF_CSEQ 468                     /* C's tag counter */
-#define EPF_AOPS 469                     /* the armed table */
-#define EPF_RX_BITS 511                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
+#define EPF_SERVE 445                    /* C may serve small atomic requests */
+#define EPF_SERVED 446                   /* atomic requests C served */
+#define EPF_ARMED 447                    /* answers armed for C to complete */
+#define EPF_APOST 448                    /* C may post small atomics (psm2_fast_atomic) */
+#define EPF_CSEQ 449                     /* C's tag counter */
+#define EPF_AOPS 450                     /* the armed table */
+#define EPF_RX_BITS 492                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */
@@ -165,6 +169,7 @@
 #define PUSH_CELLS_MAX 80                /* cells of one unit (an inline message) at most */
 #define FAST_INLINE_CELLS 4              /* cells of an inline message C sends, at most */
 #define HOLD_UNITS 4                     /* messages a ring's head may hold for receives not posted yet */
+#define TAKE_SPAN 16                     /* cells behind the head C takes a message out of ring order within */
 
 /* Fast-peer descriptor, words (shm/fastpeer.go) */
 #define FP_OK 0
