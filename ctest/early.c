@@ -51,35 +51,6 @@ static int got(uint64_t *tag)
 	return 1;
 }
 
-/* go_received closes a's endpoint with its statistics going to a file, and
- * returns the shm group's "received" count (-1 if none was printed). */
-static long go_received(void)
-{
-	char path[] = "/tmp/psm2-early-XXXXXX", line[2048];
-	int fd = mkstemp(path), saved = dup(2);
-	long n = -1;
-	FILE *f;
-
-	fflush(stderr);
-	dup2(fd, 2);
-	fi_close(&a.ep->fid);
-	a.ep = NULL;
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(fd, "r");
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, " received=");
-
-		if (strstr(line, "psm2-stats") && strstr(line, "group=shm") && p)
-			n = atol(p + strlen(" received="));
-	}
-	fclose(f);
-	unlink(path);
-	return n;
-}
-
 int main(void)
 {
 	fi_addr_t b2a = FI_ADDR_NOTAVAIL;
@@ -154,7 +125,7 @@ int main(void)
 		       tgo[nt / 2] * 1e9);
 		CHECK(tc[nt / 2] * 2 < tgo[nt / 2], "the read while a message waits for its receive is not answered in C");
 	}
-	w = (uint64_t) go_received();
+	w = (uint64_t) ct_close_ep_stat(&a, "shm", "received");
 	CHECK(w * 100 < v, "Go delivered %llu of %llu messages that came before their receive",
 	      (unsigned long long) w, (unsigned long long) v);
 	ct_close_node(&a);

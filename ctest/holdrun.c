@@ -77,24 +77,6 @@ static int round_trip(struct ct_node *a, struct ct_node *b, fi_addr_t b_at_a, in
 	return ok;
 }
 
-/* unexpected: the sum of the unexpected= counters in the psm2-stats
- * lines of file f, or -1 if there is none. */
-static long unexpected(FILE *f)
-{
-	char line[4096];
-	long sum = -1;
-
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, " unexpected=");
-
-		if (strncmp(line, "psm2-stats ", 11) || !strstr(line, " group=msg ") || !p)
-			continue;
-		sum = (sum < 0 ? 0 : sum) + strtol(p + 12, NULL, 10);
-	}
-	return sum;
-}
-
 /* wait_one: one completion on n's CQ within 10 s, its context in *ctx. */
 static int wait_one(struct ct_node *n, void **ctx)
 {
@@ -122,6 +104,7 @@ static void out_of_order(void)
 	static char s1[2048], s2[2048], r1[2048], r2[2048];
 	struct fi_context c1, c2, cany;
 	int ret, ok = 1, peeks = 0;
+	long u;
 	void *ctx;
 
 	ret = ct_open_node(&a1);
@@ -183,56 +166,11 @@ static void out_of_order(void)
 	CHECK(fi_cancel(&b.ep->fid, &cany) == 0, "cancel");
 	ct_close_node(&a1);
 	ct_close_node(&a2);
-	{
-		/* Go queued a1's message only in the rounds with a peek. */
-		FILE *log = tmpfile();
-		int fd = dup(2);
-		long u;
-
-		fflush(stderr);
-		if (!log || fd < 0 || dup2(fileno(log), 2) != 2) {
-			CHECK(0, "stderr to a file");
-			return;
-		}
-		ct_close_node(&b);
-		fflush(stderr);
-		dup2(fd, 2);
-		close(fd);
-		u = unexpected(log);
-		fclose(log);
-		printf("out of ring order: 400 rounds, %d with a peek, %ld messages through Go's queue\n", peeks, u);
-		CHECK(u >= 0 && u <= peeks + 4, "%ld messages through Go's unexpected queue, want %d at most", u,
-		      peeks + 4);
-	}
-}
-
-/* go_received_of closes n's endpoint with its statistics going to a file
- * and returns its shm group's "received" count (what Go took from the
- * ring; -1 if none was printed). */
-static long go_received_of(struct ct_node *n)
-{
-	char line[4096];
-	FILE *log = tmpfile();
-	int fd = dup(2);
-	long got = -1;
-
-	fflush(stderr);
-	if (!log || fd < 0 || dup2(fileno(log), 2) != 2)
-		return -1;
-	fi_close(&n->ep->fid);
-	n->ep = NULL;
-	fflush(stderr);
-	dup2(fd, 2);
-	close(fd);
-	rewind(log);
-	while (fgets(line, sizeof(line), log)) {
-		char *p = strstr(line, " received=");
-
-		if (strstr(line, "psm2-stats") && strstr(line, " group=shm ") && p)
-			got = atol(p + strlen(" received="));
-	}
-	fclose(log);
-	return got;
+	/* Go queued a1's message only in the rounds with a peek. */
+	u = ct_close_ep_stat(&b, "msg", "unexpected");
+	ct_close_node(&b);
+	printf("out of ring order: 400 rounds, %d with a peek, %ld messages through Go's queue\n", peeks, u);
+	CHECK(u >= 0 && u <= peeks + 4, "%ld messages through Go's unexpected queue, want %d at most", u, peeks + 4);
 }
 
 /* early_third: c's message waits while a and b ping-pong: in a's
@@ -279,7 +217,7 @@ static void early_third(int peek)
 	ok = fi_trecv(a.ep, &y, 8, NULL, FI_ADDR_UNSPEC, 1ULL << 50, 0, &ctx) == 0 && wait_one(&a, &got) == 1 &&
 	     got == &ctx && y == x;
 	CHECK(ok, "the early message, last");
-	g = go_received_of(&a);
+	g = ct_close_ep_stat(&a, "shm", "received");
 	printf("ping-pong beside an early message (%s): Go delivered %ld of %d messages\n",
 	       peek ? "in Go's queue" : "in the ring", g, rounds + 1);
 	CHECK(g >= 0 && g * 100 < rounds, "Go delivered %ld of the %d messages", g, rounds);
@@ -292,9 +230,8 @@ int main(void)
 {
 	struct ct_node a, b;
 	fi_addr_t b_at_a, a_at_b;
-	FILE *log;
 	long n;
-	int ret, ok = 1, fd;
+	int ret, ok = 1;
 
 	setenv("FI_PSM2_PRINT_STATS", "1", 1);
 	ret = ct_open_node(&a);
@@ -310,19 +247,11 @@ int main(void)
 		ok &= round_trip(&a, &b, b_at_a, 1 + r % RUN, 100 + (uint64_t) r * 10, r % 10 == 3);
 	CHECK(ok, "runs of 1-%d messages: a message lost, late or wrong", RUN);
 
-	/* The statistics go to stderr at close: into a file. */
-	log = tmpfile();
-	fflush(stderr);
-	fd = dup(2);
-	CHECK(log && fd >= 0 && dup2(fileno(log), 2) == 2, "stderr to a file");
-	if (!log || fd < 0)
-		return finish("holdrun");
+	n = ct_close_ep_stat(&a, "msg", "unexpected");
+	n += ct_close_ep_stat(&b, "msg", "unexpected");
 	ct_close_node(&a);
 	ct_close_node(&b);
-	fflush(stderr);
-	dup2(fd, 2);
-	n = unexpected(log);
-	CHECK(n == 0, "%ld messages went through Go's unexpected queue (-1: no statistics), want 0", n);
+	CHECK(n == 0, "%ld messages went through Go's unexpected queue (negative: no statistics), want 0", n);
 
 	/* One more than a run: Go queues them, and all arrive. */
 	ret = ct_open_node(&a);
@@ -333,18 +262,11 @@ int main(void)
 	CHECK(fi_av_insert(a.av, b.name, 1, &b_at_a, 0, NULL) == 1, "insert b");
 	CHECK(fi_av_insert(b.av, a.name, 1, &a_at_b, 0, NULL) == 1, "insert a");
 	CHECK(round_trip(&a, &b, b_at_a, RUN + 1, 7, 0), "%d messages: one lost, late or wrong", RUN + 1);
-	rewind(log);
-	CHECK(ftruncate(fileno(log), 0) == 0, "truncate");
-	fflush(stderr);
-	dup2(fileno(log), 2);
+	n = ct_close_ep_stat(&b, "msg", "unexpected");
 	ct_close_node(&a);
 	ct_close_node(&b);
-	fflush(stderr);
-	dup2(fd, 2);
-	n = unexpected(log);
 	/* Go takes the first; the rest are a run it leaves in the ring. */
 	CHECK(n >= 1 && n <= RUN + 1, "%ld messages through Go's unexpected queue, want 1 to %d", n, RUN + 1);
-	fclose(log);
 	out_of_order();
 	early_third(1);
 	early_third(0);

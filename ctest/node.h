@@ -252,6 +252,43 @@ static inline int ct_read_target(FILE *in, unsigned char *name, size_t *namelen,
 	return 0;
 }
 
+/* ct_close_ep_stat closes n's endpoint with the statistics it prints at
+ * close (FI_PSM2_PRINT_STATS, set before it opened) going to a file, and
+ * returns counter name of group group (" group=shm ", " received="
+ * style: group and name as printed), or -1 if none was printed. */
+static inline long ct_close_ep_stat(struct ct_node *n, const char *group, const char *name)
+{
+	char line[4096], g[64], k[64];
+	FILE *log = tmpfile();
+	int saved = dup(2);
+	long v = -1;
+
+	snprintf(g, sizeof(g), " group=%s ", group);
+	snprintf(k, sizeof(k), " %s=", name);
+	fflush(stderr);
+	if (!log || saved < 0 || dup2(fileno(log), 2) != 2) {
+		if (log)
+			fclose(log);
+		if (saved >= 0)
+			close(saved);
+		return -1;
+	}
+	fi_close(&n->ep->fid);
+	n->ep = NULL;
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(log);
+	while (fgets(line, sizeof(line), log)) {
+		char *p = strstr(line, k);
+
+		if (!strncmp(line, "psm2-stats ", 11) && strstr(line, g) && p)
+			v = strtol(p + strlen(k), NULL, 10);
+	}
+	fclose(log);
+	return v;
+}
+
 /* ct_close_node closes whatever of n is open. */
 static inline void ct_close_node(struct ct_node *n)
 {

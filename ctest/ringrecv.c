@@ -23,35 +23,6 @@
 #define N 3
 #define ROUNDS 3000
 
-/* go_received closes n's endpoint with its statistics going to a file,
- * and returns the shm group's "received" count (-1 if none was printed). */
-static long go_received(struct ct_node *n)
-{
-	char path[] = "/tmp/psm2-ringrecv-XXXXXX", line[2048];
-	int fd = mkstemp(path), saved = dup(2);
-	long got = -1;
-	FILE *f;
-
-	fflush(stderr);
-	dup2(fd, 2);
-	fi_close(&n->ep->fid);
-	n->ep = NULL;
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	f = fdopen(fd, "r");
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, " received=");
-
-		if (strstr(line, "psm2-stats") && strstr(line, "group=shm") && p)
-			got = atol(p + strlen(" received="));
-	}
-	fclose(f);
-	unlink(path);
-	return got;
-}
-
 int main(void)
 {
 	struct ct_node n[N];
@@ -104,7 +75,7 @@ int main(void)
 		CHECK(ok, "round %d: a message lost, late or wrong", r);
 	}
 	for (int i = 0; i < N; i++) {
-		long g = go_received(&n[i]);
+		long g = ct_close_ep_stat(&n[i], "shm", "received");
 
 		CHECK(g >= 0, "endpoint %d printed no statistics", i);
 		go += g;
