@@ -141,7 +141,10 @@ static inline uint64_t psm2_later_match(const uint64_t *f, char *r, uint64_t mas
 		uint16_t idx;
 		int cells;
 
-		if (__atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != at + 1)
+		/* Within the span, taken cells too: the scan costs a few
+		 * cells whatever a sender writes into the ring. */
+		if (at - cons >= span ||
+		    __atomic_load_n((const uint64_t *) (c + CELL_SEQ), __ATOMIC_ACQUIRE) != at + 1)
 			return 0;
 		if (c[CELL_PAYLOAD_OFF + CELL_KIND] == CELL_TAKEN) {
 			at++;
