@@ -115,7 +115,7 @@ var paramDefs = []paramDef{
 	{"paths", ParamInt, "Paths (source ports) per peer pair over which windows of large messages are spread, 1 to 8 (default: 1)"},
 	{"mtu", ParamInt, "IP MTU of the network the hfi wire uses, 576 to 65535 (default: 1500)"},
 	{"sread_spin", ParamInt, "Microseconds fi_cq_sread and fi_cntr_wait poll before they sleep in the kernel; 0: sleep at once (default: 100)"},
-	{"yield_spin", ParamInt, "Microseconds of empty fi_cq_read answers before one yields the CPU while more threads are runnable than CPUs (at most 2 where the AVs name more endpoints on this host than it has CPUs), doubled after each yield no other thread took (up to 64 times); 0: never (default: 20)"},
+	{"yield_spin", ParamInt, "Microseconds of empty fi_cq_read answers before one yields the CPU while more threads are runnable than CPUs (at most 2 where the AVs name more endpoints on this host than it has CPUs), doubled after each yield no other thread took (up to 64 times); 0: never, and no move off a CPU shared with the peer either (default: 20)"},
 	{"hfi_spin", ParamInt, "Microseconds after the last packet during which the application's polls read the network themselves, before the hfi receive thread takes it back and sleeps in the kernel; 0: always the thread (default: 5000)"},
 	{"auth", ParamBool, "Authenticate every packet of the inter-node wire (AES-GMAC, a key derived from the job key): on a network where others can see the job's packets, give the job a secret key and set this (default: no; it costs a third of the bandwidth of large messages)"},
 	{"max_peers", ParamInt, fmt.Sprintf("Most peers an endpoint is connected with over the network, 1 to %d; dead ones make room (default: %d)", hfi.MaxPeers, hfi.MaxPeers)},

@@ -2,11 +2,14 @@
  * path: the C fast path first (completions it queued, messages it
  * delivers, atomics it serves or completes, the idle answer: fast/), then
  * one call into Go with the CQ's slot, with yields when the CPUs are
- * crowded. */
+ * crowded and a move when a spinning reader shares its CPU. */
+#define _GNU_SOURCE /* sched_getcpu, CPU_COUNT */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "shim.h"
 #include "fast.h"
@@ -88,6 +91,9 @@ static inline uint64_t coarse_ns(void)
 #define YIELD_BACKOFF 64
 #define CROWD_CHECK_NS 10000000
 #define OWN_CROWD_SPIN_NS 2000
+#define UNSHARE_GAP_NS 15000
+#define UNSHARE_WAIT_NS 1000000
+#define UNSHARE_WAIT_MAX_NS 1000000000
 
 /* cpus_crowded: 1 if more threads are runnable than there are CPUs
  * online, or if that cannot be told; *own: 1 if the job's ranks on this
@@ -119,14 +125,85 @@ static int cpus_crowded(int *own)
 	return running > cpus;
 }
 
+/* cq_unshare is called when a read ends a stretch of empty answers from
+ * C with an entry after a gap: the thread was off its CPU for more than
+ * UNSHARE_GAP_NS since the stretch's last clock reading
+ * (cq_yield_check's, every YIELD_CLOCK_EVERY answers, a microsecond or
+ * two apart), so another thread ran on its CPU meanwhile.
+ *
+ * Two unpinned processes ping-ponging can end up on one CPU while another
+ * idles: a thread woken by one of its process's own (a Go thread ending a
+ * set-up call) is placed on the waker's CPU, which may be the one where
+ * the peer already spins. The scheduler then takes turns between the two
+ * (23-106 us slices on the 2-CPU machines this is measured on, so 50-200
+ * us a round trip instead of 0.1), and its load balancer leaves two
+ * cache-hot spinners where they are for 5-30 ms, the whole of a short
+ * job: fi_pingpong -I 2000 took 2.7-7.4 us a round trip in a quarter of
+ * the runs, 0.2 in the others. A thread that sleeps is woken on the same
+ * CPU, so sleeping does not part them; the thread moves itself instead,
+ * by leaving its CPU out of its affinity mask for a moment: the kernel
+ * moves it at once, the mask it had goes back, and the move stays.
+ *
+ * It moves only if the message that ended the wait came from its CPU: the
+ * latest C producer into one of the domain's rings ran there
+ * (psm2_fast_peer_cpu, RING_PROD_CPU). So one of the two goes, not both:
+ * the first to resume moves before it answers, and its answer, which ends
+ * the other's wait, comes from the other CPU. A gap with the peer
+ * elsewhere (Go's own threads, an interrupt) moves nothing. A thread whose
+ * affinity allows one CPU has nowhere to go, and where the job's own
+ * ranks outnumber the CPUs (own_crowd) a CPU is shared anyway: it yields
+ * instead (cq_yield_check). A move is tried at most every
+ * UNSHARE_WAIT_NS; where moves do not end the sharing (other jobs'
+ * threads on every CPU) that wait doubles, up to UNSHARE_WAIT_MAX_NS.
+ * FI_PSM2_YIELD_SPIN=0 turns this off with the yields. */
+static void cq_unshare(struct psm2_cq *c, uint64_t now)
+{
+	cpu_set_t all, others;
+	int cpu;
+
+	if (c->own_crowd || now < c->unshare_after)
+		return;
+	cpu = sched_getcpu();
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !psm2_fast_peer_cpu(c->fast, cpu))
+		return;
+	if (c->unshare_tried && now - c->unshare_tried < 2 * c->unshare_wait) {
+		if (c->unshare_wait < UNSHARE_WAIT_MAX_NS)
+			c->unshare_wait *= 2;
+	} else {
+		c->unshare_wait = UNSHARE_WAIT_NS;
+	}
+	c->unshare_tried = now;
+	c->unshare_after = now + c->unshare_wait;
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) <= 1 || !CPU_ISSET(cpu, &all))
+		return;
+	others = all;
+	CPU_CLR(cpu, &others);
+	if (sched_setaffinity(0, sizeof(others), &others) == 0)
+		sched_setaffinity(0, sizeof(all), &all);
+}
+
+/* cq_stretch_end: a read answered with entries after a stretch of at
+ * least YIELD_CLOCK_EVERY empty ones; a gap since the stretch's last clock
+ * reading goes to cq_unshare. */
+static void cq_stretch_end(struct psm2_cq *c)
+{
+	uint64_t now = mono_ns();
+
+	if (c->poll_clock && now - c->poll_clock > UNSHARE_GAP_NS)
+		cq_unshare(c, now);
+	c->poll_clock = 0;
+}
+
 static void cq_yield_check(struct psm2_cq *c)
 {
 	uint64_t now = mono_ns(), after;
 
 	if (c->empty_polls == YIELD_CLOCK_EVERY) {	/* a new stretch */
 		c->yield_from = now;
+		c->poll_clock = now;
 		return;
 	}
+	c->poll_clock = now;
 	if (now - c->yield_from < c->yield_next)
 		return;
 	if (now >= c->crowd_until) {
@@ -134,6 +211,7 @@ static void cq_yield_check(struct psm2_cq *c)
 		uint64_t least;
 
 		c->crowded = cpus_crowded(&own);
+		c->own_crowd = own;
 		c->crowd_until = now + CROWD_CHECK_NS;
 		least = own && c->yield_ns > OWN_CROWD_SPIN_NS ? OWN_CROWD_SPIN_NS : c->yield_ns;
 		if (least != c->yield_least) {
@@ -155,15 +233,19 @@ static void cq_yield_check(struct psm2_cq *c)
 	else if (c->yield_next < c->yield_least * YIELD_BACKOFF)
 		c->yield_next *= 2;
 	c->yield_from = after;
+	/* The time another thread ran meanwhile is a gap (cq_unshare). */
+	c->poll_clock = now;
 }
 
 /* cq_answered counts an answer of n entries (or an error) for yielding:
  * -FI_EAGAIN continues a stretch of empty answers, anything else ends it. */
 static inline ssize_t cq_answered(struct psm2_cq *c, ssize_t n)
 {
-	if (n != -FI_EAGAIN)
+	if (n != -FI_EAGAIN) {
+		if (c->empty_polls >= YIELD_CLOCK_EVERY && c->yield_ns)
+			cq_stretch_end(c);
 		c->empty_polls = 0;
-	else if (++c->empty_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)
+	} else if (++c->empty_polls % YIELD_CLOCK_EVERY == 0 && c->yield_ns)
 		cq_yield_check(c);
 	return n;
 }

@@ -110,10 +110,20 @@ struct psm2_cq {
 	uint64_t yield_from;
 	/* Whether more threads were runnable than CPUs, and until when
 	 * that answer holds; the least spin before a yield now: yield_ns,
-	 * or less where the job's own ranks outnumber the CPUs (cq.c). */
+	 * or less where the job's own ranks outnumber the CPUs (cq.c),
+	 * which own_crowd says. */
 	uint64_t crowd_until;
 	uint64_t yield_least;
 	int32_t crowded;
+	int32_t own_crowd;
+	/* Moving off a CPU shared with the peer (cq.c cq_unshare): the
+	 * clock at the last check of a stretch of empty answers (0: none
+	 * yet), the last move tried, the earliest next one and the wait
+	 * between them. */
+	uint64_t poll_clock;
+	uint64_t unshare_tried;
+	uint64_t unshare_after;
+	uint64_t unshare_wait;
 	/* The last read went to Go and returned entries (cq.c). */
 	int32_t after_go_entries;
 };

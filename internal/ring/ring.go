@@ -43,19 +43,20 @@ const (
 // values.
 const (
 	ringMagic   = 0x70736d72 // "psmr"
-	ringVersion = 3
+	ringVersion = 4
 
 	// LineSep separates words written by different parties. It is two
 	// 64-byte lines, not one, because x86's adjacent-line prefetcher moves
 	// lines in 128-byte pairs, so 64-byte separation still false-shares.
 	LineSep = 128
 
-	offRingIdent   = 0           // ringMagic | ringVersion<<32; stored last by InitRing
-	offRingCells   = 8           // N, the number of cells; immutable
-	offRingProd    = LineSep     // producer reservation counter: next position to reserve
-	offRingSeen    = LineSep + 8 // producers' copy of cons, refreshed when the ring looks full
-	offRingCons    = 2 * LineSep // consumer counter: next position to consume
-	ringHeaderSize = 3 * LineSep // cell i starts at ringHeaderSize + i*CellSize
+	offRingIdent   = 0            // ringMagic | ringVersion<<32; stored last by InitRing
+	offRingCells   = 8            // N, the number of cells; immutable
+	offRingProd    = LineSep      // producer reservation counter: next position to reserve
+	offRingSeen    = LineSep + 8  // producers' copy of cons, refreshed when the ring looks full
+	offRingProdCPU = LineSep + 16 // the latest C producer's CPU + 1, 0: none (a hint: see CLayout)
+	offRingCons    = 2 * LineSep  // consumer counter: next position to consume
+	ringHeaderSize = 3 * LineSep  // cell i starts at ringHeaderSize + i*CellSize
 
 	offCellSeq     = 0       // in a cell: the sequence word
 	offCellPayload = seqSize // in a cell: CellPayload bytes of payload
@@ -534,6 +535,12 @@ func CLayout() cabi.Group {
 	return cabi.Group{Title: "Ring, bytes", Source: "internal/ring/ring.go", Consts: []cabi.Const{
 		cabi.Value("RING_PROD", offRingProd, "uint64: producers' reservation counter"),
 		cabi.Value("RING_SEEN", offRingSeen, "uint64: producers' copy of cons"),
+		// The C fast path's producers store sched_getcpu()+1 when they
+		// reserve; Go's leave it. Any producer may write anything, and it
+		// is read only by a consumer asking whether the peer it waits for
+		// shares its CPU (cmd/libfabric-psm2/cq.c, cq_unshare): a wrong
+		// value costs at most a rate-limited move of that thread.
+		cabi.Value("RING_PROD_CPU", offRingProdCPU, "uint64: the latest C producer's CPU + 1 (0: none), a hint"),
 		cabi.Value("RING_CONS", offRingCons, "uint64: consumer counter"),
 		cabi.Value("RING_HDR", ringHeaderSize, "cell i starts at RING_HDR + i*CELL_SIZE"),
 		cabi.Value("CELL_SIZE", CellSize, ""),

@@ -55,7 +55,7 @@ func checkMsg(b []byte) (producer, seq uint64, err error) {
 	return producer, seq, nil
 }
 
-// TestRingLayout pins the version-2 layout: moving any field is a format
+// TestRingLayout pins the version-4 layout: moving any field is a format
 // change that needs a new ringVersion.
 func TestRingLayout(t *testing.T) {
 	type field struct {
@@ -64,14 +64,14 @@ func TestRingLayout(t *testing.T) {
 	}
 	got := []field{
 		{"ident", offRingIdent}, {"cells", offRingCells}, {"prod", offRingProd},
-		{"seen", offRingSeen}, {"cons", offRingCons}, {"header", ringHeaderSize},
+		{"seen", offRingSeen}, {"prod.cpu", offRingProdCPU}, {"cons", offRingCons}, {"header", ringHeaderSize},
 		{"cell.seq", offCellSeq}, {"cell.payload", offCellPayload}, {"cell", CellSize},
 		{"slot.pid", offSlotPID}, {"slot.start", offSlotStart}, {"slot.pos", offSlotPos},
 		{"slot.n", offSlotN}, {"slot", slotSize}, {"slots", RingSlots},
 	}
 	want := []field{
 		{"ident", 0}, {"cells", 8}, {"prod", 128},
-		{"seen", 136}, {"cons", 256}, {"header", 384},
+		{"seen", 136}, {"prod.cpu", 144}, {"cons", 256}, {"header", 384},
 		{"cell.seq", 0}, {"cell.payload", 8}, {"cell", 64},
 		{"slot.pid", 0}, {"slot.start", 8}, {"slot.pos", 16},
 		{"slot.n", 24}, {"slot", 32}, {"slots", 512},
@@ -79,7 +79,7 @@ func TestRingLayout(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout changed (-want +got):\n%s", diff)
 	}
-	if ringMagic != 0x70736d72 || ringVersion != 3 {
+	if ringMagic != 0x70736d72 || ringVersion != 4 {
 		t.Errorf("magic %#x version %d changed", ringMagic, ringVersion)
 	}
 	if offRingProd/64 == offRingCons/64 || offRingProd/64 == offRingIdent/64 {
@@ -96,7 +96,7 @@ func TestRingLayout(t *testing.T) {
 	word := func(off int) uint64 { return binary.NativeEndian.Uint64(mem[off:]) }
 	type header struct{ Ident, Cells, Prod, Seen, Cons uint64 }
 	gotHdr := header{word(offRingIdent), word(offRingCells), word(offRingProd), word(offRingSeen), word(offRingCons)}
-	wantHdr := header{uint64(ringMagic) | 3<<32, cells, start, start, start}
+	wantHdr := header{uint64(ringMagic) | 4<<32, cells, start, start, start}
 	if diff := cmp.Diff(wantHdr, gotHdr); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}

@@ -120,6 +120,7 @@
 /* Ring, bytes (internal/ring/ring.go) */
 #define RING_PROD 128                    /* uint64: producers' reservation counter */
 #define RING_SEEN 136                    /* uint64: producers' copy of cons */
+#define RING_PROD_CPU 144                /* uint64: the latest C producer's CPU + 1 (0: none), a hint */
 #define RING_CONS 256                    /* uint64: consumer counter */
 #define RING_HDR 384                     /* cell i starts at RING_HDR + i*CELL_SIZE */
 #define CELL_SIZE 64
