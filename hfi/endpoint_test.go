@@ -1401,3 +1401,45 @@ func TestEagerWhenIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestFlowDefaults: credits and the rendezvous window left unset follow
+// the receive buffer the socket got (a root process gets the 4 MiB it
+// asks for, others net.core.rmem_max), within their bounds; set ones stay.
+// An endpoint on UDP takes them from its own socket.
+func TestFlowDefaults(t *testing.T) {
+	for _, c := range []struct {
+		rcvbuf, credits, window int
+	}{
+		{0, DefaultCredits, DefaultRndvWindow},        // unknown (a test backend)
+		{212992, DefaultCredits, DefaultRndvWindow},   // Debian's rmem_max
+		{1 << 20, 356, 131072},                        // 1 MiB
+		{4 << 20, MaxAutoCredits, MaxAutoRndvWindow},  // what a root process gets
+		{64 << 20, MaxAutoCredits, MaxAutoRndvWindow}, // bounded
+	} {
+		var cfg Config
+		cfg.flowDefaults(c.rcvbuf)
+		if cfg.Credits != c.credits || cfg.RndvWindow != c.window {
+			t.Errorf("receive buffer %d: credits %d, window %d; want %d, %d", c.rcvbuf, cfg.Credits,
+				cfg.RndvWindow, c.credits, c.window)
+		}
+	}
+	set := Config{Credits: 64, RndvWindow: 65536}
+	set.flowDefaults(4 << 20)
+	if set.Credits != 64 || set.RndvWindow != 65536 {
+		t.Errorf("set values changed: credits %d, window %d", set.Credits, set.RndvWindow)
+	}
+
+	e, err := Open(Config{Job: [16]byte{9}, Addr: [4]byte{127, 0, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var want Config
+	want.flowDefaults(e.be.(bufferSizer).RecvBuffer())
+	if e.cfg.Credits != want.Credits || e.cfg.RndvWindow != want.RndvWindow {
+		t.Errorf("UDP endpoint (receive buffer %d): credits %d, window %d; want %d, %d",
+			e.be.(bufferSizer).RecvBuffer(), e.cfg.Credits, e.cfg.RndvWindow, want.Credits, want.RndvWindow)
+	}
+	t.Logf("this process's socket: receive buffer %d, credits %d, window %d",
+		e.be.(bufferSizer).RecvBuffer(), e.cfg.Credits, e.cfg.RndvWindow)
+}

@@ -94,8 +94,11 @@ func (e *Endpoint) dropRsend(p *peer, i uint32) {
 }
 
 // maxQueued bounds the packets waiting for the window, per peer: past it
-// Send says ErrAgain.
-func (e *Endpoint) maxQueued() int { return 4*e.cfg.Credits + 64 }
+// Send says ErrAgain. Credits beyond DefaultCredits (a large receive
+// buffer: flowDefaults) add in-flight packets, not queued ones: a peer's
+// packets kept for sending stay under 1.5 MB at the MTU of 1500 either
+// way.
+func (e *Endpoint) maxQueued() int { return 4*min(e.cfg.Credits, DefaultCredits) + 64 }
 
 // Errors of this wire.
 var (

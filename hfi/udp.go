@@ -283,6 +283,17 @@ func (b *udpBackend) sendGSO(path int, d *Dest, pkts [][]byte) error {
 const ctlSize = 32
 
 // BufSize: with GRO a receive holds up to 64 KiB.
+// RecvBuffer is the receive buffer socket 0 got, in the bytes
+// SO_RCVBUF is asked in (the kernel reports twice that, for its
+// bookkeeping); 0 if unknown.
+func (b *udpBackend) RecvBuffer() int {
+	v, err := unix.GetsockoptInt(b.fds[0], unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil {
+		return 0
+	}
+	return v / 2
+}
+
 func (b *udpBackend) BufSize() int {
 	if b.gro {
 		return 65536

@@ -98,8 +98,9 @@ func (p *Provider) netConfig() (netConfig, error) {
 			h.RndvThreshold = 1 // 0 means every message by rendezvous
 		}
 	}
-	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 131072, 4096, 4<<20)
-	h.Credits = p.envInt("PSM2_FLOW_CREDITS", hfi.DefaultCredits, 1, 4096)
+	// Unset (0): hfi sizes both from the socket's receive buffer.
+	h.RndvWindow = p.envInt("PSM2_MQ_RNDV_HFI_WINDOW", 0, 4096, 4<<20)
+	h.Credits = p.envInt("PSM2_FLOW_CREDITS", 0, 1, 4096)
 	h.ErrchkMin, h.ErrchkMax, h.ErrchkFactor = 160*time.Millisecond, 640*time.Millisecond, 2
 	h.ErrchkAdaptive = true // unless PSM2_ERRCHK_TIMEOUT fixes it
 	if s, ok := p.host.Getenv("PSM2_ERRCHK_TIMEOUT"); ok {
@@ -151,7 +152,11 @@ func (p *Provider) envInt(name string, def, lo, hi int) int {
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
 	if err != nil || v < int64(lo) || v > int64(hi) {
-		p.log.Warnf(fi.LOG_CORE, "%s=%q is not an integer in %d..%d; using %d", name, s, lo, hi, def)
+		if def == 0 {
+			p.log.Warnf(fi.LOG_CORE, "%s=%q is not an integer in %d..%d; using the default", name, s, lo, hi)
+		} else {
+			p.log.Warnf(fi.LOG_CORE, "%s=%q is not an integer in %d..%d; using %d", name, s, lo, hi, def)
+		}
 		return def
 	}
 	return int(v)
