@@ -29,7 +29,11 @@
  * vader's 8.5, 11 with this rule and a 2 us spin). Where the AV names
  * more endpoints on this host than there are CPUs (the job oversubscribes
  * it), the spin before a yield is 2 us, not FI_PSM2_YIELD_SPIN's 20: the
- * median gap after a taken yield is under 10 us.
+ * median gap after a taken yield is under 10 us. And on a machine crowded
+ * by other threads, a read does not yield once the endpoint has peers over
+ * the network (a 1 MiB send pending to a peer over UDP): a peer on another
+ * host gains nothing from it, and the other threads took the CPU for a
+ * time slice.
  * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
@@ -303,6 +307,36 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 	return finish("yield rndv");
 }
 
+/* net_none: the same 1 MiB send pending, to a peer across the network
+ * wire: with peers over the network, reads that wait leave the CPU to no
+ * other job (a peer on another host gains nothing from a yield here, and
+ * the other jobs' threads took the CPU for a time slice at each: cq.c,
+ * DOMF_NET), so no yield comes in 0.3 s. Stops the spinners, closes n. */
+static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
+{
+	static char big[1 << 20];
+	struct ct_node peer;
+	struct fi_context ctx;
+	fi_addr_t to;
+	int r = ct_open_node(&peer);
+
+	CHECK(r == 0, "open the peer: %d", r);
+	if (r == 0) {
+		CHECK(fi_av_insert(n->av, peer.name, 1, &to, 0, NULL) == 1, "insert the peer");
+		r = (int) fi_tsend(n->ep, big, sizeof(big), NULL, to, 0x77, &ctx);
+		CHECK(r == 0, "1 MiB send: %d", r);
+		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+		CHECK(ny == 0, "a send over the network pending: %d yields in 0.3 s", ny);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	if (r == 0)
+		ct_close_node(&peer);
+	ct_close_node(n);
+	return finish("yield net");
+}
+
 /* child runs this program again with argument mode (and
  * FI_PSM2_YIELD_SPIN=spin unless NULL): 1 if it passed. */
 static int child(const char *self, const char *mode, const char *spin)
@@ -326,6 +360,8 @@ int main(int argc, char **argv)
 	pthread_t t[MAXCPU];
 	int ret, ncpu = 0, me;
 
+	if (argc > 1 && strcmp(argv[1], "net") == 0)
+		setenv("PSM2_DEVICES", "self,hfi", 1);	/* UDP on loopback */
 	ret = ct_open_node(&n);
 	CHECK(ret == 0, "open: %d", ret);
 	if (ret)
@@ -346,6 +382,8 @@ int main(int argc, char **argv)
 	usleep(20000);
 	if (argc > 1 && strcmp(argv[1], "rndv") == 0)
 		return rndv_gaps(&n, ncpu, t);
+	if (argc > 1 && strcmp(argv[1], "net") == 0)
+		return net_none(&n, ncpu, t);
 	if (argc > 1 && strcmp(argv[1], "own") == 0)
 		return own_gaps(&n, ncpu, t);
 	if (argc == 1) {
@@ -408,5 +446,6 @@ int main(int argc, char **argv)
 	CHECK(child(argv[0], "off", "0"), "the FI_PSM2_YIELD_SPIN=0 run failed");
 	CHECK(child(argv[0], "rndv", "1"), "the FI_PSM2_YIELD_SPIN=1 rendezvous run failed");
 	CHECK(child(argv[0], "own", NULL), "the oversubscribed run failed");
+	CHECK(child(argv[0], "net", NULL), "the run over the network wire failed");
 	return finish("yield");
 }

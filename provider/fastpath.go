@@ -34,6 +34,9 @@ import (
 //	             +16 the receive rings of the domain's enabled endpoints,
 //	                 as transport.Endpoint.Probes words (base | log2 cells),
 //	                 0 past the count
+//	             +80 net: nonzero while an endpoint has peers over the
+//	                 network (a read that waits may wait for another host;
+//	                 cq.c then yields only to the job's own ranks)
 //	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
 //	             +192 receives C queued and Go has not posted yet
@@ -63,6 +66,7 @@ const (
 	domBusy     = 0
 	domNRings   = 8
 	domRings    = 16
+	domNet      = 80
 	domLockWord = 128
 	domLocking  = 132
 	domQueued   = 192
@@ -182,24 +186,39 @@ func idleBesidesRings(w transport.Endpoint) bool {
 	return w.Idle()
 }
 
-// refreshFast publishes whether Go has work beyond the rings. The caller
-// holds the domain lock.
+// netPeered is a wire that tells whether it has peers over the network
+// (route.Endpoint).
+type netPeered interface {
+	NetPeers() bool
+}
+
+// refreshFast publishes whether Go has work beyond the rings, and whether
+// an endpoint has peers over the network. The caller holds the domain
+// lock.
 func (d *Domain) refreshFast() {
 	if d.fast == nil {
 		return
 	}
-	busy := uint64(0)
+	busy, net := uint64(0), uint64(0)
 	if d.blind || d.trigPending > 0 {
 		busy = 1 // (triggers: a counter may reach them on any poll)
 	}
 	for _, ep := range d.eps {
 		if ep.engine.pending > 0 || !idleBesidesRings(ep.tp) {
 			busy = 1
+		}
+		if w, ok := ep.tp.(netPeered); ok && w.NetPeers() {
+			net = 1
+		}
+		if busy != 0 && net != 0 {
 			break
 		}
 	}
 	if atomic.LoadUint64(fastWord(d.fast, domBusy)) != busy {
 		atomicx.StoreRel64(fastWord(d.fast, domBusy), busy)
+	}
+	if atomic.LoadUint64(fastWord(d.fast, domNet)) != net {
+		atomicx.StoreRel64(fastWord(d.fast, domNet), net)
 	}
 }
 

@@ -85,7 +85,15 @@ static inline uint64_t coarse_ns(void)
  * nearly every wait, for a whole time slice, so it stays yield_ns. Two
  * pairs of ranks ping-ponging on 2 cores (Open MPI cm/ofi), 64 KiB + 1 B:
  * 33 us a one-way trip with a 20 us spin, 18 with 5, 11.3 with 2 (vader
- * 11.2). */
+ * 11.2). And there it does not yield once the domain has peers over the
+ * network (DOMF_NET): the peer waited for may be on another host, where
+ * no yield here helps it, and each gave the CPU to the other jobs'
+ * threads for a time slice. Across two namespace hosts with 2 CPU spinners a
+ * core, fi_pingpong 64 KiB: 1.5-2.0 ms a one-way trip yielding, 0.35-0.43
+ * not (Debian's tcp 0.33-1.3). A wait for a peer on this host yields as
+ * before: yielding only when that peer was last seen on this CPU
+ * (psm2_fast_peer_cpu) made the same 64 KiB on one host, loaded, 57 us
+ * instead of 21 (Debian's shm 850). */
 #define YIELD_CLOCK_EVERY 64
 #define YIELD_RAN_NS 2000
 #define YIELD_BACKOFF 64
@@ -221,7 +229,7 @@ static void cq_yield_check(struct psm2_cq *c)
 				return;
 		}
 	}
-	if (!c->crowded) {
+	if (!c->crowded || (!c->own_crowd && psm2_fast_net(c->fast))) {
 		c->yield_from = now;
 		return;
 	}
