@@ -276,6 +276,26 @@ static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 	return finish("yield own");
 }
 
+/* pending_send opens peer, sends it 1 MiB from n that it never receives
+ * (a rendezvous that stays pending) and reads n's CQ for 0.3 s: 0, or -1
+ * if the peer did not open (then nothing else was done). */
+static int pending_send(struct ct_node *n, struct ct_node *peer)
+{
+	static char big[1 << 20];
+	static struct fi_context ctx;
+	fi_addr_t to;
+	int r = ct_open_node(peer);
+
+	CHECK(r == 0, "open the peer: %d", r);
+	if (r)
+		return -1;
+	CHECK(fi_av_insert(n->av, peer->name, 1, &to, 0, NULL) == 1, "insert the peer");
+	r = (int) fi_tsend(n->ep, big, sizeof(big), NULL, to, 0x77, &ctx);
+	CHECK(r == 0, "1 MiB send: %d", r);
+	CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+	return 0;
+}
+
 /* rndv_gaps (FI_PSM2_YIELD_SPIN=1): with a 1 MiB send pending to a peer
  * that has not posted its receive, every read goes to Go; after a yield
  * another thread took, the next comes after the 1 us spin (a read costs
@@ -283,21 +303,11 @@ static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
  * Stops the spinners, closes n. */
 static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 {
-	static char big[1 << 20];
 	struct ct_node peer;
-	struct fi_context ctx;
-	fi_addr_t to;
-	int r = ct_open_node(&peer);
+	int r = pending_send(n, &peer);
 	double gap;
 	long reads;
 
-	CHECK(r == 0, "open the peer: %d", r);
-	if (r == 0) {
-		CHECK(fi_av_insert(n->av, peer.name, 1, &to, 0, NULL) == 1, "insert the peer");
-		r = (int) fi_tsend(n->ep, big, sizeof(big), NULL, to, 0x77, &ctx);
-		CHECK(r == 0, "1 MiB send: %d", r);
-		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
-	}
 	if (taken_medians("rndv", ncpu, t, &gap, &reads))
 		CHECK(reads < 40, "reads through Go: the median count of reads from a taken "
 		      "yield to the next is %ld (want < 40 with a 1 us spin)", reads);
@@ -314,20 +324,11 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
  * DOMF_NET), so no yield comes in 0.3 s. Stops the spinners, closes n. */
 static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
 {
-	static char big[1 << 20];
 	struct ct_node peer;
-	struct fi_context ctx;
-	fi_addr_t to;
-	int r = ct_open_node(&peer);
+	int r = pending_send(n, &peer);
 
-	CHECK(r == 0, "open the peer: %d", r);
-	if (r == 0) {
-		CHECK(fi_av_insert(n->av, peer.name, 1, &to, 0, NULL) == 1, "insert the peer");
-		r = (int) fi_tsend(n->ep, big, sizeof(big), NULL, to, 0x77, &ctx);
-		CHECK(r == 0, "1 MiB send: %d", r);
-		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+	if (r == 0)
 		CHECK(ny == 0, "a send over the network pending: %d yields in 0.3 s", ny);
-	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ncpu; i++)
 		pthread_join(t[i], NULL);
