@@ -33,7 +33,7 @@
  * by other threads, a read does not yield once the endpoint has peers over
  * the network (a 1 MiB send pending to a peer over UDP): a peer on another
  * host gains nothing from it, and the other threads took the CPU for a
- * time slice.
+ * time slice; it sleeps until an arrival instead (a nap).
  * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -321,14 +322,28 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
  * wire: with peers over the network, reads that wait leave the CPU to no
  * other job (a peer on another host gains nothing from a yield here, and
  * the other jobs' threads took the CPU for a time slice at each: cq.c,
- * DOMF_NET), so no yield comes in 0.3 s. Stops the spinners, closes n. */
+ * DOMF_NET), so no yield comes in 0.3 s; they sleep instead until an
+ * arrival wakes them (a nap, which the scheduler ends at once when a
+ * packet comes, where a spinning reader waits for its turn): the thread
+ * blocks in the kernel at least 10 times in 0.3 s of reads. Stops the
+ * spinners, closes n. */
 static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
 {
 	struct ct_node peer;
 	int r = pending_send(n, &peer);
 
-	if (r == 0)
+	if (r == 0) {
+		struct rusage a, b;
+
 		CHECK(ny == 0, "a send over the network pending: %d yields in 0.3 s", ny);
+		getrusage(RUSAGE_THREAD, &a);
+		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+		getrusage(RUSAGE_THREAD, &b);
+		CHECK(b.ru_nvcsw - a.ru_nvcsw >= 10, "a send over the network pending: the reader "
+		      "slept %ld times in 0.3 s (want >= 10: it naps until an arrival)",
+		      b.ru_nvcsw - a.ru_nvcsw);
+		CHECK(ny == 0, "a send over the network pending: %d yields in 0.6 s", ny);
+	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ncpu; i++)
 		pthread_join(t[i], NULL);

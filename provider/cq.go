@@ -449,6 +449,13 @@ func (cq *CQ) block(deadline time.Time) bool {
 	return true
 }
 
+// Nap is a reader's wait on a machine crowded by other jobs
+// (cmd/libfabric-psm2/cq.c): it sleeps as SRead does, on any CQ, until an
+// arrival on a bound endpoint's wire, a completion, fi_cq_signal, or d.
+func (cq *CQ) Nap(d time.Duration) {
+	cq.block(time.Now().Add(d))
+}
+
 // Signal is fi_cq_signal: wake a thread blocked in SRead.
 func (cq *CQ) Signal() error {
 	cq.signaled.Store(true)

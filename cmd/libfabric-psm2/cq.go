@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"time"
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
@@ -153,6 +154,18 @@ func psm2go_cq_sread(slot C.uint32_t, buf unsafe.Pointer, count C.size_t, src *C
 func psm2go_local_procs() (ret C.int) {
 	defer guardInt(&ret, "psm2go_local_procs")
 	return C.int(provider.LocalProcs())
+}
+
+// psm2go_cq_nap is CQ.Nap, for cq.c: a reader that waits, on a machine
+// crowded by other jobs, for a peer over the network sleeps until an
+// arrival wakes it, at most ns nanoseconds.
+//
+//export psm2go_cq_nap
+func psm2go_cq_nap(slot C.uint32_t, ns C.int64_t) {
+	defer guardVoid("psm2go_cq_nap")
+	if cq := objTable.cq.lookup(uint32(slot)); cq != nil && ns > 0 {
+		cq.Nap(time.Duration(ns))
+	}
 }
 
 //export psm2go_cq_signal
