@@ -1,19 +1,20 @@
 /* yield.c: fi_cq_read gives the CPU away when it has found nothing for a
  * while and the machine has more runnable threads than CPUs
- * (cmd/libfabric-psm2/cq.c, FI_PSM2_YIELD_SPIN), so that ranks that
- * busy-poll without ever yielding (MPICH) do not starve the peer they wait
- * for when there are more of them than cores. This program defines
+ * (cmd/libfabric-psm2/cq.c, FI_PSM2_YIELD_SPIN). Where the job's own ranks
+ * crowd the CPUs (the AV names more endpoints on this host than there are
+ * CPUs), it yields, so that ranks that busy-poll without ever yielding
+ * (MPICH) do not starve the peer they wait for. This program defines
  * sched_yield itself, so the library's calls land here, each one timed,
  * and the rule is checked on every yield, with a thread spinning on every
- * CPU (so that the machine is crowded):
+ * CPU (so that the machine is crowded) and such an AV:
  *   - after a yield that came straight back (under 1.5 us: the scheduler
  *     let nobody else run), the next comes after at least twice the idle
- *     time the last one waited for, up to 64 times FI_PSM2_YIELD_SPIN
- *     (20 us);
+ *     time the last one waited for, up to 64 times the least spin (2 us
+ *     where the job's ranks crowd the CPUs);
  *   - after one that took long (over 3 us: another thread ran), the next
- *     comes after at least 20 us and, mostly, not much later (yields in
- *     between are not judged: the library's own clock draws the line at
- *     2 us);
+ *     comes after at least the least spin and, mostly, not much later
+ *     (yields in between are not judged: the library's own clock draws
+ *     the line at 2 us);
  * and run again with FI_PSM2_YIELD_SPIN=0, it never yields. Reads that
  * wait for the end of a rendezvous yield too: with a 1 MiB send pending to
  * a peer that has not posted its receive, the wire is not idle and every
@@ -26,14 +27,13 @@
  * more, and in MPI 64 of Go's answers took 20-30 us: Open MPI's
  * ofi MTL waits for a blocking send in a loop of fi_cq_read alone, and two
  * pairs ping-ponging 64 KiB + 1 B on 2 cores took 40 us a trip, against
- * vader's 8.5, 11 with this rule and a 2 us spin). Where the AV names
- * more endpoints on this host than there are CPUs (the job oversubscribes
- * it), the spin before a yield is 2 us, not FI_PSM2_YIELD_SPIN's 20: the
- * median gap after a taken yield is under 10 us. And on a machine crowded
- * by other threads, a read does not yield once the endpoint has peers over
- * the network (a 1 MiB send pending to a peer over UDP): a peer on another
- * host gains nothing from it, and the other threads took the CPU for a
- * time slice; it sleeps until an arrival instead (a nap).
+ * vader's 8.5, 11 with this rule and a 2 us spin). The median gap after a
+ * taken yield is under 10 us there (FI_PSM2_YIELD_SPIN's 20 us is not the
+ * spin). And where the CPUs are crowded by other threads only (no such
+ * AV), a read does not yield but sleeps until an arrival (a nap), with a
+ * 1 MiB send pending to a peer on this host or over UDP: a yield handed
+ * the CPU to the other threads for a time slice, and the message was seen
+ * at the reader's next turn only.
  * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
@@ -51,8 +51,11 @@
 #include "check.h"
 #include "node.h"
 
-#define LEAST 20e-6
-#define MOST (64 * LEAST)
+/* The least spin before a yield where the job's own ranks crowd the CPUs
+ * (cq.c's OWN_CROWD_SPIN_NS, or FI_PSM2_YIELD_SPIN if shorter), and the
+ * most after back-offs. */
+static double least = 2e-6;
+#define MOST (64 * least)
 #define MAXY 20000
 #define MAXCPU 256
 
@@ -133,7 +136,7 @@ static void judge(int from)
 		double took = ylog[i].t1 - ylog[i].t0, gap = ylog[i + 1].t0 - ylog[i].t1;
 
 		if (took > 3e-6) {
-			want = LEAST;
+			want = least;
 			slow++;
 		} else if (took < 1.5e-6 && want > 0) {
 			want = want * 2 < MOST ? want * 2 : MOST;
@@ -247,14 +250,12 @@ static int taken_medians(const char *what, int ncpu, pthread_t *t, double *gap, 
 	return 1;
 }
 
-/* own_gaps (the default FI_PSM2_YIELD_SPIN, 20 us): n's AV names more
- * endpoints on this host than it has CPUs (made-up ports of our address),
- * so the job oversubscribes it: after a yield another thread took, the
- * next comes after a 2 us spin, not 20. Stops the spinners, closes n. */
-static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
+/* own_names makes n's AV name more endpoints on this host than it has
+ * CPUs (made-up ports of our address): the job oversubscribes the host,
+ * and a crowded machine is crowded by its own ranks, where reads yield. */
+static void own_names(struct ct_node *n)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN), reads;
-	double gap;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int ok = 0;
 
 	for (long i = 1; i <= cpus + 1; i++) {
@@ -269,6 +270,16 @@ static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 		ok += fi_av_insert(n->av, name, 1, &a, 0, NULL) == 1;
 	}
 	CHECK(ok == cpus + 1, "%d of %ld names inserted", ok, cpus + 1);
+}
+
+/* own_gaps (the default FI_PSM2_YIELD_SPIN, 20 us; n has own_names):
+ * after a yield another thread took, the next comes after a 2 us spin,
+ * not 20. Stops the spinners, closes n. */
+static int own_gaps(struct ct_node *n, int ncpu, pthread_t *t)
+{
+	long reads;
+	double gap;
+
 	CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
 	if (taken_medians("own", ncpu, t, &gap, &reads))
 		CHECK(gap < 10e-6, "more local ranks than CPUs: the median gap after a taken "
@@ -327,7 +338,7 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
  * packet comes, where a spinning reader waits for its turn): the thread
  * blocks in the kernel at least 10 times in 0.3 s of reads. Stops the
  * spinners, closes n. */
-static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
+static int naps(struct ct_node *n, int ncpu, pthread_t *t, const char *what)
 {
 	struct ct_node peer;
 	int r = pending_send(n, &peer);
@@ -335,14 +346,14 @@ static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
 	if (r == 0) {
 		struct rusage a, b;
 
-		CHECK(ny == 0, "a send over the network pending: %d yields in 0.3 s", ny);
+		CHECK(ny == 0, "%s: a send pending, %d yields in 0.3 s", what, ny);
 		getrusage(RUSAGE_THREAD, &a);
 		CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
 		getrusage(RUSAGE_THREAD, &b);
-		CHECK(b.ru_nvcsw - a.ru_nvcsw >= 10, "a send over the network pending: the reader "
-		      "slept %ld times in 0.3 s (want >= 10: it naps until an arrival)",
-		      b.ru_nvcsw - a.ru_nvcsw);
-		CHECK(ny == 0, "a send over the network pending: %d yields in 0.6 s", ny);
+		printf("%s: %ld sleeps in 0.3 s of reads\n", what, b.ru_nvcsw - a.ru_nvcsw);
+		CHECK(b.ru_nvcsw - a.ru_nvcsw >= 10, "%s: a send pending, the reader slept %ld times "
+		      "in 0.3 s (want >= 10: it naps until an arrival)", what, b.ru_nvcsw - a.ru_nvcsw);
+		CHECK(ny == 0, "%s: a send pending, %d yields in 0.6 s", what, ny);
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < ncpu; i++)
@@ -350,7 +361,7 @@ static int net_none(struct ct_node *n, int ncpu, pthread_t *t)
 	if (r == 0)
 		ct_close_node(&peer);
 	ct_close_node(n);
-	return finish("yield net");
+	return finish(what);
 }
 
 /* child runs this program again with argument mode (and
@@ -396,10 +407,18 @@ int main(int argc, char **argv)
 		if (pthread_create(&t[ncpu], NULL, spinner, (void *) (intptr_t) c) == 0)
 			ncpu++;
 	usleep(20000);
-	if (argc > 1 && strcmp(argv[1], "rndv") == 0)
+	if (argc > 1 && strcmp(argv[1], "rndv") == 0) {
+		least = 1e-6;	/* FI_PSM2_YIELD_SPIN=1 */
+		own_names(&n);
 		return rndv_gaps(&n, ncpu, t);
+	}
 	if (argc > 1 && strcmp(argv[1], "net") == 0)
-		return net_none(&n, ncpu, t);
+		return naps(&n, ncpu, t, "yield net");
+	if (argc > 1 && strcmp(argv[1], "nap") == 0)
+		return naps(&n, ncpu, t, "yield nap");
+	/* Every other run crowds the machine with the job's own ranks, as the
+	 * library sees it, where reads yield. */
+	own_names(&n);
 	if (argc > 1 && strcmp(argv[1], "own") == 0)
 		return own_gaps(&n, ncpu, t);
 	if (argc == 1) {
@@ -463,5 +482,6 @@ int main(int argc, char **argv)
 	CHECK(child(argv[0], "rndv", "1"), "the FI_PSM2_YIELD_SPIN=1 rendezvous run failed");
 	CHECK(child(argv[0], "own", NULL), "the oversubscribed run failed");
 	CHECK(child(argv[0], "net", NULL), "the run over the network wire failed");
+	CHECK(child(argv[0], "nap", NULL), "the run crowded by other threads failed");
 	return finish("yield");
 }

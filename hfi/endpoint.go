@@ -418,10 +418,6 @@ func (e *Endpoint) Probes(dst []uint64) []uint64 {
 	return append(dst, e.rx.probe())
 }
 
-// HasPeers reports that some peer has a slot: the endpoint talks to, or
-// has talked to, another endpoint over the network.
-func (e *Endpoint) HasPeers() bool { return e.live > 0 }
-
 // Idle reports that Poll has nothing to do: no packet arrived, no timer
 // or queued work, and the network is not being read by the polls (hot).
 func (e *Endpoint) Idle() bool {

@@ -66,7 +66,6 @@ const (
 	domBusy     = 0
 	domNRings   = 8
 	domRings    = 16
-	domNet      = 80
 	domLockWord = 128
 	domLocking  = 132
 	domQueued   = 192
@@ -186,39 +185,24 @@ func idleBesidesRings(w transport.Endpoint) bool {
 	return w.Idle()
 }
 
-// netPeered is a wire that tells whether it has peers over the network
-// (route.Endpoint).
-type netPeered interface {
-	NetPeers() bool
-}
-
-// refreshFast publishes whether Go has work beyond the rings, and whether
-// an endpoint has peers over the network. The caller holds the domain
-// lock.
+// refreshFast publishes whether Go has work beyond the rings. The caller
+// holds the domain lock.
 func (d *Domain) refreshFast() {
 	if d.fast == nil {
 		return
 	}
-	busy, net := uint64(0), uint64(0)
+	busy := uint64(0)
 	if d.blind || d.trigPending > 0 {
 		busy = 1 // (triggers: a counter may reach them on any poll)
 	}
 	for _, ep := range d.eps {
 		if ep.engine.pending > 0 || !idleBesidesRings(ep.tp) {
 			busy = 1
-		}
-		if w, ok := ep.tp.(netPeered); ok && w.NetPeers() {
-			net = 1
-		}
-		if busy != 0 && net != 0 {
 			break
 		}
 	}
 	if atomic.LoadUint64(fastWord(d.fast, domBusy)) != busy {
 		atomicx.StoreRel64(fastWord(d.fast, domBusy), busy)
-	}
-	if atomic.LoadUint64(fastWord(d.fast, domNet)) != net {
-		atomicx.StoreRel64(fastWord(d.fast, domNet), net)
 	}
 }
 

@@ -90,7 +90,6 @@ func CLayout() []cabi.Group {
 			cabi.ByteField("DOMF_NRINGS", domNRings, 8, "uint64: probe words that follow"),
 			cabi.ByteField("DOMF_RINGS", domRings, 8*maxFastRings, "uint64[DOMF_MAX_RINGS]: probe words"),
 			cabi.Value("DOMF_MAX_RINGS", maxFastRings, "count"),
-			cabi.ByteField("DOMF_NET", domNet, 8, "uint64: an endpoint of the domain has network peers"),
 			cabi.ByteField("DOMF_LOCK", domLockWord, 4, "uint32 futex: the domain lock"),
 			cabi.ByteField("DOMF_LOCKING", domLocking, 4, "uint32: 1 if the domain locks at all"),
 			cabi.ByteField("DOMF_QUEUED", domQueued, 8, "uint64: receives C queued, not posted yet"),

@@ -1,8 +1,9 @@
 /* cq.c: the completion queue fid. read/readfrom are the completion hot
  * path: the C fast path first (completions it queued, messages it
  * delivers, atomics it serves or completes, the idle answer: fast/), then
- * one call into Go with the CQ's slot, with yields when the CPUs are
- * crowded and a move when a spinning reader shares its CPU. */
+ * one call into Go with the CQ's slot, with yields when the job's own
+ * ranks crowd the CPUs, naps when other jobs do, and a move when a
+ * spinning reader shares its CPU. */
 #define _GNU_SOURCE /* sched_getcpu, CPU_COUNT */
 #include <fcntl.h>
 #include <sched.h>
@@ -80,37 +81,31 @@ static inline uint64_t coarse_ns(void)
  * Where the job's own ranks on this host outnumber its CPUs (the AVs'
  * count, provider/localprocs.go), the peer a reader waits for is likely
  * one of those waiting for a CPU, as with Open MPI's mpi_yield_when_idle
- * for vader: the least spin is then OWN_CROWD_SPIN_NS. Elsewhere (a host
- * crowded by other jobs) a short spin would hand the CPU to them at
- * nearly every wait, for a whole time slice, so it stays yield_ns. Two
- * pairs of ranks ping-ponging on 2 cores (Open MPI cm/ofi), 64 KiB + 1 B:
- * 33 us a one-way trip with a 20 us spin, 18 with 5, 11.3 with 2 (vader
- * 11.2). And there it does not yield once the domain has peers over the
- * network (DOMF_NET): the peer waited for may be on another host, where
- * no yield here helps it, and each gave the CPU to the other jobs'
- * threads for a time slice. Across two namespace hosts with 2 CPU spinners a
- * core, fi_pingpong 64 KiB: 1.5-2.0 ms a one-way trip yielding, 0.35-0.43
- * not (Debian's tcp 0.33-1.3). A wait for a peer on this host yields as
- * before: yielding only when that peer was last seen on this CPU
- * (psm2_fast_peer_cpu) made the same 64 KiB on one host, loaded, 57 us
- * instead of 21 (Debian's shm 850).
+ * for vader: the least spin is then OWN_CROWD_SPIN_NS. Two pairs of ranks
+ * ping-ponging on 2 cores (Open MPI cm/ofi), 64 KiB + 1 B: 33 us a one-way
+ * trip with a 20 us spin, 18 with 5, 11.3 with 2 (vader 11.2).
  *
- * Where it does not yield for the network, it naps: psm2go_cq_nap sleeps
- * as fi_cq_sread does, for up to NET_NAP_NS, until an arrival on the
- * domain's wires (the hfi receive thread's wake-up), a completion or a
- * timer of the wire. A reader that spins through a crowded CPU's turns
- * sees a packet only at its next turn, after the other jobs' time slices;
- * one asleep is woken when the packet comes, and the scheduler runs a
- * thread that has slept before the ones that spin. fi_pingpong across two
- * namespace hosts, 2 CPU spinners a core, medians of 5 alternating runs,
- * spinning -> napping (Debian's tcp): 64 B 82 -> 73 us (64), 64 KiB 368 ->
- * 284 (748), 1 MiB 4376 -> 2585 (8002). An idle machine never naps. */
+ * On a host crowded by other jobs it does not yield but naps, after
+ * yield_ns of empty answers: psm2go_cq_nap sleeps as fi_cq_sread does, for
+ * up to NAP_NS, until an arrival on the domain's wires (a ring's futex, the
+ * hfi receive thread's wake-up), a completion or a timer of the network
+ * wire. A reader that spins or yields on a crowded CPU sees a message only
+ * at its next turn, after the other jobs' time slices (each yield handed
+ * them one); one asleep is woken when the message comes, and the
+ * scheduler runs a thread that slept ahead of the ones that spin.
+ * fi_pingpong with 2 CPU spinners a core, medians of 5-7 alternating runs,
+ * before -> after (Debian's shm or tcp): on one host, yielding -> napping,
+ * 64 B 0.99 -> 0.61 us (100), 64 KiB 21 -> 15.5 (1582), 1 MiB 2873 -> 307
+ * (1287); across two namespace hosts, spinning -> napping, 64 B 82 -> 73
+ * (64), 64 KiB 368 -> 284 (748), 1 MiB 4376 -> 2585 (8002). An idle
+ * machine never naps, and FI_PSM2_YIELD_SPIN=0 turns naps off with the
+ * yields. */
 #define YIELD_CLOCK_EVERY 64
 #define YIELD_RAN_NS 2000
 #define YIELD_BACKOFF 64
 #define CROWD_CHECK_NS 10000000
 #define OWN_CROWD_SPIN_NS 2000
-#define NET_NAP_NS 1000000
+#define NAP_NS 1000000
 #define UNSHARE_GAP_NS 15000
 #define UNSHARE_WAIT_NS 1000000
 #define UNSHARE_WAIT_MAX_NS 1000000000
@@ -241,9 +236,9 @@ static void cq_yield_check(struct psm2_cq *c)
 				return;
 		}
 	}
-	if (!c->crowded || (!c->own_crowd && psm2_fast_net(c->fast))) {
+	if (!c->crowded || !c->own_crowd) {
 		if (c->crowded) {
-			psm2go_cq_nap(c->slot, NET_NAP_NS);
+			psm2go_cq_nap(c->slot, NAP_NS);
 			now = mono_ns();
 			c->poll_clock = 0;	/* a sleep is no sign of a shared CPU */
 		}

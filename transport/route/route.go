@@ -250,10 +250,6 @@ func (e *Endpoint) Poll(h transport.Handler, budget int) int {
 // from an application that makes no calls (its ACKs and probe answers).
 func (e *Endpoint) Networked() bool { return e.hfi != nil }
 
-// NetPeers: the hfi wire has peers: some of the endpoint's peers may be
-// on other hosts.
-func (e *Endpoint) NetPeers() bool { return e.hfi != nil && e.hfi.HasPeers() }
-
 // NetIdle: the hfi wire, if any, has nothing for a Poll to do.
 func (e *Endpoint) NetIdle() bool { return e.hfi == nil || e.hfi.Idle() }
 

@@ -83,8 +83,5 @@ int psm2_fast_empty(const uint64_t *cqf);
 /* psm2_fast_peer_cpu: 1 if the latest C producer into one of the rings of
  * the CQ's domain ran on CPU cpu (a hint: RING_PROD_CPU). */
 int psm2_fast_peer_cpu(const uint64_t *cqf, int cpu);
-/* psm2_fast_net: 1 if an endpoint of the CQ's domain has peers over
- * the network (DOMF_NET). */
-int psm2_fast_net(const uint64_t *cqf);
 
 #endif /* PSM2_FAST_H */

@@ -111,12 +111,3 @@ int psm2_fast_peer_cpu(const uint64_t *cqf, int cpu)
 	return 0;
 }
 
-int psm2_fast_net(const uint64_t *cqf)
-{
-	const uint64_t *d;
-
-	if (!cqf)
-		return 0;
-	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	return d && __atomic_load_n(&d[DOMF_NET / 8], __ATOMIC_ACQUIRE);
-}

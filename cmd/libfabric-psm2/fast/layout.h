@@ -87,7 +87,6 @@
 #define DOMF_NRINGS 8                    /* uint64: probe words that follow */
 #define DOMF_RINGS 16                    /* uint64[DOMF_MAX_RINGS]: probe words */
 #define DOMF_MAX_RINGS 8                 /* count */
-#define DOMF_NET 80                      /* uint64: an endpoint of the domain has network peers */
 #define DOMF_LOCK 128                    /* uint32 futex: the domain lock */
 #define DOMF_LOCKING 132                 /* uint32: 1 if the domain locks at all */
 #define DOMF_QUEUED 192                  /* uint64: receives C queued, not posted yet */
