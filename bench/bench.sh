@@ -69,6 +69,11 @@
 # Bcast; bench/patterns.c) at 0 B - 4 MiB, at 2 and 2 x cores ranks on this
 # host against vader and across two namespace hosts against btl tcp, a
 # table of ratios and build/bench/patterns.png; BENCH_PATTERNS=0 skips it.
+# And bench/loaded.sh: fi_pingpong at 64 B, 64 KiB and 1 MiB beside 2
+# CPU-spinning processes per core against idle, on this host against shm
+# and across two namespace hosts against tcp, medians of alternating runs
+# (target: loaded ratio <= 1.5 x idle ratio; spurious retransmissions
+# < 5%); BENCH_LOADED=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,
@@ -629,6 +634,9 @@ if [ "${BENCH_OVERSUB:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 fi
 if [ "${BENCH_PATTERNS:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 	bench/patterns.sh || run_failed=1
+fi
+if [ "${BENCH_LOADED:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
+	bench/loaded.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
