@@ -236,13 +236,14 @@ static void cq_yield_check(struct psm2_cq *c)
 				return;
 		}
 	}
-	if (!c->crowded || !c->own_crowd) {
-		if (c->crowded) {
-			psm2go_cq_nap(c->slot, NAP_NS);
-			now = mono_ns();
-			c->poll_clock = 0;	/* a sleep is no sign of a shared CPU */
-		}
+	if (!c->crowded) {
 		c->yield_from = now;
+		return;
+	}
+	if (!c->own_crowd) {	/* crowded by other jobs: a nap */
+		psm2go_cq_nap(c->slot, NAP_NS);
+		c->yield_from = mono_ns();
+		c->poll_clock = 0;	/* a sleep is no sign of a shared CPU */
 		return;
 	}
 	now = mono_ns();

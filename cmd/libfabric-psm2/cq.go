@@ -156,9 +156,9 @@ func psm2go_local_procs() (ret C.int) {
 	return C.int(provider.LocalProcs())
 }
 
-// psm2go_cq_nap is CQ.Nap, for cq.c: a reader that waits, on a machine
-// crowded by other jobs, for a peer over the network sleeps until an
-// arrival wakes it, at most ns nanoseconds.
+// psm2go_cq_nap is CQ.Nap, for cq.c: a reader that waits on a machine
+// crowded by other jobs sleeps until an arrival wakes it, at most ns
+// nanoseconds.
 //
 //export psm2go_cq_nap
 func psm2go_cq_nap(slot C.uint32_t, ns C.int64_t) {
