@@ -33,7 +33,8 @@
  * AV), a read does not yield but sleeps until an arrival (a nap), with a
  * 1 MiB send pending to a peer on this host or over UDP: a yield handed
  * the CPU to the other threads for a time slice, and the message was seen
- * at the reader's next turn only.
+ * at the reader's next turn only. But it naps only if it lost its CPU
+ * too: with the crowd on the other CPUs only, it does not sleep.
  * ctest: no-valgrind (valgrind runs one thread at a time, so the threads
  * competing for the CPU and the timing of a yield mean nothing there). */
 #define _GNU_SOURCE
@@ -364,6 +365,65 @@ static int naps(struct ct_node *n, int ncpu, pthread_t *t, const char *what)
 	return finish(what);
 }
 
+/* alone: the same 1 MiB send pending, with two threads spinning on every
+ * CPU but this thread's, so that more threads are runnable than there are
+ * CPUs while this one keeps its CPU to itself. A nap needs the reader to
+ * have lost its CPU too (cq.c, PREEMPT_GAP_NS): the runnable count alone
+ * cannot tell other jobs from the job's own helper threads, and a
+ * ping-pong across hosts on an idle machine napped through reads that
+ * waited for 256 KiB, at 1.5 times the time a one-way trip. So the
+ * reader does not sleep (under 5 times in 0.3 s, where it slept about 200
+ * times). Where the machine was busy before the spinners, this thread may
+ * lose its CPU to anyone, and naps are right: not judged. Stops the
+ * spinners, closes n. */
+static int alone(struct ct_node *n, int ncpu, pthread_t *t)
+{
+	struct ct_node peer;
+	int r = pending_send(n, &peer);
+
+	/* The fewest runnable threads of a few readings: this process's
+	 * own Go threads, busy after the endpoints opened, are no other
+	 * load. */
+	int least_run = runnable();
+
+	for (int i = 0; i < 20 && least_run > 1 + ncpu; i++) {
+		int run;
+
+		usleep(2000);
+		if ((run = runnable()) < least_run)
+			least_run = run;
+	}
+	/* this thread and the spinners are runnable now */
+	busy = least_run > 1 + ncpu && ncpu > 0;
+	if (r == 0 && busy) {
+		printf("yield alone: the machine was busy, not judged\n");
+	} else if (r == 0) {
+		struct rusage a, b;
+		long slept = -1;
+
+		/* A round where something else took this CPU for long may nap
+		 * rightly: the best of a few. */
+		for (int round = 0; round < 5 && slept != 0; round++) {
+			getrusage(RUSAGE_THREAD, &a);
+			CHECK(polls(n, 0.3) == 0, "a read did not answer -FI_EAGAIN");
+			getrusage(RUSAGE_THREAD, &b);
+			if (slept < 0 || b.ru_nvcsw - a.ru_nvcsw < slept)
+				slept = b.ru_nvcsw - a.ru_nvcsw;
+		}
+		printf("yield alone: %ld sleeps in 0.3 s of reads (the fewest of the rounds)\n", slept);
+		CHECK(slept < 5, "a reader that keeps its CPU slept %ld times in 0.3 s "
+		      "(want < 5: the runnable count alone does not make it nap)", slept);
+		CHECK(ny == 0, "alone: a send pending, %d yields", ny);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	if (r == 0)
+		ct_close_node(&peer);
+	ct_close_node(n);
+	return finish("yield alone");
+}
+
 /* child runs this program again with argument mode (and
  * FI_PSM2_YIELD_SPIN=spin unless NULL): 1 if it passed. */
 static int child(const char *self, const char *mode, const char *spin)
@@ -403,6 +463,19 @@ int main(int argc, char **argv)
 	ret = pthread_setaffinity_np(pthread_self(), sizeof(cpu), &cpu);
 	CHECK(ret == 0, "pin: %d", ret);
 	sched_getaffinity(0, sizeof(cpu), &cpu);
+	if (argc > 1 && strcmp(argv[1], "alone") == 0) {
+		/* Two spinning threads on every other CPU. */
+		for (long c = 0; ncpu + 1 < MAXCPU && c < sysconf(_SC_NPROCESSORS_ONLN); c++)
+			for (int k = 0; k < 2 && c != me; k++)
+				if (pthread_create(&t[ncpu], NULL, spinner, (void *) (intptr_t) c) == 0)
+					ncpu++;
+		usleep(20000);
+		if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+			printf("yield alone: one CPU, nothing to judge\n");
+			busy = 1;
+		}
+		return alone(&n, ncpu, t);
+	}
 	for (long c = 0; c < MAXCPU && c < sysconf(_SC_NPROCESSORS_ONLN); c++)
 		if (pthread_create(&t[ncpu], NULL, spinner, (void *) (intptr_t) c) == 0)
 			ncpu++;
@@ -483,5 +556,6 @@ int main(int argc, char **argv)
 	CHECK(child(argv[0], "own", NULL), "the oversubscribed run failed");
 	CHECK(child(argv[0], "net", NULL), "the run over the network wire failed");
 	CHECK(child(argv[0], "nap", NULL), "the run crowded by other threads failed");
+	CHECK(child(argv[0], "alone", NULL), "the run crowded beside this thread's CPU failed");
 	return finish("yield");
 }

@@ -99,7 +99,23 @@ static inline uint64_t coarse_ns(void)
  * (1287); across two namespace hosts, spinning -> napping, 64 B 82 -> 73
  * (64), 64 KiB 368 -> 284 (748), 1 MiB 4376 -> 2585 (8002). An idle
  * machine never naps, and FI_PSM2_YIELD_SPIN=0 turns naps off with the
- * yields. */
+ * yields.
+ *
+ * A nap also needs this thread to have lost its CPU for more than
+ * PREEMPT_GAP_NS while it spun, within the last PREEMPT_HOLD_NS: the
+ * runnable count alone cannot tell other jobs from this job's own helper
+ * threads, and it fed itself. Two processes ping-ponging 256 KiB across
+ * two namespace hosts on an idle 2-CPU machine found a third thread
+ * runnable now and then (a Go runtime thread, the hfi receive thread);
+ * each read that waited more than yield_ns then napped, and each nap woke
+ * more such threads: fi_pingpong -S 262144 -I 2000, 8300-9800 context
+ * switches a side and 148-158 us a one-way trip; with this rule 720-1150
+ * and 96-99 (three alternating runs). A thread that spins beside other
+ * jobs' loses its CPU for their time slices (a millisecond or more)
+ * within milliseconds, one beside a helper thread for microseconds (the
+ * longest gaps seen idle, at start-up: 0.3-0.9 ms). */
+#define PREEMPT_GAP_NS 1000000
+#define PREEMPT_HOLD_NS 100000000
 #define YIELD_CLOCK_EVERY 64
 #define YIELD_RAN_NS 2000
 #define YIELD_BACKOFF 64
@@ -204,8 +220,11 @@ static void cq_stretch_end(struct psm2_cq *c)
 {
 	uint64_t now = mono_ns();
 
-	if (c->poll_clock && now - c->poll_clock > UNSHARE_GAP_NS)
+	if (c->poll_clock && now - c->poll_clock > UNSHARE_GAP_NS) {
+		if (now - c->poll_clock > PREEMPT_GAP_NS)
+			c->preempted_at = now;
 		cq_unshare(c, now);
+	}
 	c->poll_clock = 0;
 }
 
@@ -218,6 +237,8 @@ static void cq_yield_check(struct psm2_cq *c)
 		c->poll_clock = now;
 		return;
 	}
+	if (c->poll_clock && now - c->poll_clock > PREEMPT_GAP_NS)
+		c->preempted_at = now;
 	c->poll_clock = now;
 	if (now - c->yield_from < c->yield_next)
 		return;
@@ -241,6 +262,10 @@ static void cq_yield_check(struct psm2_cq *c)
 		return;
 	}
 	if (!c->own_crowd) {	/* crowded by other jobs: a nap */
+		if (!c->preempted_at || now - c->preempted_at > PREEMPT_HOLD_NS) {
+			c->yield_from = now;	/* not preempted lately: spin on */
+			return;
+		}
 		psm2go_cq_nap(c->slot, NAP_NS);
 		c->yield_from = mono_ns();
 		c->poll_clock = 0;	/* a sleep is no sign of a shared CPU */

@@ -116,6 +116,10 @@ struct psm2_cq {
 	uint64_t yield_least;
 	int32_t crowded;
 	int32_t own_crowd;
+	/* When a stretch of empty answers last saw this thread lose its
+	 * CPU for more than PREEMPT_GAP_NS (cq.c; 0: never): what a nap
+	 * waits for besides the crowd. */
+	uint64_t preempted_at;
 	/* Moving off a CPU shared with the peer (cq.c cq_unshare): the
 	 * clock at the last check of a stretch of empty answers (0: none
 	 * yet), the last move tried, the earliest next one and the wait
