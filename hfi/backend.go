@@ -34,6 +34,11 @@ type Backend interface {
 	// IP layer fragments them), and later ones should be smaller
 	// (PathMTU).
 	SendBatch(path int, d *Dest, pkts [][]byte) error
+	// BatchBytes is the most bytes of equal-sized packets SendBatch
+	// hands the network at once (one UDP_SEGMENT send); 0 for no such
+	// unit. The wire sends its batches in these units, so that a run
+	// of packets does not leave as full sends and a short one.
+	BatchBytes() int
 	// PathMTU is the IP MTU of the route to d as the host knows it now
 	// (the interface's, or less if the path said so), 0 if unknown.
 	PathMTU(d *Dest) int

@@ -300,6 +300,9 @@ type Endpoint struct {
 	ctl     []byte   // scratch for control packets
 	out     [][]byte // packets batched for one SendBatch (flow.go)
 	outPath uint8
+	// outBytes is what the batch holds as sent (authentication trailers
+	// included); outMax the backend's BatchBytes (0: no byte limit).
+	outBytes, outMax int
 
 	// Direct reading (hot mode: recv.go): buffers of the polling thread.
 	dbufs  [][]byte

@@ -1460,3 +1460,48 @@ func TestFlowDefaults(t *testing.T) {
 	t.Logf("this process's socket: receive buffer %d, credits %d, window %d",
 		e.be.(bufferSizer).RecvBuffer(), e.cfg.Credits, e.cfg.RndvWindow)
 }
+
+// TestBatchBytes: the packets of a large eager message leave in batches
+// of at most the backend's BatchBytes, each full but the last (a 64
+// packet batch cut into a full UDP_SEGMENT send and a short one made an
+// extra system call per batch), and the message arrives intact.
+func TestBatchBytes(t *testing.T) {
+	for _, auth := range []bool{false, true} {
+		// Credits for the whole message: the window does not cut it.
+		cfg := Config{Job: [16]byte{1}, Credits: 512, Auth: auth}
+		a, b, ra, rb, ca, net := connectedPair(t, cfg)
+		const limit, size = 65000, 256 << 10
+		net.mu.Lock()
+		net.batchBytes, net.batches = limit, nil
+		net.mu.Unlock()
+		data := pattern(3, size)
+		h := transport.Header{Tag: 3, Len: size}
+		if _, err := a.Send(ca, &h, [][]byte{data}, 2, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { return len(rb.msgs) == 2 }) {
+			t.Fatalf("auth %v: not delivered", auth)
+		}
+		if !bytes.Equal(rb.data[1], data) {
+			t.Fatalf("auth %v: data differs", auth)
+		}
+		net.mu.Lock()
+		var big []int // a's data batches (b's ACKs are a packet each)
+		for _, n := range net.batches {
+			if n > 2000 {
+				big = append(big, n)
+			}
+		}
+		net.mu.Unlock()
+		if len(big) < 2 {
+			t.Fatalf("auth %v: batches %v", auth, big)
+		}
+		pkt := a.peers[0].room
+		for i, n := range big {
+			if n > limit || i < len(big)-1 && n < limit-pkt-authTrailer {
+				t.Errorf("auth %v: batch %d of %d is %d bytes, want at most %d and full but the last (batches %v)",
+					auth, i, len(big), n, limit, big)
+			}
+		}
+	}
+}

@@ -30,6 +30,10 @@ type memNet struct {
 	qdrops   atomic.Int64
 	memAddr  [4]byte
 	memPaths int
+	// batchBytes is every backend's BatchBytes; batches the bytes of
+	// each SendBatch call, in order.
+	batchBytes int
+	batches    []int
 }
 
 // memPkt is a packet in flight and where it came from.
@@ -150,6 +154,11 @@ func (b *memBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 	b.net.mu.Lock()
 	mtu := b.net.mtu
 	big := false
+	total := 0
+	for _, p := range pkts {
+		total += len(p)
+	}
+	b.net.batches = append(b.net.batches, total)
 	if len(pkts) > 1 && mtu > 0 {
 		for _, p := range pkts {
 			big = big || len(p) > mtu-28
@@ -169,6 +178,12 @@ func (b *memBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 }
 
 func (b *memBackend) BufSize() int { return 2048 }
+
+func (b *memBackend) BatchBytes() int {
+	b.net.mu.Lock()
+	defer b.net.mu.Unlock()
+	return b.net.batchBytes
+}
 
 func (b *memBackend) Recv(bufs [][]byte, meta []RxMeta, wait bool) (int, error) {
 	b.mu.Lock()

@@ -258,6 +258,13 @@ func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 	return first
 }
 
+func (b *udpBackend) BatchBytes() int {
+	if !b.gso {
+		return 0
+	}
+	return gsoBytes
+}
+
 func (b *udpBackend) sendGSO(path int, d *Dest, pkts [][]byte) error {
 	for i, p := range pkts {
 		b.siov[i].Base = &p[0]
