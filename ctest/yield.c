@@ -309,6 +309,19 @@ static int pending_send(struct ct_node *n, struct ct_node *peer)
 	return 0;
 }
 
+/* pending_end stops the spinners, closes peer (if any) and n, and
+ * reports what's checks. */
+static int pending_end(struct ct_node *n, struct ct_node *peer, int ncpu, pthread_t *t, const char *what)
+{
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < ncpu; i++)
+		pthread_join(t[i], NULL);
+	if (peer)
+		ct_close_node(peer);
+	ct_close_node(n);
+	return finish(what);
+}
+
 /* rndv_gaps (FI_PSM2_YIELD_SPIN=1): with a 1 MiB send pending to a peer
  * that has not posted its receive, every read goes to Go; after a yield
  * another thread took, the next comes after the 1 us spin (a read costs
@@ -356,13 +369,7 @@ static int naps(struct ct_node *n, int ncpu, pthread_t *t, const char *what)
 		      "in 0.3 s (want >= 10: it naps until an arrival)", what, b.ru_nvcsw - a.ru_nvcsw);
 		CHECK(ny == 0, "%s: a send pending, %d yields in 0.6 s", what, ny);
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(t[i], NULL);
-	if (r == 0)
-		ct_close_node(&peer);
-	ct_close_node(n);
-	return finish(what);
+	return pending_end(n, r == 0 ? &peer : NULL, ncpu, t, what);
 }
 
 /* alone: the same 1 MiB send pending, with two threads spinning on every
@@ -415,13 +422,7 @@ static int alone(struct ct_node *n, int ncpu, pthread_t *t)
 		      "(want < 5: the runnable count alone does not make it nap)", slept);
 		CHECK(ny == 0, "alone: a send pending, %d yields", ny);
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < ncpu; i++)
-		pthread_join(t[i], NULL);
-	if (r == 0)
-		ct_close_node(&peer);
-	ct_close_node(n);
-	return finish("yield alone");
+	return pending_end(n, r == 0 ? &peer : NULL, ncpu, t, "yield alone");
 }
 
 /* child runs this program again with argument mode (and
