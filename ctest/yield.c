@@ -343,15 +343,14 @@ static int rndv_gaps(struct ct_node *n, int ncpu, pthread_t *t)
 	return finish("yield rndv");
 }
 
-/* net_none: the same 1 MiB send pending, to a peer across the network
- * wire: with peers over the network, reads that wait leave the CPU to no
- * other job (a peer on another host gains nothing from a yield here, and
- * the other jobs' threads took the CPU for a time slice at each: cq.c,
- * DOMF_NET), so no yield comes in 0.3 s; they sleep instead until an
- * arrival wakes them (a nap, which the scheduler ends at once when a
- * packet comes, where a spinning reader waits for its turn): the thread
- * blocks in the kernel at least 10 times in 0.3 s of reads. Stops the
- * spinners, closes n. */
+/* naps: the same 1 MiB send pending, to a peer on this host ("nap") or
+ * across the network wire ("net"), with a spinner on this thread's CPU
+ * (other threads crowd it, not the job's own ranks): reads that wait do
+ * not yield, which handed the other threads a time slice at each, but
+ * sleep until an arrival wakes them (a nap, which the scheduler ends at
+ * once when a packet comes, where a spinning reader waits for its turn):
+ * no yield comes, and the thread blocks in the kernel at least 10 times
+ * in 0.3 s of reads. Stops the spinners, closes n. */
 static int naps(struct ct_node *n, int ncpu, pthread_t *t, const char *what)
 {
 	struct ct_node peer;

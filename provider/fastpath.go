@@ -34,9 +34,6 @@ import (
 //	             +16 the receive rings of the domain's enabled endpoints,
 //	                 as transport.Endpoint.Probes words (base | log2 cells),
 //	                 0 past the count
-//	             +80 net: nonzero while an endpoint has peers over the
-//	                 network (a read that waits may wait for another host;
-//	                 cq.c then yields only to the job's own ranks)
 //	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
 //	             +192 receives C queued and Go has not posted yet

@@ -110,4 +110,3 @@ int psm2_fast_peer_cpu(const uint64_t *cqf, int cpu)
 	}
 	return 0;
 }
-
