@@ -186,7 +186,7 @@ func (e *Endpoint) startAsm(p *peer, n uint64) {
 		e.asmPool = e.asmPool[:k-1]
 	}
 	p.asm = p.asm[:0]
-	p.asmOn = true
+	p.asmOn, p.asmGot = true, 0
 	e.asmUsed += n
 	p.asmHdr.Len = n
 }
@@ -201,6 +201,10 @@ const (
 // endAsm ends p's reassembly (done or abandoned): its reservation goes,
 // and its buffer to the pool.
 func (e *Endpoint) endAsm(p *peer) {
+	if f := p.asmFetch; f != 0 { // abandoned with a receive waiting
+		e.failFetch(f-1, transport.ErrPeerDead)
+	}
+	p.asmDrop = false
 	if p.asmOn {
 		p.asmOn = false
 		e.asmUsed -= p.asmHdr.Len

@@ -29,11 +29,14 @@ type Backend interface {
 	Send(path int, d *Dest, b []byte) error
 	// SendBatch sends pkts, in order, on path to d, as Send does each;
 	// a backend that can hand several to the network at once (UDP
-	// segmentation offload) does. ErrPacketTooBig says the packets are
+	// segmentation offload) does. pays, if not nil, holds the rest of
+	// each packet (nil for none): packet i is pkts[i] followed by
+	// pays[i], which may be the application's memory, read during the
+	// call only. ErrPacketTooBig says the packets are
 	// larger than the path takes whole: they were sent one by one (the
 	// IP layer fragments them), and later ones should be smaller
 	// (PathMTU).
-	SendBatch(path int, d *Dest, pkts [][]byte) error
+	SendBatch(path int, d *Dest, pkts, pays [][]byte) error
 	// BatchBytes is the most bytes of equal-sized packets SendBatch
 	// hands the network at once (one UDP_SEGMENT send); 0 for no such
 	// unit. The wire sends its batches in these units, so that a run

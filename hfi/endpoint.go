@@ -257,6 +257,9 @@ type Stats struct {
 	RxDropped, Wakeups uint64
 	// Messages sent eager and by rendezvous, and their bytes.
 	EagerMsgs, EagerBytes, RndvMsgs, RndvBytes uint64
+	// Eager messages sent from the application's buffer (sendEager), and
+	// received into a receive's buffer as they came (offerEarly).
+	EagerDirect, EagerEarly uint64
 }
 
 // Endpoint is one endpoint of the wire. It implements transport.Endpoint;
@@ -295,11 +298,13 @@ type Endpoint struct {
 	sends   slots.Table[sendOp]  // ids: slots.Table.ID
 	fetches slots.Table[fetchOp] // ids: slots.Table.ID
 
-	txFree  [][]byte // packet buffers
-	bufSize int
-	ctl     []byte   // scratch for control packets
-	out     [][]byte // packets batched for one SendBatch (flow.go)
-	outPath uint8
+	txFree   [][]byte // packet buffers
+	bufSize  int
+	ctl      []byte   // scratch for control packets
+	out      [][]byte // packets batched for one SendBatch (flow.go)
+	outPay   [][]byte // their rests in the application's buffer, or nil (txPkt.src)
+	outSplit bool     // some outPay is not nil
+	outPath  uint8
 	// outBytes is what the batch holds as sent (authentication trailers
 	// included); outMax the backend's BatchBytes (0: no byte limit).
 	outBytes, outMax int
@@ -316,12 +321,13 @@ type Endpoint struct {
 	polls  uint64            // Polls so far (coalesce: a Send since the last one)
 	pollAt int64             // when the last Poll began (coalesce: holdRecent)
 	// inInput: Poll is taking arrived packets (pumpSoon waits for its end)
-	inInput bool
-	inHdr   transport.Header // what Deliver borrows (no allocation per message)
-	inMsg   transport.Incoming
-	closed  bool
-	failed  []failure // operations to fail at the next Poll (after Close)
-	stats   Stats
+	inInput  bool
+	inHdr    transport.Header // what Deliver borrows (no allocation per message)
+	inMsg    transport.Incoming
+	offering *peer // whose message is being offered early (offerEarly)
+	closed   bool
+	failed   []failure // operations to fail at the next Poll (after Close)
+	stats    Stats
 
 	wake  chan struct{}
 	woken atomic.Bool
@@ -367,6 +373,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	e.keptSize = e.bufSize
 	e.ctl = make([]byte, hsLen+authTrailer)
 	e.out = make([][]byte, 0, 64)
+	e.outPay = make([][]byte, 0, 64)
 	rxSize := max(e.bufSize, 2048, be.BufSize())
 	rx, err := newRxQueue(be, rxSize, cfg.Spin > 0, cfg.Clock, e.arrived)
 	if err != nil {
@@ -720,7 +727,7 @@ func (e *Endpoint) linger() {
 type nopHandler struct{ e *Endpoint }
 
 func (h *nopHandler) Deliver(_ *transport.Header, m *transport.Incoming) {
-	if m.IsRndv {
+	if m.IsRndv && !m.Early {
 		_ = h.e.Discard(&m.Rndv)
 	}
 }

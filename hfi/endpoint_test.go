@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gopsm2/libfabric-psm2/internal/clock"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
@@ -28,6 +30,9 @@ type recorder struct {
 	pending map[uint64]int // fetch cookie -> index in data
 	next    uint64
 	discard bool
+	// early: messages with even tags offered early are fetched then;
+	// the others (and all without early) are taken whole later.
+	early bool
 }
 
 func newRecorder(t testing.TB) *recorder {
@@ -52,6 +57,9 @@ func connect(t testing.TB, a, b *Endpoint) transport.Conn {
 }
 
 func (r *recorder) Deliver(h *transport.Header, m *transport.Incoming) {
+	if m.Early && (r.discard || !r.early || h.Tag%2 == 1) {
+		return // taken whole later, as an eager message
+	}
 	r.msgs = append(r.msgs, *h)
 	if !m.IsRndv {
 		r.data = append(r.data, append([]byte(nil), m.Payload...))
@@ -134,6 +142,7 @@ func TestMessagesExactlyOnce(t *testing.T) {
 				ConnTimeout: 20 * time.Second, AckDelay: 50 * time.Microsecond, RndvWindow: 65536}
 			a, b := openPair(t, net, cfg)
 			ra, rb := recorders(t, a, b)
+			rb.early = true
 			c := connect(t, a, b)
 			rng := rand.New(rand.NewPCG(3, 4))
 			sizes := make([]int, tc.count)
@@ -188,6 +197,9 @@ func TestMessagesExactlyOnce(t *testing.T) {
 				if net.reorder > 0 && rng.IntN(50) == 0 {
 					net.flush()
 				}
+			}
+			if st := b.Stats(); st.EagerEarly == 0 || a.Stats().EagerDirect == 0 {
+				t.Errorf("no eager message sent from its buffer or received early: a %+v b %+v", a.Stats(), st)
 			}
 			for i, h := range rb.msgs {
 				if h.Tag != uint64(i) || h.Data != uint64(i)*3 || h.Len != uint64(sizes[i]) {
@@ -580,6 +592,60 @@ func TestSelectiveRetransmit(t *testing.T) {
 	}
 	if bst.OutOfOrder == bBefore.OutOfOrder || bst.Dups != bBefore.Dups {
 		t.Errorf("receiver: %+v", bst)
+	}
+}
+
+// TestEagerDirectFault: an eager message sent from the application's
+// buffer (sendEager) whose middle page cannot be read: its send fails
+// with ErrFault; the receiver gets the packets before that page (their
+// batch failed too, so they go again from their own buffers) and then
+// ones marked fFault, and drops the message; the next message arrives
+// intact. A receive that took the message early fails instead.
+func TestEagerDirectFault(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprintf("early %v", early), func(t *testing.T) {
+			pg := unix.Getpagesize()
+			mem, err := unix.Mmap(-1, 0, 6*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(mem)
+			copy(mem, pattern(5, len(mem)))
+			if err := unix.Mprotect(mem[3*pg:4*pg], unix.PROT_NONE); err != nil {
+				t.Fatal(err)
+			}
+			a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}})
+			rb.early = early
+			n0, before := len(rb.msgs), a.Stats()
+			h := transport.Header{Tag: 2, Len: uint64(len(mem))}
+			if _, err := a.Send(c, &h, [][]byte{mem}, 2, 0); !errors.Is(err, transport.ErrFault) {
+				t.Fatalf("send from a buffer with an unreadable page: %v, want ErrFault", err)
+			}
+			if a.Stats().EagerDirect == before.EagerDirect {
+				t.Fatal("not sent from the application's buffer")
+			}
+			good := pattern(6, len(mem))
+			h = transport.Header{Tag: 4, Len: uint64(len(good))}
+			if _, err := a.Send(c, &h, [][]byte{good}, 4, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !drive(t, a, b, ra, rb, 5*time.Second, func() bool {
+				return len(rb.msgs) > n0 && len(rb.msgs[n0:]) >= 1 && rb.msgs[len(rb.msgs)-1].Tag == 4 && len(rb.fetched) == len(rb.pending)
+			}) {
+				t.Fatalf("the next message did not come: %+v", rb.msgs[n0:])
+			}
+			got := rb.msgs[n0:]
+			want := 1
+			if early {
+				want = 2 // the bad one was taken early, and its fetch failed
+				if got[0].Tag != 2 || rb.fetched[rb.next-1] != -1 {
+					t.Fatalf("early: messages %+v, fetches %v", got, rb.fetched)
+				}
+			}
+			if len(got) != want || got[len(got)-1].Tag != 4 || !bytes.Equal(rb.data[len(rb.data)-1], good) {
+				t.Fatalf("delivered %+v (want only tag 4 after the set-up's, intact)", got)
+			}
+		})
 	}
 }
 

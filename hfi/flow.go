@@ -27,7 +27,12 @@ import (
 // txPkt is a built sequenced packet: its bytes, and the send to complete
 // when it is acknowledged (sendOp index + 1, 0 for none).
 type txPkt struct {
-	b      []byte
+	b []byte
+	// src, while the Send that made the packet runs: its payload, still
+	// in the application's buffer, for b[srcAt:]; the first transmission
+	// sends it from there and Send then copies it into b (sendEager).
+	src    []byte
+	srcAt  int
 	op     uint32
 	eager  bool  // op is an eager send (queued while connecting: done at up)
 	sacked bool  // the receiver holds it (a NAK's bitmap said so)
@@ -192,7 +197,11 @@ func (e *Endpoint) pump(p *peer) {
 				p.rttPSN, p.rttAt = pktPSN(x.b), now
 			}
 		}
-		e.batch(p, x.b[6], x.b)
+		if x.src != nil {
+			e.batch(p, x.b[6], x.b[:x.srcAt], x.src)
+		} else {
+			e.batch(p, x.b[6], x.b, nil)
+		}
 		x.at = e.now
 		p.unacked.push(x)
 		p.sentEnd = pktPSN(x.b).plus(1)
@@ -211,8 +220,11 @@ func (e *Endpoint) pump(p *peer) {
 // UDP_SEGMENT send of 45 and one of 19, made 6 sendmsg calls where 5 do
 // (fi_pingpong 256 KiB across two namespace hosts, medians of 4
 // alternating runs: 64.1 -> 59.0 us).
-func (e *Endpoint) batch(p *peer, path uint8, b []byte) {
-	n := len(b)
+//
+// pay, if not nil, is the rest of the packet, in the application's buffer
+// (txPkt.src).
+func (e *Endpoint) batch(p *peer, path uint8, b, pay []byte) {
+	n := len(b) + len(pay)
 	if p.mac != nil {
 		n += authTrailer
 	}
@@ -225,6 +237,8 @@ func (e *Endpoint) batch(p *peer, path uint8, b []byte) {
 	}
 	e.outPath = path
 	e.out = append(e.out, b)
+	e.outPay = append(e.outPay, pay)
+	e.outSplit = e.outSplit || pay != nil
 	e.outBytes += n
 }
 
@@ -237,20 +251,25 @@ func (e *Endpoint) flush(p *peer) {
 	if int(path) >= e.be.Paths() {
 		path = 0
 	}
-	if m := p.mac; m != nil {
+	if m := p.mac; m != nil { // (no split packet: sendEager)
 		for i, b := range e.out {
 			e.out[i] = m.seal(b)
 		}
 	}
-	if err := e.be.SendBatch(int(path), p.dest, e.out); err == ErrPacketTooBig {
-		e.lowerMTU(p, len(e.out[0]))
+	var pays [][]byte
+	if e.outSplit {
+		pays = e.outPay
+	}
+	if err := e.be.SendBatch(int(path), p.dest, e.out, pays); err == ErrPacketTooBig {
+		e.lowerMTU(p, len(e.out[0])+len(e.outPay[0]))
 	} else if err != nil {
 		e.stats.SendErrors++
 	}
 	e.stats.Sent += uint64(len(e.out))
 	e.stats.Batches++
 	clear(e.out)
-	e.out = e.out[:0]
+	clear(e.outPay)
+	e.out, e.outPay, e.outSplit = e.out[:0], e.outPay[:0], false
 	e.outBytes = 0
 }
 
@@ -403,7 +422,7 @@ func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
 	setFlags(x.b, pktFlags(x.b)&^(fAckReq|fAckLazy|fProbe))
 	setAck(x.b, p.expect)
-	e.batch(p, x.b[6], x.b)
+	e.batch(p, x.b[6], x.b, nil)
 	x.at = now
 	e.stats.Retransmits++
 	return x

@@ -4,6 +4,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
 )
 
 // memNet is an in-memory network for tests: endpoints by port on the
@@ -34,6 +38,7 @@ type memNet struct {
 	// each SendBatch call, in order.
 	batchBytes int
 	batches    []int
+	split      int // SendBatch calls with packets in two parts
 }
 
 // memPkt is a packet in flight and where it came from.
@@ -150,7 +155,22 @@ func (n *memNet) inject(port uint16, p []byte, from Addr) {
 	to.push(memPkt{append([]byte(nil), p...), from})
 }
 
-func (b *memBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
+func (b *memBackend) SendBatch(path int, d *Dest, pkts, pays [][]byte) error {
+	if pays != nil { // a packet and its rest: one datagram, copied now
+		whole := make([][]byte, len(pkts))
+		for i, p := range pkts {
+			w := make([]byte, len(p)+len(pays[i]))
+			copy(w, p)
+			if _, bad, _ := umem.Copy(w[len(p):], pays[i]); bad != umem.None {
+				return unix.EFAULT // as the kernel: nothing of the batch is sent
+			}
+			whole[i] = w
+		}
+		pkts = whole
+		b.net.mu.Lock()
+		b.net.split++
+		b.net.mu.Unlock()
+	}
 	b.net.mu.Lock()
 	mtu := b.net.mtu
 	big := false

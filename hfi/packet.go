@@ -47,7 +47,7 @@ const (
 // Flags.
 const (
 	fAckReq = 1 << iota // answer with an ACK soon
-	fFault              // tData: the sender's buffer is unreadable; the fetch fails
+	fFault              // tData, tEager, tCont: the sender's buffer is unreadable; the fetch fails, the message is dropped
 	// fProbe: on a sequenced packet, the sender's timer fired and this is
 	// the one packet it sent again; the receiver answers at once with an
 	// ACK or NAK that also carries fProbe (flow.go: probe).

@@ -93,10 +93,15 @@ type peer struct {
 	watch    int   // the provider's waits on this peer (Watch)
 	pingAt   int64
 
-	// Eager reassembly (messages over one packet arrive in PSN order).
-	asm    []byte
-	asmHdr transport.Header
-	asmOn  bool
+	// Eager reassembly (messages over one packet arrive in PSN order):
+	// into asm, or, once a receive took the message early (offerEarly),
+	// into that fetch's buffer.
+	asm      []byte
+	asmHdr   transport.Header
+	asmOn    bool
+	asmGot   uint64 // bytes of the message come so far
+	asmFetch uint32 // the early fetch + 1, or 0
+	asmDrop  bool   // the early fetch failed: the rest is dropped
 }
 
 // connID is the id this endpoint gave the connection: slot and a random

@@ -32,7 +32,7 @@ type udpBackend struct {
 
 	gso   bool // UDP_SEGMENT works: SendBatch sends up to gsoMax packets per call
 	smsg  unix.Msghdr
-	siov  [gsoMax]unix.Iovec
+	siov  [2 * gsoMax]unix.Iovec // a packet and its rest (SendBatch)
 	scmsg [unix.SizeofCmsghdr + 8]byte
 }
 
@@ -217,22 +217,29 @@ func errOf(e unix.Errno) error {
 // SendBatch sends runs of equal-sized packets (the last of a run may be
 // shorter) with one sendmsg and UDP_SEGMENT, so the kernel moves a run
 // as one buffer as far as the receiver; without segmentation offload,
-// one by one.
-func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
+// one by one. A packet with a rest in pays is two iovecs of the send,
+// so the kernel copies the rest from where it is.
+func (b *udpBackend) SendBatch(path int, d *Dest, pkts, pays [][]byte) error {
 	var first error
+	size := func(i int) int {
+		if pays == nil {
+			return len(pkts[i])
+		}
+		return len(pkts[i]) + len(pays[i])
+	}
 	for len(pkts) > 0 {
 		k := 1
 		if b.gso {
-			seg, total := len(pkts[0]), len(pkts[0])
-			for k < len(pkts) && k < gsoMax && total+len(pkts[k]) <= gsoBytes && len(pkts[k-1]) == seg && len(pkts[k]) <= seg {
-				total += len(pkts[k])
+			seg, total := size(0), size(0)
+			for k < len(pkts) && k < gsoMax && total+size(k) <= gsoBytes && size(k-1) == seg && size(k) <= seg {
+				total += size(k)
 				k++
 			}
 		}
 		var err error
 		if k == 1 {
-			err = b.Send(path, d, pkts[0])
-		} else if err = b.sendGSO(path, d, pkts[:k]); err == unix.EIO || err == unix.EINVAL || err == unix.ENOPROTOOPT {
+			err = b.send1(path, d, pkts, pays)
+		} else if err = b.sendGSO(path, d, pkts[:k], pays, size(0)); err == unix.EIO || err == unix.EINVAL || err == unix.ENOPROTOOPT {
 			b.gso = false // no offload here: one by one from now on
 			continue
 		} else if err == unix.EMSGSIZE {
@@ -241,8 +248,12 @@ func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 			// fragments, and say so (the wire sizes later packets to
 			// the new MTU).
 			err = nil
-			for _, p := range pkts[:k] {
-				if e := b.Send(path, d, p); e != nil && err == nil {
+			for i := range k {
+				var rest [][]byte
+				if pays != nil {
+					rest = pays[i:]
+				}
+				if e := b.send1(path, d, pkts[i:], rest); e != nil && err == nil {
 					err = e
 				}
 			}
@@ -254,8 +265,31 @@ func (b *udpBackend) SendBatch(path int, d *Dest, pkts [][]byte) error {
 			first = err
 		}
 		pkts = pkts[k:]
+		if pays != nil {
+			pays = pays[k:]
+		}
 	}
 	return first
+}
+
+// send1 sends pkts[0] and its rest pays[0] (pays may be nil) as one
+// datagram.
+func (b *udpBackend) send1(path int, d *Dest, pkts, pays [][]byte) error {
+	if pays == nil || len(pays[0]) == 0 {
+		return b.Send(path, d, pkts[0])
+	}
+	b.siov[0].Base, b.siov[1].Base = &pkts[0][0], &pays[0][0]
+	b.siov[0].SetLen(len(pkts[0]))
+	b.siov[1].SetLen(len(pays[0]))
+	m := &b.smsg
+	m.Name = (*byte)(unsafe.Pointer(&d.raw))
+	m.Namelen = unix.SizeofSockaddrInet4
+	m.Iov = &b.siov[0]
+	m.SetIovlen(2)
+	m.Control = nil
+	m.SetControllen(0)
+	_, e := rawCall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
+	return errOf(e)
 }
 
 func (b *udpBackend) BatchBytes() int {
@@ -265,20 +299,29 @@ func (b *udpBackend) BatchBytes() int {
 	return gsoBytes
 }
 
-func (b *udpBackend) sendGSO(path int, d *Dest, pkts [][]byte) error {
+// sendGSO sends pkts (with their rests in pays, if not nil) as one
+// UDP_SEGMENT send of seg-byte segments.
+func (b *udpBackend) sendGSO(path int, d *Dest, pkts, pays [][]byte, seg int) error {
+	n := 0
 	for i, p := range pkts {
-		b.siov[i].Base = &p[0]
-		b.siov[i].SetLen(len(p))
+		b.siov[n].Base = &p[0]
+		b.siov[n].SetLen(len(p))
+		n++
+		if pays != nil && len(pays[i]) > 0 {
+			b.siov[n].Base = &pays[i][0]
+			b.siov[n].SetLen(len(pays[i]))
+			n++
+		}
 	}
 	c := (*unix.Cmsghdr)(unsafe.Pointer(&b.scmsg[0]))
 	c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
 	c.SetLen(unix.CmsgLen(2))
-	*(*uint16)(unsafe.Pointer(&b.scmsg[unix.SizeofCmsghdr])) = uint16(len(pkts[0]))
+	*(*uint16)(unsafe.Pointer(&b.scmsg[unix.SizeofCmsghdr])) = uint16(seg)
 	m := &b.smsg
 	m.Name = (*byte)(unsafe.Pointer(&d.raw))
 	m.Namelen = unix.SizeofSockaddrInet4
 	m.Iov = &b.siov[0]
-	m.SetIovlen(len(pkts))
+	m.SetIovlen(n)
 	m.Control = &b.scmsg[0]
 	m.SetControllen(unix.CmsgSpace(2))
 	_, e := rawCall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)

@@ -921,7 +921,9 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 	ep := (*Endpoint)(h)
 	e := &ep.engine
 	if hdr.Flags&hfRMA != 0 {
-		ep.rmaDeliver(hdr, m)
+		if !m.Early { // (RMA takes a request whole)
+			ep.rmaDeliver(hdr, m)
+		}
 		return
 	}
 	sp := uint8(0)
@@ -950,6 +952,9 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 			}
 		}
 		return
+	}
+	if m.Early {
+		return // no receive for it yet: it comes again, whole
 	}
 	u := e.newUx()
 	u.hdr, u.src = *hdr, m.SrcEPID

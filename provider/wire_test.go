@@ -287,14 +287,17 @@ func (l *lossyBackend) Send(path int, d *hfi.Dest, b []byte) error {
 	return l.Backend.Send(path, d, b)
 }
 
-func (l *lossyBackend) SendBatch(path int, d *hfi.Dest, pkts [][]byte) error {
+func (l *lossyBackend) SendBatch(path int, d *hfi.Dest, pkts, pays [][]byte) error {
 	for len(pkts) > 0 && l.lose() {
 		pkts = pkts[1:]
+		if pays != nil {
+			pays = pays[1:]
+		}
 	}
 	if len(pkts) == 0 {
 		return nil
 	}
-	return l.Backend.SendBatch(path, d, pkts)
+	return l.Backend.SendBatch(path, d, pkts, pays)
 }
 
 // TestLostTailSentWhileSenderComputes: a sender whose eager message

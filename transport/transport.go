@@ -25,12 +25,21 @@ type Header struct {
 // data; the handler keeps the Rndv value (it is a plain value, safe to
 // copy and store) and later calls Endpoint.Fetch or Endpoint.Discard on it
 // exactly once.
+//
+// Early marks a rendezvous message whose data is still arriving at the
+// wire (hfi: a long eager message being reassembled), offered at its
+// first packet so that the data can land in a receive's buffer as it
+// comes. A handler with a receive for it now calls Fetch during the
+// Deliver call (only then); one without keeps nothing and calls neither
+// Fetch nor Discard: the wire delivers the message again, whole and not
+// Early, once it has come.
 type Incoming struct {
 	Src     Conn   // the sender's connection; 0 if the sender is not connected here
 	SrcEPID uint64 // the sender's endpoint id, always set
 	Payload []byte
 	Rndv    Rndv
 	IsRndv  bool
+	Early   bool // IsRndv too: offered before it is whole (see above)
 }
 
 // Rndv identifies the data of a rendezvous message at its sender. Wire
