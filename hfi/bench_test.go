@@ -183,7 +183,7 @@ func BenchmarkUDPStream(b *testing.B) {
 // nullSends is a backend that drops everything sent.
 type nullSends struct{ Backend }
 
-func (nullSends) Send(int, *Dest, []byte) error               { return nil }
+func (nullSends) Send(int, *Dest, []byte) error                  { return nil }
 func (nullSends) SendBatch(int, *Dest, [][]byte, [][]byte) error { return nil }
 
 // BenchmarkSendEager: the sender's own work for an eager message of

@@ -649,6 +649,57 @@ func TestEagerDirectFault(t *testing.T) {
 	}
 }
 
+// TestRndvDirectFault: rendezvous data goes from the application's
+// buffer (buildData) and is copied only to be sent again (own). A page in
+// the middle of the buffer that cannot be read fails the batch that holds
+// it; sent again, its packet cannot be copied, and the send fails with
+// ErrFault, the receiver's fetch with ErrPeerFault (the packet goes
+// zeroed with fFault), and the next message arrives intact.
+func TestRndvDirectFault(t *testing.T) {
+	pg := unix.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 128*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	copy(mem, pattern(7, len(mem)))
+	if err := unix.Mprotect(mem[64*pg:65*pg], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: 5 * time.Millisecond})
+	n0 := len(rb.msgs)
+	h := transport.Header{Tag: 2, Len: uint64(len(mem))}
+	if done, err := a.Send(c, &h, [][]byte{mem}, 2, 0); done || err != nil {
+		t.Fatalf("rendezvous send: done %v, %v", done, err)
+	}
+	if !drive(t, a, b, ra, rb, 5*time.Second, func() bool {
+		_, sent := ra.sends[2]
+		return sent && len(rb.fetched) == len(rb.pending)
+	}) {
+		t.Fatalf("the send did not fail: sends %v, fetches %v/%v; a %+v", ra.sends, rb.fetched, rb.pending, a.Stats())
+	}
+	if err := ra.sends[2]; !errors.Is(err, transport.ErrFault) {
+		t.Errorf("send: %v, want ErrFault", err)
+	}
+	if len(rb.msgs) != n0+1 || rb.fetched[rb.next] != -1 {
+		t.Errorf("receiver: messages %+v, fetches %v (want the fetch failed)", rb.msgs[n0:], rb.fetched)
+	}
+	good := pattern(8, len(mem))
+	h = transport.Header{Tag: 4, Len: uint64(len(good))}
+	if _, err := a.Send(c, &h, [][]byte{good}, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !drive(t, a, b, ra, rb, 5*time.Second, func() bool {
+		_, sent := ra.sends[4]
+		return sent && len(rb.msgs) == n0+2 && len(rb.fetched) == len(rb.pending)
+	}) {
+		t.Fatalf("the next message did not come: sends %v, a %+v", ra.sends, a.Stats())
+	}
+	if ra.sends[4] != nil || !bytes.Equal(rb.data[len(rb.data)-1], good) {
+		t.Errorf("the next message: send %v, intact %v", ra.sends[4], bytes.Equal(rb.data[len(rb.data)-1], good))
+	}
+}
+
 // TestNakGuardsResend: a NAK that lacks a packet sent again after the
 // last packet the NAK reports held left (a late NAK, from before the
 // resend came) does not send it once more within a quarter timeout.

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -28,11 +29,16 @@ import (
 // when it is acknowledged (sendOp index + 1, 0 for none).
 type txPkt struct {
 	b []byte
-	// src, while the Send that made the packet runs: its payload, still
-	// in the application's buffer, for b[srcAt:]; the first transmission
-	// sends it from there and Send then copies it into b (sendEager).
+	// src: the packet's payload (for b[srcAt:]) still in the
+	// application's buffer, from where the first transmission sends it.
+	// An eager message's packets have it while the Send that made them
+	// runs, which then copies it into b (sendEager, fill); a rendezvous
+	// data packet keeps it until acknowledged (its send, sop - 1, keeps
+	// the buffer until then), and a packet sent again is copied first
+	// (own).
 	src    []byte
 	srcAt  int
+	sop    uint32 // the rendezvous send + 1 whose buffer src is in, or 0
 	op     uint32
 	eager  bool  // op is an eager send (queued while connecting: done at up)
 	sacked bool  // the receiver holds it (a NAK's bitmap said so)
@@ -420,12 +426,55 @@ func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 
 // again sends x, a packet of p's unacknowledged ones, again.
 func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
+	if x.src != nil {
+		e.own(p, x)
+	}
 	setFlags(x.b, pktFlags(x.b)&^(fAckReq|fAckLazy|fProbe))
 	setAck(x.b, p.expect)
 	e.batch(p, x.b[6], x.b, nil)
 	x.at = now
 	e.stats.Retransmits++
 	return x
+}
+
+// own copies the payload of x, a packet sent from the application's
+// buffer (txPkt.src), into x's own, to send it again: a lost packet pays
+// the copy that the others are spared. A buffer the kernel refuses (which
+// a first send of it then failed on too) fails the rendezvous send x is
+// of: every packet of it is made its own, those the buffer refuses zeroed
+// with fFault (the receiver's fetch fails), and none completes it.
+func (e *Endpoint) own(p *peer, x *txPkt) {
+	if ownPkt(x) || x.sop == 0 {
+		return
+	}
+	sop := x.sop
+	for _, q := range [2]*pktq{&p.unacked, &p.queued} {
+		for j := 0; j < q.len(); j++ {
+			if y := q.at(j); y.sop == sop {
+				ownPkt(y)
+				y.sop, y.op = 0, 0
+			}
+		}
+	}
+	if i := sop - 1; e.sends.Live(i) {
+		e.failSend(i, transport.ErrFault)
+	}
+}
+
+// ownPkt copies x's payload from src into its buffer; false (and the
+// payload zeroed, with fFault) if src cannot be read.
+func ownPkt(x *txPkt) bool {
+	if x.src == nil {
+		return true
+	}
+	_, bad, _ := umem.Copy(x.b[x.srcAt:], x.src)
+	x.src = nil
+	if bad != umem.None {
+		clear(x.b[x.srcAt:])
+		setFlags(x.b, pktFlags(x.b)|fFault)
+		return false
+	}
+	return true
 }
 
 // askAck ends a resend: its last packet asks for an ACK, the batch goes.

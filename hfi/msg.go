@@ -272,19 +272,15 @@ func (e *Endpoint) fill(p *peer, first psn, npk int) error {
 		} else {
 			x = p.queued.at(j - nu)
 		}
-		if x.src == nil {
-			continue
-		}
-		if err == nil {
-			if _, bad, _ := umem.Copy(x.b[x.srcAt:], x.src); bad != umem.None {
-				err = transport.ErrFault
-			}
-		}
-		if err != nil {
+		switch {
+		case x.src == nil:
+		case err != nil: // past the fault: the receiver drops the message
+			x.src = nil
 			clear(x.b[x.srcAt:])
 			setFlags(x.b, pktFlags(x.b)|fFault)
+		case !ownPkt(x):
+			err = transport.ErrFault
 		}
-		x.src = nil
 	}
 	return err
 }
@@ -384,21 +380,31 @@ func (e *Endpoint) buildData(p *peer) bool {
 			// next path.
 			setPath(b, uint8((op.sent/uint64(e.cfg.RndvWindow)+uint64(p.path))%uint64(e.be.Paths())))
 		}
-		if err := gather(b[48:48+k], op.iov, op.sent); err != nil {
-			// The sender's buffer is bad: tell the receiver, fail ours.
-			setFlags(b, fFault)
-			p.queued.push(txPkt{b: b[:48]})
-			op.sent = op.want
-			e.failSend(i, err)
-			return true
-		}
 		end := 48 + k
-		if op.sent+k == op.want && k < op.psize {
-			end = 48 + op.psize // the message's last packet, padded (dataSize)
-			clear(b[48+k : end])
+		last := op.sent+k == op.want && k < op.psize // padded (dataSize)
+		var src []byte
+		if p.mac == nil && !last {
+			src = iovPart(op.iov, op.sent, k)
+		}
+		if src == nil {
+			if err := gather(b[48:48+k], op.iov, op.sent); err != nil {
+				// The sender's buffer is bad: tell the receiver, fail ours.
+				setFlags(b, fFault)
+				p.queued.push(txPkt{b: b[:48]})
+				op.sent = op.want
+				e.failSend(i, err)
+				return true
+			}
+			if last {
+				end = 48 + op.psize
+				clear(b[48+k : end])
+			}
 		}
 		op.sent += k
 		x := txPkt{b: b[:end]}
+		if src != nil {
+			x.src, x.srcAt, x.sop = src, 48, i+1
+		}
 		if op.sent >= op.grantEnd {
 			p.rsend = p.rsend[:copy(p.rsend, p.rsend[1:])]
 			if op.sent >= op.want {
@@ -409,6 +415,21 @@ func (e *Endpoint) buildData(p *peer) bool {
 		return true
 	}
 	return false
+}
+
+// iovPart is the n bytes of iov at offset off, if one element holds them
+// all; else nil.
+func iovPart(iov [][]byte, off, n uint64) []byte {
+	for _, b := range iov {
+		if off < uint64(len(b)) {
+			if off+n > uint64(len(b)) {
+				return nil
+			}
+			return b[off : off+n]
+		}
+		off -= uint64(len(b))
+	}
+	return nil
 }
 
 // fetchID of a send is the receiver's id, kept in the send after the
