@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(
-	gcc make binutils pkg-config valgrind iproute2 nftables ethtool man-db
+	gcc make binutils pkg-config valgrind iproute2 nftables ethtool man-db strace
 	libfabric-dev libfabric-bin
 	openmpi-bin libopenmpi-dev netpipe-openmpi hpcc
 	libpsm2-dev

@@ -14,6 +14,22 @@
  * Built without extld.sh (plain go build), psm2_goinit does not exist and
  * the runtime starts at load as before; only the fork rule below remains.
  *
+ * The runtime starts with asynchronous preemption off (GODEBUG
+ * asyncpreemptoff=1, ahead of any GODEBUG of the process, which may
+ * override it). With it on, the runtime preempts a goroutine by sending
+ * its thread SIGURG, and the goroutine of a call into the library runs on
+ * the application's thread: a signal sent as the call returns lands in
+ * the application's next system call, and one that the kernel does not
+ * restart fails with EINTR. fi_pingpong's control socket has a receive
+ * timeout (SO_RCVTIMEO), so its read is one of those: a fi_pingpong
+ * server across two hosts failed so ("ctrl/read(): ... Interrupted
+ * system call"), and a 300-round 1 MiB fi_pingpong took 27 SIGURGs on the
+ * server's threads (strace). The runtime reads its environment from the
+ * words after argv (not from envp), so it gets an argv array of its own:
+ * the process's arguments, then its environment with GODEBUG set so.
+ * Goroutines are then preempted at function calls only; the library's
+ * loops all call functions.
+ *
  * The fork rule: once the runtime has started, a forked child must not
  * enter Go, nor touch the shared memory the parent keeps using (the C fast
  * paths read and write the parent's rings). The pthread_atfork child
@@ -25,7 +41,9 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +80,56 @@ static void psm2_child_after_fork(void)
 	psm2_forked = 1;
 }
 
+/* go_args builds the argument vector the runtime starts with, laid out as
+ * the loader's: argc arguments, NULL, the environment with
+ * "asyncpreemptoff=1" first in GODEBUG, NULL, then the loader's auxiliary
+ * vector (the runtime reads the page size and more there). The
+ * environment and the auxiliary vector are the ones that follow argv, as
+ * the runtime itself would read them (see the top). It is never freed:
+ * the runtime may keep pointers into it. NULL if there is no argv or
+ * memory is short (the runtime then gets the loader's). */
+static char **go_args(int argc, char **argv)
+{
+	static const char key[] = "GODEBUG=", ours[] = "asyncpreemptoff=1";
+	char *godebug = NULL;
+
+	if (!argv || argc < 0)
+		return NULL;
+	char **env = argv + argc + 1, **e = env;
+	while (*e)
+		e++;
+	size_t nenv = (size_t) (e - env);
+	uintptr_t *aux = (uintptr_t *) (e + 1), *a = aux;
+	while (a[0] != 0) /* AT_NULL ends it */
+		a += 2;
+	size_t naux = (size_t) (a - aux) + 2;
+	char **v = calloc((size_t) argc + 1 + nenv + 2 + naux, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (int i = 0; i < argc; i++)
+		v[k++] = argv[i];
+	v[k++] = NULL;
+	for (e = env; *e; e++) {
+		if (strncmp(*e, key, sizeof(key) - 1) == 0) {
+			godebug = *e + sizeof(key) - 1;
+			continue;
+		}
+		v[k++] = *e;
+	}
+	size_t n = sizeof(key) + sizeof(ours) + (godebug ? strlen(godebug) + 1 : 0);
+	char *g = malloc(n);
+	if (!g) {
+		free(v);
+		return NULL;
+	}
+	snprintf(g, n, "%s%s%s%s", key, ours, godebug && *godebug ? "," : "", godebug ? godebug : "");
+	v[k++] = g;
+	v[k++] = NULL;
+	memcpy(&v[k], aux, naux * sizeof(uintptr_t));
+	return v;
+}
+
 static void psm2_go_start(void)
 {
 	sigset_t old;
@@ -72,9 +140,16 @@ static void psm2_go_start(void)
 	if (__start_psm2_goinit && __stop_psm2_goinit) {
 		/* The runtime's first thread inherits the caller's signal mask:
 		 * give it the one a load-time start would have had. */
+		char **args = go_args(ctor_argc, ctor_argv);
+		char **envp = ctor_envp;
+
+		if (args)
+			envp = args + ctor_argc + 1;
+		else
+			args = ctor_argv;
 		pthread_sigmask(SIG_SETMASK, &ctor_mask, &old);
 		for (psm2_rt0_fn *f = __start_psm2_goinit; f < __stop_psm2_goinit; f++)
-			(*f)(ctor_argc, ctor_argv, ctor_envp);
+			(*f)(ctor_argc, args, envp);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	__atomic_store_n(&psm2_go_started, 1, __ATOMIC_RELEASE);
