@@ -114,7 +114,7 @@ fi
 
 run_failed=0
 declare -A LAT BW FAILED
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 20000 + RANDOM % 10000 ))	# below the ephemeral ports (32768-60999)
 
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY

@@ -47,7 +47,7 @@ if [ "$(id -u)" = 0 ]; then
 		echo "loaded: no namespace hosts ($(tail -1 "$work/ns.err")); this host only"
 	fi
 fi
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 10000))	# below the ephemeral ports (32768-60999)
 failed=0
 
 # pp WHERE PROV SIZE: one fi_pingpong; prints "usec dups sent" (the

@@ -36,7 +36,7 @@ TMO=${BENCH_TIMEOUT:-120}
 work=$(mktemp -d /tmp/psm2-sweep.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 20000 + RANDOM % 10000 ))	# below the ephemeral ports (32768-60999)
 note() { printf '%s\n' "$*" >&2; }
 scripts/shmclean.sh # stale reference regions would fail its runs with EBUSY
 source bench/plot.sh
