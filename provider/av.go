@@ -189,7 +189,7 @@ func (av *AV) insert(count int, name func(int) (EPName, bool), out []uint64, syn
 		if readable && validPeerName(n) {
 			addr = av.insertLocked(n)
 			if addr != fi.AddrUnspec && len(av.eps) > 0 {
-				noteLocalPeer(av.eps[0].epid, n.EPID)
+				noteLocalName(av.eps[0].epid, n)
 			}
 		}
 		if addr != fi.AddrUnspec {

@@ -264,7 +264,7 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 		o.eps = append(o.eps, ep)
 		for i, n := range o.names { // inserted before any endpoint was bound
 			if o.valid[i] {
-				noteLocalPeer(ep.epid, n.EPID)
+				noteLocalName(ep.epid, n)
 			}
 		}
 	case *STX:

@@ -22,17 +22,17 @@ func TestLocalProcs(t *testing.T) {
 	if n := LocalProcs(); n != 1 {
 		t.Fatalf("no peers named: %d local processes, want 1", n)
 	}
-	noteLocalPeer(ours, ours)                                             // ourselves
-	noteLocalPeer(ours, transport.NetEPID(host, 5001, 1))                 // our other endpoint
-	noteLocalPeer(ours, transport.NetEPID([4]byte{10, 0, 0, 2}, 6000, 0)) // another host
-	noteLocalPeer(ours, transport.ShmEPID(77, 0))                         // shm-only id, we have an address
-	noteLocalPeer(0, transport.NetEPID(host, 7000, 0))                    // no endpoint of ours yet
+	noteLocalPeer(ours, ours, 0)                                             // ourselves
+	noteLocalPeer(ours, transport.NetEPID(host, 5001, 1), 0)                 // our other endpoint
+	noteLocalPeer(ours, transport.NetEPID([4]byte{10, 0, 0, 2}, 6000, 0), 0) // another host
+	noteLocalPeer(ours, transport.ShmEPID(77, 0), 0)                         // shm-only id, we have an address
+	noteLocalPeer(0, transport.NetEPID(host, 7000, 0), 0)                    // no endpoint of ours yet
 	if n := LocalProcs(); n != 1 {
 		t.Fatalf("only ourselves and other hosts named: %d local processes, want 1", n)
 	}
 	for port := uint16(6000); port < 6003; port++ {
-		noteLocalPeer(ours, transport.NetEPID(host, port, 0))
-		noteLocalPeer(ours, transport.NetEPID(host, port, 0)) // named twice, counted once
+		noteLocalPeer(ours, transport.NetEPID(host, port, 0), 0)
+		noteLocalPeer(ours, transport.NetEPID(host, port, 0), 0) // named twice, counted once
 	}
 	if n := LocalProcs(); n != 4 {
 		t.Fatalf("3 peers on this host: %d local processes, want 4", n)
@@ -41,17 +41,26 @@ func TestLocalProcs(t *testing.T) {
 	// Without network addresses: processes, by pid.
 	localPeers.ids = nil
 	me := transport.ShmEPID(100, 0)
-	noteLocalPeer(me, transport.ShmEPID(100, 1)) // this process
-	noteLocalPeer(me, transport.ShmEPID(101, 0))
-	noteLocalPeer(me, transport.ShmEPID(101, 1)) // the same process
-	noteLocalPeer(me, transport.NetEPID(host, 6000, 0))
+	noteLocalPeer(me, transport.ShmEPID(100, 1), 0) // this process
+	noteLocalPeer(me, transport.ShmEPID(101, 0), 0)
+	noteLocalPeer(me, transport.ShmEPID(101, 1), 0) // the same process
+	noteLocalPeer(me, transport.NetEPID(host, 6000, 0), 0)
 	if n := LocalProcs(); n != 2 {
 		t.Fatalf("one other process: %d local processes, want 2", n)
 	}
 
+	// A scalable endpoint's contexts count one each (a thread drives
+	// each), by address or, without one, within its process.
+	localPeers.ids = nil
+	noteLocalName(ours, EPName{EPID: transport.NetEPID(host, 6100, 0), Type: EPNameScalable, SepID: 2})
+	noteLocalName(me, EPName{EPID: transport.ShmEPID(102, 0), Type: EPNameScalable, SepID: 3})
+	if n := LocalProcs(); n != 1+2+3 {
+		t.Fatalf("scalable endpoints of 2 and 3 contexts: %d local processes, want 6", n)
+	}
+
 	localPeers.ids = nil
 	for i := 0; i < 2*maxLocalPeers; i++ {
-		noteLocalPeer(ours, transport.NetEPID(host, uint16(10000+i), 0))
+		noteLocalPeer(ours, transport.NetEPID(host, uint16(10000+i), 0), 0)
 	}
 	if n := LocalProcs(); n != 1+maxLocalPeers {
 		t.Fatalf("%d peers named: %d local processes, want the bound %d", 2*maxLocalPeers, n, 1+maxLocalPeers)
