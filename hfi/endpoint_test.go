@@ -595,6 +595,24 @@ func TestSelectiveRetransmit(t *testing.T) {
 	}
 }
 
+// holedBuffer maps a buffer of the given number of pages that holds
+// pattern(seq, ...), its page number hole unreadable (PROT_NONE); it is
+// unmapped when the test ends.
+func holedBuffer(t *testing.T, pages, hole, seq int) []byte {
+	t.Helper()
+	pg := unix.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, pages*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	copy(mem, pattern(seq, len(mem)))
+	if err := unix.Mprotect(mem[hole*pg:(hole+1)*pg], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	return mem
+}
+
 // TestEagerDirectFault: an eager message sent from the application's
 // buffer (sendEager) whose middle page cannot be read: its send fails
 // with ErrFault; the receiver gets the packets before that page (their
@@ -604,16 +622,7 @@ func TestSelectiveRetransmit(t *testing.T) {
 func TestEagerDirectFault(t *testing.T) {
 	for _, early := range []bool{false, true} {
 		t.Run(fmt.Sprintf("early %v", early), func(t *testing.T) {
-			pg := unix.Getpagesize()
-			mem, err := unix.Mmap(-1, 0, 6*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Munmap(mem)
-			copy(mem, pattern(5, len(mem)))
-			if err := unix.Mprotect(mem[3*pg:4*pg], unix.PROT_NONE); err != nil {
-				t.Fatal(err)
-			}
+			mem := holedBuffer(t, 6, 3, 5)
 			a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}})
 			rb.early = early
 			n0, before := len(rb.msgs), a.Stats()
@@ -656,16 +665,7 @@ func TestEagerDirectFault(t *testing.T) {
 // ErrFault, the receiver's fetch with ErrPeerFault (the packet goes
 // zeroed with fFault), and the next message arrives intact.
 func TestRndvDirectFault(t *testing.T) {
-	pg := unix.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, 128*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	copy(mem, pattern(7, len(mem)))
-	if err := unix.Mprotect(mem[64*pg:65*pg], unix.PROT_NONE); err != nil {
-		t.Fatal(err)
-	}
+	mem := holedBuffer(t, 128, 64, 7)
 	a, b, ra, rb, c, _ := connectedPair(t, Config{Job: [16]byte{1}, ErrchkMin: 5 * time.Millisecond})
 	n0 := len(rb.msgs)
 	h := transport.Header{Tag: 2, Len: uint64(len(mem))}
