@@ -198,10 +198,20 @@ const (
 	asmKeepCap = 1 << 20
 )
 
+// abortAsm abandons p's reassembly, failing with err the receive that
+// took the message early, if one did.
+func (e *Endpoint) abortAsm(p *peer, err error) {
+	if f := p.asmFetch; f != 0 {
+		e.failFetch(f-1, err)
+	}
+	e.endAsm(p)
+}
+
 // endAsm ends p's reassembly (done or abandoned): its reservation goes,
-// and its buffer to the pool.
+// and its buffer to the pool. A receive still waiting for the message
+// (one abandoned without abortAsm: the connection reset) fails.
 func (e *Endpoint) endAsm(p *peer) {
-	if f := p.asmFetch; f != 0 { // abandoned with a receive waiting
+	if f := p.asmFetch; f != 0 {
 		e.failFetch(f-1, transport.ErrPeerDead)
 	}
 	p.asmDrop = false

@@ -467,14 +467,20 @@ func ownPkt(x *txPkt) bool {
 	if x.src == nil {
 		return true
 	}
-	_, bad, _ := umem.Copy(x.b[x.srcAt:], x.src)
-	x.src = nil
-	if bad != umem.None {
-		clear(x.b[x.srcAt:])
-		setFlags(x.b, pktFlags(x.b)|fFault)
+	if _, bad, _ := umem.Copy(x.b[x.srcAt:], x.src); bad != umem.None {
+		faultPkt(x)
 		return false
 	}
+	x.src = nil
 	return true
+}
+
+// faultPkt makes x, a packet whose payload src cannot be read, go zeroed
+// with fFault: the receiver drops the message it is of.
+func faultPkt(x *txPkt) {
+	x.src = nil
+	clear(x.b[x.srcAt:])
+	setFlags(x.b, pktFlags(x.b)|fFault)
 }
 
 // askAck ends a resend: its last packet asks for an ACK, the batch goes.

@@ -76,6 +76,15 @@ func (e *Endpoint) failSend(i uint32, err error) {
 	e.freeSend(i)
 }
 
+// completeFetch reports fetch i done, all it wanted written.
+func (e *Endpoint) completeFetch(i uint32) {
+	op := e.fetches.At(i)
+	cookie, n := op.cookie, int(op.want)
+	op.p.fetching--
+	e.freeFetch(i)
+	e.h.FetchDone(cookie, n, nil)
+}
+
 func (e *Endpoint) failFetch(i uint32, err error) {
 	op := e.fetches.At(i)
 	if p := op.p; op.early && p.asmFetch == i+1 {
@@ -275,9 +284,7 @@ func (e *Endpoint) fill(p *peer, first psn, npk int) error {
 		switch {
 		case x.src == nil:
 		case err != nil: // past the fault: the receiver drops the message
-			x.src = nil
-			clear(x.b[x.srcAt:])
-			setFlags(x.b, pktFlags(x.b)|fFault)
+			faultPkt(x)
 		case !ownPkt(x):
 			err = transport.ErrFault
 		}
@@ -741,19 +748,13 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 		}
 	case tCont:
 		if h.flags&fFault != 0 {
-			if f := p.asmFetch; f != 0 {
-				e.failFetch(f-1, transport.ErrPeerFault)
-			}
-			e.endAsm(p)
+			e.abortAsm(p, transport.ErrPeerFault)
 			break
 		}
 		got := p.asmGot
 		if !p.asmOn || h.off != got {
 			e.stats.Malformed++
-			if f := p.asmFetch; f != 0 {
-				e.failFetch(f-1, transport.ErrPeerFault)
-			}
-			e.endAsm(p)
+			e.abortAsm(p, transport.ErrPeerFault)
 			break
 		}
 		pl := h.payload
@@ -771,13 +772,9 @@ func (e *Endpoint) process(p *peer, h *hdr) int {
 			switch {
 			case p.asmFetch != 0:
 				i := p.asmFetch - 1
-				op := e.fetches.At(i)
-				cookie, k := op.cookie, int(op.want)
 				p.asmFetch = 0
-				p.fetching--
-				e.freeFetch(i)
 				e.stats.EagerEarly++
-				e.h.FetchDone(cookie, k, nil)
+				e.completeFetch(i)
 				n = 1
 			case !p.asmDrop:
 				e.inHdr = p.asmHdr
@@ -881,11 +878,8 @@ func (e *Endpoint) onData(p *peer, h *hdr) int {
 	}
 	op.got += uint64(len(h.payload))
 	if op.got == op.want {
-		cookie, n := op.cookie, int(op.want)
-		p.fetching--
-		e.freeFetch(i)
 		e.owe(p, true)
-		e.h.FetchDone(cookie, n, nil)
+		e.completeFetch(i)
 		return 1
 	}
 	if op.granted < op.want && op.got+uint64(e.cfg.RndvWindow) >= op.granted {
