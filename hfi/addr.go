@@ -65,6 +65,33 @@ func UnitAddr(unit int) ([4]byte, error) {
 	return nthUnit(upIfaceAddrs(), unit)
 }
 
+// UnitAddrs is the address of every HFI unit (UnitAddr), in order.
+func UnitAddrs() [][4]byte {
+	var out [][4]byte
+	for _, a := range upIfaceAddrs() {
+		if len(a) > 0 {
+			out = append(out, a[0])
+		}
+	}
+	return out
+}
+
+// ParseRailMap parses PSM2_MULTIRAIL_MAP, "unit:port,unit:port,..." (a
+// unit alone is taken too; the port, 1 on every HFI, is not used): the
+// units, in order.
+func ParseRailMap(s string) ([]int, error) {
+	var units []int
+	for _, f := range strings.Split(strings.TrimSpace(s), ",") {
+		u, _, _ := strings.Cut(strings.TrimSpace(f), ":")
+		n, err := strconv.Atoi(strings.TrimSpace(u))
+		if err != nil || n < 0 || n > 255 {
+			return nil, fmt.Errorf("PSM2_MULTIRAIL_MAP=%q: want unit:port,... with units 0..255", s)
+		}
+		units = append(units, n)
+	}
+	return units, nil
+}
+
 // nthUnit is the first address of the unit-th of ifs that has one.
 func nthUnit(ifs [][][4]byte, unit int) ([4]byte, error) {
 	n := 0

@@ -2,6 +2,7 @@ package hfi
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -80,6 +81,18 @@ func TestChooseAddr(t *testing.T) {
 		}
 		if !local {
 			t.Errorf("ChooseAddr(\"\") = %v: not an address of an interface that is up", a)
+		}
+	}
+}
+
+func TestParseRailMap(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{{"0:1,1:1", []int{0, 1}}, {" 2:1 , 0 ", []int{2, 0}}, {"1", []int{1}}, {"", nil}, {"x:1", nil}, {"0:1,", nil}, {"256:1", nil}} {
+		got, err := ParseRailMap(tc.in)
+		if (err != nil) != (tc.want == nil) || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseRailMap(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
 }

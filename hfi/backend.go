@@ -23,9 +23,12 @@ type Backend interface {
 	// Addr's port): a peer takes packets of the connection from these
 	// only.
 	SrcPorts() []uint16
-	// Send sends packet b on path (0 <= path < Paths()) to d. It does
-	// not block; a packet the backend cannot take now is dropped and
-	// reported with unix.EAGAIN (the flow retransmits it).
+	// Send sends packet b on path to d. It does not block; a packet the
+	// backend cannot take now is dropped and reported with unix.EAGAIN
+	// (the flow retransmits it). A path is a rail (railOf) and, on it,
+	// one of Paths() source ports (path & pathMask); a rail d has no
+	// address for (Dest.Rails), and a port past Paths(), are rail 0 and
+	// port 0.
 	Send(path int, d *Dest, b []byte) error
 	// SendBatch sends pkts, in order, on path to d, as Send does each;
 	// a backend that can hand several to the network at once (UDP
@@ -86,13 +89,58 @@ type RxMeta struct {
 // ErrPacketTooBig: SendBatch's packets are larger than the path's MTU.
 var ErrPacketTooBig = errors.New("hfi: packets larger than the path MTU")
 
-// Dest is where a peer's packets go: its address, and what the backend
-// derived from it once (so Send does no conversion per packet).
+// Dest is where a peer's packets go: its address, the addresses of its
+// further rails (multirail: the peer's endpoint on another network,
+// same port), and what the backend derived from them once (so Send does
+// no conversion per packet).
 type Dest struct {
-	IP   [4]byte
-	Port uint16
-	raw  unix.RawSockaddrInet4
+	IP    [4]byte
+	Port  uint16
+	raw   unix.RawSockaddrInet4
+	rails [MaxRails - 1]unix.RawSockaddrInet4
+	nrail int // further rails: rails[:nrail]
 }
+
+// MaxRails is the most rails (networks) an endpoint uses: its own
+// address and up to three more (Config.Rails).
+const MaxRails = 4
+
+// A path byte (a packet's +6, the sender's choice) is a source port
+// index in bits 0-2 and a rail in bits 3-4.
+const (
+	pathMask  = 7
+	railShift = 3
+	pathKeys  = 1<<(railShift+2) - 1 // a path byte's bits
+)
+
+// railOf is the rail of path byte path.
+func railOf(path uint8) int { return int(path >> railShift) }
+
+// onRail is path moved to rail r (its port index kept).
+func onRail(path uint8, r int) uint8 { return path&pathMask | uint8(r)<<railShift }
+
+// Rails is how many rails d has: 1 and its further ones.
+func (d *Dest) Rails() int { return 1 + d.nrail }
+
+// setRails gives d the further rails ips (at most MaxRails-1), at d's
+// port.
+func (d *Dest) setRails(ips [][4]byte) {
+	d.nrail = min(len(ips), len(d.rails))
+	for i := 0; i < d.nrail; i++ {
+		r := &d.rails[i]
+		*r = d.raw
+		r.Addr = ips[i]
+	}
+}
+
+// railIP is the address of d's rail r.
+func (d *Dest) railIP(r int) [4]byte {
+	if r == 0 || r > d.nrail {
+		return d.IP
+	}
+	return d.rails[r-1].Addr
+}
+
 
 // NewDest makes the Dest of ip:port.
 func NewDest(ip [4]byte, port uint16) *Dest {

@@ -7,6 +7,7 @@ package hfi
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +48,14 @@ type Config struct {
 	// processes' endpoints opening meanwhile do not take them.
 	PortBlock int
 	Paths     int // dispersive routing: paths per peer pair (1..8)
-	PathSel   int // PathAdaptive...
+	// Rails (multirail, PSM2_MULTIRAIL): this host's addresses on
+	// further networks (at most MaxRails-1), each joining it to the same
+	// network of its peers. With a peer that has rails too, large
+	// messages are striped over every rail both have (rail i to rail i),
+	// and a rail that stops carrying packets is left for the others
+	// (flow.go, "Rails").
+	Rails   [][4]byte
+	PathSel int // PathAdaptive...
 	// ConnTimeout (FI_PSM2_CONN_TIMEOUT) bounds connection set-up and how
 	// long a peer may leave our packets unacknowledged before it is
 	// declared dead and its operations fail.
@@ -148,6 +156,13 @@ func (c *Config) defaults() {
 		c.Paths = 1
 	}
 	c.Paths = min(c.Paths, 8)
+	var rails [][4]byte
+	for _, ip := range c.Rails { // distinct, not the endpoint's own, at most MaxRails-1
+		if ip != c.Addr && ip != ([4]byte{}) && !slices.Contains(rails, ip) && len(rails) < MaxRails-1 {
+			rails = append(rails, ip)
+		}
+	}
+	c.Rails = rails
 	if c.Clock == nil {
 		c.Clock = SystemClock
 	}
@@ -260,6 +275,10 @@ type Stats struct {
 	// Eager messages sent from the application's buffer (sendEager), and
 	// received into a receive's buffer as they came (offerEarly).
 	EagerDirect, EagerEarly uint64
+	// Multirail (flow.go, "Rails"): rendezvous data packets sent on a
+	// further rail; rails left out after a loss on them; moves of a
+	// peer's primary rail.
+	RailPkts, RailsDown, RailFailovers uint64
 }
 
 // Endpoint is one endpoint of the wire. It implements transport.Endpoint;
@@ -346,7 +365,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	be := cfg.Backend
 	if be == nil {
 		var err error
-		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths, cfg.PortCursor, cfg.PortBlock)
+		be, err = OpenUDP(cfg.Addr, cfg.PortFirst, cfg.PortLast, cfg.Paths, cfg.PortCursor, cfg.PortBlock, len(cfg.Rails) > 0)
 		if err != nil {
 			return nil, err
 		}

@@ -253,10 +253,7 @@ func (e *Endpoint) flush(p *peer) {
 	if len(e.out) == 0 {
 		return
 	}
-	path := e.outPath
-	if int(path) >= e.be.Paths() {
-		path = 0
-	}
+	path := e.pathFix(e.outPath)
 	if m := p.mac; m != nil { // (no split packet: sendEager)
 		for i, b := range e.out {
 			e.out[i] = m.seal(b)
@@ -279,12 +276,82 @@ func (e *Endpoint) flush(p *peer) {
 	e.outBytes = 0
 }
 
+// Rails (Config.Rails, multirail). A connection between two endpoints
+// with further rails has as many rails as the one with fewer; rail i
+// joins the two endpoints' addresses on their i-th networks (0: their
+// ids' addresses). Packets carry their rail in the path byte, so a
+// receiver knows which one a packet came on. Everything goes on the
+// primary rail (rail 0 at first) except rendezvous data, whose grant
+// windows (RndvWindow) go on the rails in turn (stripe): one flow, one
+// window of credits, the ACKs on the primary.
+//
+// Rails are not equal queues: a stripe on one may arrive after the next
+// one on another, as a rule. A NAK then reports a gap that is still on
+// its way, so onNak sends a packet again only if one sent after it on its
+// own path arrived (a rail's packets arrive in order); the receiver NAKs
+// a gap once and when asked, not every 16 packets past it. The rest is
+// the timer's: its probe resends the newest packet of the rail of the
+// oldest one missing, on that rail, so the answer shows which of that
+// rail's packets are lost (railProbe, onProbeAnswer).
+//
+// A rail that fails (its link is down, or someone's filter drops it) is
+// found by the timer: its probe goes unanswered, and the next one goes on
+// the next rail, flagged fFailover. A probe is answered on the rail it
+// came on; the receiver makes the rail of one flagged fFailover its
+// primary too; when the answer comes,
+// the sender makes it its primary too, and the packets still missing go
+// again on it. A further rail whose packets were lost that way is left
+// out for railRetry, then tried again; so is a primary that was left.
+// Both sides then carry on over the rails that work, and a peer is
+// declared dead only when no rail answers for ConnTimeout. Every send
+// and all its packets go through; nothing is lost but time: two timeouts
+// (rto, at least 2 ms, the second doubled) per rail failure.
+//
+// railRetry is how long a failed rail is left out before it is tried
+// again (with one more loss and timeout if it still fails).
+const railRetry = int64(time.Second)
+
+// railLost: x, sent on a further rail, was lost, and no later packet
+// of that rail overtook it (the probe's answer, or a NAK after a
+// timeout, shows it missing): the rail is left out for railRetry.
+func (e *Endpoint) railLost(p *peer, x *txPkt, now int64) {
+	if r := railOf(x.b[6]); r != railOf(p.path) && p.railDown[r] <= now {
+		p.railDown[r] = now + railRetry
+		e.stats.RailsDown++
+	}
+}
+
+// railStripe is how much of a rendezvous goes on one rail before the
+// next takes over: a full UDP_SEGMENT send, so that each rail's sends
+// stay as large as on one, and the rails' queues fill alike.
+const railStripe = 65536
+
+// stripe is the rail of stripe w of a rendezvous's data to p: the rails
+// in turn, the failed ones left out.
+func (e *Endpoint) stripe(p *peer, w uint64) int {
+	var up [MaxRails]int
+	n := 0
+	for r := 0; r < p.dest.Rails(); r++ {
+		if r == railOf(p.path) || p.railDown[r] <= e.now {
+			up[n] = r
+			n++
+		}
+	}
+	return up[w%uint64(n)]
+}
+
+// pathFix is path with a source port index the backend has (else 0).
+func (e *Endpoint) pathFix(path uint8) uint8 {
+	if int(path&pathMask) >= e.be.Paths() {
+		path &^= pathMask
+	}
+	return path
+}
+
 // xmit hands one packet to the backend, authenticated if p's
 // connection is.
 func (e *Endpoint) xmit(p *peer, path uint8, b []byte) {
-	if int(path) >= e.be.Paths() {
-		path = 0
-	}
+	path = e.pathFix(path)
 	if p.mac != nil {
 		b = p.mac.seal(b)
 	}
@@ -335,7 +402,7 @@ func (e *Endpoint) onAck(p *peer, ack psn) {
 		}
 		p.rttAt = 0
 	}
-	p.progress = now
+	p.progress, p.probeK = now, 0
 	p.rtxWait = e.rto(p)
 	p.rtxAt = now + p.rtxWait
 	// Send again only once an ACK interval of credits is free (or all
@@ -390,14 +457,20 @@ func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 	} else if sack[0] != 0 {
 		hi = 64 - uint32(bits.LeadingZeros64(sack[0]))
 	}
-	var held *txPkt // the last packet held
+	// heldAt[path]: when the latest-sent packet the receiver holds went,
+	// per path. A packet sent before it on its path was overtaken: lost.
+	// One on another path (a rail's queue is longer, a source port's
+	// route another) may still be on its way.
+	var heldAt [pathKeys + 1]int64
 	for i := 0; i < p.unacked.len(); i++ {
 		x := p.unacked.at(i)
-		if d := ack.to(pktPSN(x.b)); d >= hi {
-			if d == hi && hi > 0 {
-				held = x
-			}
+		d := ack.to(pktPSN(x.b))
+		if d > hi {
 			break
+		}
+		if d > 0 && sack[(d-1)/64]>>((d-1)%64)&1 != 0 {
+			k := x.b[6] & pathKeys
+			heldAt[k] = max(heldAt[k], x.at)
 		}
 	}
 	now := e.clock.Now()
@@ -413,9 +486,14 @@ func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 			x.sacked = true
 			continue
 		}
-		overtaken := held != nil && held.b[6] == x.b[6] && x.at <= held.at
-		if !overtaken && now-x.at < guard {
+		overtaken := x.at <= heldAt[x.b[6]&pathKeys]
+		if !overtaken && (p.dest.Rails() > 1 || now-x.at < guard) {
+			// (With rails, a packet no later one of its path overtook
+			// may wait in its rail's queue: the timer's probe decides.)
 			continue
+		}
+		if !overtaken {
+			e.railLost(p, x, now)
 		}
 		last = e.again(p, x, now)
 	}
@@ -424,13 +502,22 @@ func (e *Endpoint) onNak(p *peer, ack psn, sack *[2]uint64) {
 	}
 }
 
-// again sends x, a packet of p's unacknowledged ones, again.
+// again sends x, a packet of p's unacknowledged ones, again, on p's
+// primary rail.
 func (e *Endpoint) again(p *peer, x *txPkt, now int64) *txPkt {
+	return e.againOn(p, x, now, railOf(p.path))
+}
+
+// againOn is again on rail r.
+func (e *Endpoint) againOn(p *peer, x *txPkt, now int64, r int) *txPkt {
 	if x.src != nil {
 		e.own(p, x)
 	}
 	setFlags(x.b, pktFlags(x.b)&^(fAckReq|fAckLazy|fProbe))
 	setAck(x.b, p.expect)
+	if railOf(x.b[6]) != r {
+		setPath(x.b, onRail(x.b[6], r))
+	}
 	e.batch(p, x.b[6], x.b, nil)
 	x.at = now
 	e.stats.Retransmits++
@@ -508,11 +595,47 @@ func (e *Endpoint) askAck(p *peer, last *txPkt) {
 func (e *Endpoint) probe(p *peer) {
 	now := e.clock.Now()
 	x := p.unacked.at(p.unacked.len() - 1)
-	p.probing, p.probeAt, p.probeEnd = true, now, pktPSN(x.b)
+	r := railOf(p.path)
+	f := uint16(fProbe)
+	p.probeK++
+	p.probeWide = false
+	if n := p.dest.Rails(); n > 1 {
+		// The newest packet of the rail the oldest missing one went on
+		// (the probe must travel behind what it vouches for); after an
+		// unanswered probe, the next goes on the next rail (Rails).
+		x, r = railProbe(p)
+		p.probeSusp = r
+		if p.probeK > 1 {
+			r = (r + p.probeK - 1) % n
+			f |= fFailover
+			p.probeWide = true
+		}
+	}
+	p.probing, p.probeAt, p.probeEnd, p.probeRail = true, now, pktPSN(x.b), r
 	e.stats.Probes++
-	last := e.again(p, x, now)
-	setFlags(last.b, pktFlags(last.b)|fProbe)
+	last := e.againOn(p, x, now, r)
+	setFlags(last.b, pktFlags(last.b)|f)
 	e.askAck(p, last)
+}
+
+// railProbe is the packet a probe to p sends again and its rail: the
+// newest unacknowledged one of the rail that the oldest one not held by
+// the receiver went on.
+func railProbe(p *peer) (*txPkt, int) {
+	x := p.unacked.at(p.unacked.len() - 1)
+	r := railOf(x.b[6])
+	for i := 0; i < p.unacked.len(); i++ {
+		if y := p.unacked.at(i); !y.sacked {
+			r = railOf(y.b[6])
+			break
+		}
+	}
+	for i := p.unacked.len() - 1; i >= 0; i-- {
+		if y := p.unacked.at(i); railOf(y.b[6]) == r {
+			return y, r
+		}
+	}
+	return x, r
 }
 
 // onProbeAnswer: p answered probe (an ACK or NAK flagged fProbe with the
@@ -522,7 +645,16 @@ func (e *Endpoint) probe(p *peer) {
 // packets sent before the probe that are still unacknowledged, not
 // reported held and not sent again since are lost: they go again. If all
 // are acknowledged, the timer fired for nothing and nothing more is sent.
-func (e *Endpoint) onProbeAnswer(p *peer, probe psn) {
+func (e *Endpoint) onProbeAnswer(p *peer, probe psn, rail int, failover bool) {
+	now := e.clock.Now()
+	if failover && rail != railOf(p.path) && rail < p.dest.Rails() {
+		// The answer to a probe sent on another rail after the primary's
+		// went unanswered: that rail is the primary now, the old one is
+		// left out for a while (Rails).
+		p.railDown[railOf(p.path)] = now + railRetry
+		p.path = onRail(p.path, rail)
+		e.stats.RailFailovers++
+	}
 	if !p.probing || probe != p.probeEnd {
 		// The answer to an earlier probe of another packet: the packets
 		// sent since may still be on the way.
@@ -530,14 +662,19 @@ func (e *Endpoint) onProbeAnswer(p *peer, probe psn) {
 	}
 	p.probing = false
 	end := p.probeEnd.plus(1)
-	now := e.clock.Now()
 	var last *txPkt
 	for i := 0; i < p.unacked.len(); i++ {
 		x := p.unacked.at(i)
 		if !pktPSN(x.b).before(end) {
 			break
 		}
-		if !x.sacked && x.at < p.probeAt {
+		// With rails, the probe overtook only the packets of its own
+		// rail; one sent on another rail after an unanswered probe
+		// (probeWide) finds those of the rail that did not answer lost
+		// too. The other rails' may still be in their queues.
+		if r := railOf(x.b[6]); !x.sacked && x.at < p.probeAt &&
+			(p.dest.Rails() == 1 || r == p.probeRail || p.probeWide && r == p.probeSusp) {
+			e.railLost(p, x, now)
 			last = e.again(p, x, now)
 		}
 	}
@@ -549,12 +686,29 @@ func (e *Endpoint) onProbeAnswer(p *peer, probe psn) {
 // answerProbe answers probe (its PSN) from p at once: a NAK if packets
 // wait past a gap, else an ACK, either flagged fProbe and carrying the
 // probe's PSN.
-func (e *Endpoint) answerProbe(p *peer, probe psn) {
-	if p.nKept > 0 {
-		e.sendNakSeq(p, fProbe, probe)
-		return
+func (e *Endpoint) answerProbe(p *peer, probe psn, rail int, failover bool) {
+	f := uint16(fProbe)
+	primary := p.path
+	if rail < p.dest.Rails() {
+		// The answer goes back on the rail the probe came on, which
+		// works (see Rails). After one went unanswered (failover), so
+		// does what we send from now on: our primary rail may be the one
+		// that fails.
+		p.path = onRail(p.path, rail)
+		if failover {
+			if rail != railOf(primary) {
+				e.stats.RailFailovers++
+			}
+			primary = p.path
+			f |= fFailover
+		}
 	}
-	e.sendCtlSeq(p, tAck, fProbe, probe)
+	if p.nKept > 0 {
+		e.sendNakSeq(p, f, probe)
+	} else {
+		e.sendCtlSeq(p, tAck, f, probe)
+	}
+	p.path = primary
 }
 
 // Outcomes of onSeq.
@@ -589,9 +743,10 @@ func (e *Endpoint) onSeq(p *peer, h *hdr, b []byte) int {
 		}
 	}
 	p.ooo++
-	if !p.nakSent || p.ooo >= 16 || h.flags&fAckReq != 0 {
-		// A NAK at the gap, then every 16 packets past it and whenever
-		// the sender asks.
+	if !p.nakSent || p.ooo >= 16 && p.dest.Rails() == 1 || h.flags&fAckReq != 0 {
+		// A NAK at the gap, then every 16 packets past it (with rails,
+		// which arrive out of order as a rule, not) and whenever the
+		// sender asks.
 		p.nakSent, p.ooo = true, 0
 		e.sendNak(p, 0)
 	}

@@ -382,10 +382,17 @@ func (e *Endpoint) buildData(p *peer) bool {
 		put64(b, 32, op.fetchID())
 		put64(b, 40, op.sent)
 		k := min(op.psize, op.grantEnd-op.sent)
+		w := op.sent / uint64(e.cfg.RndvWindow)
 		if e.be.Paths() > 1 && e.cfg.PathSel == PathAdaptive {
 			// Dispersive routing: each window of a large message on the
 			// next path.
-			setPath(b, uint8((op.sent/uint64(e.cfg.RndvWindow)+uint64(p.path))%uint64(e.be.Paths())))
+			setPath(b, onRail(uint8((w+uint64(p.path&pathMask))%uint64(e.be.Paths())), railOf(p.path)))
+		}
+		if p.dest.Rails() > 1 {
+			if r := e.stripe(p, op.sent/railStripe); r != railOf(p.path) {
+				setPath(b, onRail(b[6], r))
+				e.stats.RailPkts++
+			}
 		}
 		end := 48 + k
 		last := op.sent+k == op.want && k < op.psize // padded (dataSize)
@@ -695,7 +702,7 @@ func (e *Endpoint) input(b []byte, from Addr) int {
 		if resume {
 			e.onResume(p)
 		} else if !busy && h.flags&fProbe != 0 {
-			e.onProbeAnswer(p, h.psn)
+			e.onProbeAnswer(p, h.psn, railOf(h.path), h.flags&fFailover != 0)
 		}
 		return 0
 	case tDisc:
@@ -712,7 +719,7 @@ func (e *Endpoint) input(b []byte, from Addr) int {
 		}
 	}
 	if h.flags&fProbe != 0 && p.state == stUp {
-		e.answerProbe(p, h.psn)
+		e.answerProbe(p, h.psn, railOf(h.path), h.flags&fFailover != 0)
 	}
 	return n
 }

@@ -64,6 +64,10 @@ const (
 	// fAuth: on a connect request or reply, the sender wants every packet
 	// of the connection authenticated (auth.go).
 	fAuth
+	// fFailover: on a probe, it went on another rail after a probe went
+	// unanswered (flow.go, "Rails"): the receiver makes the rail it came
+	// on its primary and answers there, flagged so too.
+	fFailover
 )
 
 // The handshake (peer.go). A connect request and reply are hsLen bytes:
@@ -77,7 +81,9 @@ const (
 //	+96 u32 the largest eager message it takes
 //	+100 u32 serial: the initiator's count of connections to this peer
 //	+104 [8]u16 the sender's source ports, path 0..7 (0: no such path)
-//	+120 [32] HMAC-SHA256 of bytes 0..120 with the job key (hsProof)
+//	+120 [3][4]byte the sender's addresses on its further rails, at its
+//	        id's port (Config.Rails; 0.0.0.0: none)  +132 u32 0
+//	+136 [32] HMAC-SHA256 of bytes 0..136 with the job key (hsProof)
 //
 // A challenge is chLen bytes: +32 u64 dst epid, +40 [16] the request's
 // nonce, +56 [16] cookie.
@@ -92,7 +98,8 @@ const (
 	hsEagerMax  = 96
 	hsSerial    = 100
 	hsPorts     = 104
-	hsProof     = 120
+	hsRails     = 120
+	hsProof     = 136
 	hsLen       = hsProof + 32
 	chDstEPID   = 32
 	chNonce     = 40

@@ -3,6 +3,7 @@ package hfi
 import (
 	"crypto/hmac"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/transport"
@@ -18,20 +19,25 @@ const (
 // peer is the connection with one remote endpoint: its address, the
 // reliable flows both ways (flow.go) and the rendezvous sends granted.
 type peer struct {
-	idx      uint32 // slot in Endpoint.peers
-	slotGen  uint16 // bumped when the slot goes to another peer: Conn handles carry it
-	id       uint16 // random upper half of this connection's id (connID)
-	epid     uint64
-	dest     *Dest
-	ports    [maxSrcPorts]uint16 // the peer's source ports (handshake); 0 ends the list
-	state    int
-	remote   uint32 // the peer's id of this connection
-	instance uint64 // the peer's endpoint instance (changes when it restarts)
-	wanted   bool   // the provider called Connect
-	path     uint8  // the path of small messages
-	err      error  // why the peer is dead
-	inBusy   bool
-	deadAt   int64 // when it died: reclaim takes the longest dead first
+	idx       uint32 // slot in Endpoint.peers
+	slotGen   uint16 // bumped when the slot goes to another peer: Conn handles carry it
+	id        uint16 // random upper half of this connection's id (connID)
+	epid      uint64
+	dest      *Dest
+	ports     [maxSrcPorts]uint16 // the peer's source ports (handshake); 0 ends the list
+	state     int
+	remote    uint32          // the peer's id of this connection
+	instance  uint64          // the peer's endpoint instance (changes when it restarts)
+	wanted    bool            // the provider called Connect
+	path      uint8           // the path of small messages (and its rail: the peer's primary)
+	railDown  [MaxRails]int64 // multirail: until when a rail is left out (flow.go, "Rails")
+	probeK    int             // probes sent since the peer last acknowledged something
+	probeRail int             // the rail the probe in flight went on
+	probeWide bool            // ... another than its packet's, after an unanswered probe
+	probeSusp int             // the rail of the oldest packet missing when it went
+	err       error           // why the peer is dead
+	inBusy    bool
+	deadAt    int64 // when it died: reclaim takes the longest dead first
 
 	// This connection's secrets and parameters (peer.go: handshake).
 	nonce    [16]byte // ours
@@ -111,7 +117,7 @@ func (p *peer) connID() uint32 { return uint32(p.id)<<16 | p.idx }
 // from reports whether a packet of the connection may come from a: the
 // peer's address, from one of its source ports.
 func (p *peer) from(a Addr) bool {
-	if a.IP != p.dest.IP {
+	if a.IP != p.dest.IP && !p.fromRail(a.IP) {
 		return false
 	}
 	for _, port := range p.ports {
@@ -120,6 +126,16 @@ func (p *peer) from(a Addr) bool {
 		}
 		if port == 0 {
 			break
+		}
+	}
+	return false
+}
+
+// fromRail reports whether ip is one of p's further rails' addresses.
+func (p *peer) fromRail(ip [4]byte) bool {
+	for i := 1; i < p.dest.Rails(); i++ {
+		if p.dest.railIP(i) == ip {
+			return true
 		}
 	}
 	return false
@@ -269,6 +285,8 @@ func (e *Endpoint) restart(p *peer) {
 	p.state, p.err, p.remote, p.instance = stConnecting, nil, 0, 0
 	p.connTry, p.connFirst, p.connLast = 0, 0, 0
 	p.ports = [maxSrcPorts]uint16{p.dest.Port}
+	p.dest.setRails(nil)
+	p.path, p.railDown, p.probeK = onRail(p.path, 0), [MaxRails]int64{}, 0
 	e.fresh(p)
 }
 
@@ -349,6 +367,29 @@ func (e *Endpoint) putHandshake(b []byte, p *peer) {
 			put16(b, hsPorts+2*i, port)
 		}
 	}
+	for i, ip := range e.cfg.Rails {
+		copy(b[hsRails+4*i:], ip[:])
+	}
+}
+
+// peerRails are the further rails of handshake packet b's sender that
+// this endpoint uses: as many as both have, each a unicast address other
+// than the sender's own (a rail a peer names wrongly only loses the
+// packets sent on it, which the flow sends again on the primary: flow.go,
+// "Rails").
+func (e *Endpoint) peerRails(b []byte, own [4]byte) [][4]byte {
+	var out [][4]byte
+	for i := 0; i < MaxRails-1 && len(out) < len(e.cfg.Rails); i++ {
+		ip := [4]byte(b[hsRails+4*i : hsRails+4*i+4])
+		if ip == ([4]byte{}) {
+			break
+		}
+		if ip == own || ip[0] >= 224 || ip[0] == 0 || ip[0] == 127 && own[0] != 127 || slices.Contains(out, ip) {
+			return nil // not a list of rails: none
+		}
+		out = append(out, ip)
+	}
+	return out
 }
 
 // sendTo sends a handshake packet (never authenticated) to d on path 0,
@@ -493,6 +534,9 @@ func (e *Endpoint) up(p *peer, b []byte, h *hdr) {
 		p.ports[i] = get16(b, hsPorts+2*i)
 	}
 	p.ports[0] = p.dest.Port // path 0's is the id's, checked already
+	p.dest.setRails(e.peerRails(b, p.dest.IP))
+	p.path = onRail(p.path, 0)
+	p.railDown = [MaxRails]int64{}
 	p.eagerMax = max(uint64(get32(b, hsEagerMax)), minEagerMax)
 	p.ceil = max(min(e.bufSize, int(get16(b, hsMTU))-28), minDatagram)
 	p.pmtu = p.ceil

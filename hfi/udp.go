@@ -15,6 +15,14 @@ import (
 // endpoint's address and port and receives everything; paths 1..n-1 are
 // further sockets on the same address with ports of their own, used only
 // to send, so a peer pair has n source ports for ECMP to spread.
+//
+// With rails (multirail, OpenUDP's anyAddr), socket 0 is bound to the
+// port on every address of the host, so that it also receives what
+// peers send to the endpoint's other networks, and it sends every
+// packet of a further rail: the kernel routes it by its destination, the
+// peer's address on that network, out of that network's interface and
+// from this host's address on it. One socket keeps the cost of an empty
+// poll what it is without rails.
 type udpBackend struct {
 	ip    [4]byte
 	port  uint16
@@ -61,8 +69,9 @@ const udpBuffer = 4 << 20
 // OpenUDP binds the sockets of a UDP backend on ip: socket 0 on a port
 // in [first, last] (the kernel's ephemeral range if first is 0), taken in
 // turn through the cursor file (ports.go; "" for none), which then moves
-// on by block ports (at least 1), paths-1 more on any port.
-func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string, block int) (Backend, error) {
+// on by block ports (at least 1), paths-1 more on any port. With anyAddr
+// (rails), socket 0 is bound to that port on every address instead.
+func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string, block int, anyAddr bool) (Backend, error) {
 	if paths < 1 {
 		paths = 1
 	}
@@ -79,7 +88,9 @@ func OpenUDP(ip [4]byte, first, last uint16, paths int, cursor string, block int
 	for i := 0; i < paths; i++ {
 		var fd int
 		var err error
-		if i == 0 {
+		if i == 0 && anyAddr {
+			fd, err = bindPort0([4]byte{}, first, last, cursor, block)
+		} else if i == 0 {
 			fd, err = bindPort0(ip, first, last, cursor, block)
 		} else {
 			fd, err = bindUDP(ip, 0, 0)
@@ -197,9 +208,24 @@ func (b *udpBackend) Send(path int, d *Dest, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	_, e := rawCall(unix.SYS_SENDTO, uintptr(b.fds[path]), uintptr(unsafe.Pointer(&p[0])),
-		uintptr(len(p)), 0, uintptr(unsafe.Pointer(&d.raw)), unix.SizeofSockaddrInet4)
+	fd, sa := b.route(path, d)
+	_, e := rawCall(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])),
+		uintptr(len(p)), 0, uintptr(unsafe.Pointer(sa)), unix.SizeofSockaddrInet4)
 	return errOf(e)
+}
+
+// route is the socket and address of a packet on path to d: a further
+// rail's from socket 0 (see udpBackend), a port index past the sockets
+// on socket 0.
+func (b *udpBackend) route(path int, d *Dest) (int, *unix.RawSockaddrInet4) {
+	if r := path >> railShift; r > 0 && r <= d.nrail {
+		return b.fds[0], &d.rails[r-1]
+	}
+	i := path & pathMask
+	if i >= len(b.fds) {
+		i = 0
+	}
+	return b.fds[i], &d.raw
 }
 
 // rawCall makes a system call that does not block (see Send), again
@@ -281,14 +307,15 @@ func (b *udpBackend) send1(path int, d *Dest, pkts, pays [][]byte) error {
 	b.siov[0].Base, b.siov[1].Base = &pkts[0][0], &pays[0][0]
 	b.siov[0].SetLen(len(pkts[0]))
 	b.siov[1].SetLen(len(pays[0]))
+	fd, sa := b.route(path, d)
 	m := &b.smsg
-	m.Name = (*byte)(unsafe.Pointer(&d.raw))
+	m.Name = (*byte)(unsafe.Pointer(sa))
 	m.Namelen = unix.SizeofSockaddrInet4
 	m.Iov = &b.siov[0]
 	m.SetIovlen(2)
 	m.Control = nil
 	m.SetControllen(0)
-	_, e := rawCall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
+	_, e := rawCall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
 	return errOf(e)
 }
 
@@ -317,14 +344,15 @@ func (b *udpBackend) sendGSO(path int, d *Dest, pkts, pays [][]byte, seg int) er
 	c.Level, c.Type = unix.SOL_UDP, unix.UDP_SEGMENT
 	c.SetLen(unix.CmsgLen(2))
 	*(*uint16)(unsafe.Pointer(&b.scmsg[unix.SizeofCmsghdr])) = uint16(seg)
+	fd, sa := b.route(path, d)
 	m := &b.smsg
-	m.Name = (*byte)(unsafe.Pointer(&d.raw))
+	m.Name = (*byte)(unsafe.Pointer(sa))
 	m.Namelen = unix.SizeofSockaddrInet4
 	m.Iov = &b.siov[0]
 	m.SetIovlen(n)
 	m.Control = &b.scmsg[0]
 	m.SetControllen(unix.CmsgSpace(2))
-	_, e := rawCall(unix.SYS_SENDMSG, uintptr(b.fds[path]), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
+	_, e := rawCall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(m)), 0, 0, 0, 0)
 	return errOf(e)
 }
 

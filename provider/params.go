@@ -35,7 +35,13 @@ type Params struct {
 	// HFIUnit is HFI_UNIT: which interface the hfi wire uses when
 	// FI_PSM2_IFACE is unset (hfi.UnitAddr); -1 (default): the default
 	// route's.
-	HFIUnit   int
+	HFIUnit int
+	// MultiRail is PSM2_MULTIRAIL: 0 (default) one interface; 1 or 2
+	// also the other units (both: every unit; the units are the
+	// interfaces), or those of PSM2_MULTIRAIL_MAP (RailMap) if set, as
+	// further rails of the hfi wire (hfi.Config.Rails).
+	MultiRail int
+	RailMap   []int
 	PortFirst uint16 // FI_PSM2_PORT_RANGE: UDP ports of endpoints (0: any)
 	PortLast  uint16
 	Paths     int // FI_PSM2_PATHS: paths per peer pair (dispersive routing)
@@ -178,6 +184,20 @@ func loadParams(h Host, log logger) Params {
 			p.HFIUnit = u
 		} else {
 			log.Warnf(fi.LOG_CORE, "HFI_UNIT=%q is not a unit number (0..255, or -1 for any); using any", v)
+		}
+	}
+	if v, ok := h.Getenv("PSM2_MULTIRAIL"); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 && n <= 2 {
+			p.MultiRail = n
+		} else {
+			log.Warnf(fi.LOG_CORE, "PSM2_MULTIRAIL=%q is not 0, 1 or 2; using 0 (one rail)", v)
+		}
+	}
+	if v, ok := h.Getenv("PSM2_MULTIRAIL_MAP"); ok && p.MultiRail > 0 {
+		if units, err := hfi.ParseRailMap(v); err == nil {
+			p.RailMap = units
+		} else {
+			log.Warnf(fi.LOG_CORE, "%v; using every unit", err)
 		}
 	}
 	if v, ok := h.Getenv("PSM2_MULTI_EP"); ok {

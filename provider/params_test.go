@@ -142,6 +142,10 @@ func TestParamsValues(t *testing.T) {
 		{"HFI_UNIT", "-1", nil, false},
 		{"HFI_UNIT", "hfi1_0", nil, true},
 		{"HFI_UNIT", "-2", nil, true},
+		{"PSM2_MULTIRAIL", "1", func(p *Params) { p.MultiRail = 1 }, false},
+		{"PSM2_MULTIRAIL", "2", func(p *Params) { p.MultiRail = 2 }, false},
+		{"PSM2_MULTIRAIL", "3", nil, true},
+		{"PSM2_MULTIRAIL_MAP", "0:1,1:1", nil, false}, // read only with PSM2_MULTIRAIL
 		// print_stats [0, 86400], and PSM2's spelling
 		{"FI_PSM2_PRINT_STATS", "1", func(p *Params) { p.PrintStats = 1 }, false},
 		{"FI_PSM2_PRINT_STATS", "-1", nil, true},

@@ -89,6 +89,7 @@ func (p *Provider) netConfig() (netConfig, error) {
 	h.Warn = func(msg string) { p.log.Warnf(fi.LOG_EP_DATA, "%s", msg) }
 	h.PortFirst, h.PortLast = p.params.PortFirst, p.params.PortLast
 	h.Paths = p.params.Paths
+	h.Rails = p.rails()
 	h.MTU = p.params.MTU
 	h.Spin = time.Duration(p.params.HFISpin) * time.Microsecond
 	if _, set := p.host.Getenv("PSM2_MQ_RNDV_HFI_THRESH"); set {
@@ -142,6 +143,28 @@ func (p *Provider) wireAddr() ([4]byte, error) {
 		}
 	})
 	return p.addr, p.addrErr
+}
+
+// rails are the addresses of the further rails of the hfi wire
+// (PSM2_MULTIRAIL: the units of PSM2_MULTIRAIL_MAP, else every unit; the
+// endpoint's own address is left out by hfi.Config).
+func (p *Provider) rails() [][4]byte {
+	if p.params.MultiRail == 0 {
+		return nil
+	}
+	units := hfi.UnitAddrs()
+	if p.params.RailMap == nil {
+		return units
+	}
+	var out [][4]byte
+	for _, u := range p.params.RailMap {
+		if u < len(units) {
+			out = append(out, units[u])
+		} else {
+			p.log.Warnf(fi.LOG_CORE, "PSM2_MULTIRAIL_MAP: no unit %d (%d units)", u, len(units))
+		}
+	}
+	return out
 }
 
 // envInt reads integer variable name in [lo, hi], def if unset or bad.

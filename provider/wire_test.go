@@ -60,7 +60,7 @@ func openHfiNodeOn(t *testing.T, env map[string]string, wrap func(hfi.Backend) h
 	if wrap != nil {
 		p.wire = func(c wireConfig) (transport.Endpoint, error) {
 			h := c.net.hfi
-			be, err := hfi.OpenUDP(h.Addr, h.PortFirst, h.PortLast, max(h.Paths, 1), "", 0)
+			be, err := hfi.OpenUDP(h.Addr, h.PortFirst, h.PortLast, max(h.Paths, 1), "", 0, false)
 			if err != nil {
 				return nil, err
 			}
