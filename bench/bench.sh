@@ -75,7 +75,10 @@
 # CPU-spinning processes per core against idle, on this host against shm
 # and across two namespace hosts against tcp, medians of alternating runs
 # (target: loaded ratio <= 1.5 x idle ratio; spurious retransmissions
-# < 5%); BENCH_LOADED=0 skips it.
+# < 5%); BENCH_LOADED=0 skips it. And bench/rails.sh (as root): 1 MiB
+# fi_pingpong across two namespace hosts with two networks, every link
+# shaped to 2 Gbit/s, on one rail against two (PSM2_MULTIRAIL=1; target:
+# two >= 1.7x one); BENCH_RAILS=0 skips it.
 #
 # Environment: BENCH_REPEAT (3), BENCH_TIMEOUT (seconds per run, 120),
 # BENCH_STEADY (1) and BENCH_STEADY_WAIT (seconds, 20): see steady.sh,
@@ -648,6 +651,9 @@ if [ "${BENCH_PATTERNS:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 fi
 if [ "${BENCH_LOADED:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
 	bench/loaded.sh || run_failed=1
+fi
+if [ "${BENCH_RAILS:-1}" = 1 ] && [ "$SKIP_PSM2" != 1 ]; then
+	bench/rails.sh || run_failed=1
 fi
 echo
 echo "bench: $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

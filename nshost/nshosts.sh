@@ -28,6 +28,9 @@
 #   nshosts.sh mtu N             set the MTU of every link of the set (each
 #                                 host's eth0, the switch's ports): a path
 #                                 MTU change, as the hosts see it at once
+#   nshosts.sh rail              a second network: every host gets eth1
+#                                 (10.NET.1.I/24) on a second bridge br1;
+#                                 its switch ports are qI (idempotent)
 #   nshosts.sh sets              the sets on this machine
 #
 # H is a host's number (1..N), name or address. PCT is 0-100 (0 removes
@@ -222,6 +225,7 @@ need_set() {
 }
 hname() { echo "$prefix$1"; }
 haddr() { echo "10.$net.0.$1"; }
+haddr2() { echo "10.$net.1.$1"; } # on the second network (rail)
 
 # resolve H: number, name or address -> number
 resolve() {
@@ -764,6 +768,30 @@ cmd_mtu() { # N
 	done
 }
 
+cmd_rail() { # add a second network: eth1 of every host on bridge br1
+	local i hpid mtu
+	need_root
+	need_set
+	if ! in_switch ip link show br1 >/dev/null 2>&1; then
+		in_switch ip link add br1 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 || die "rail: br1"
+		in_switch ip link set br1 up
+	fi
+	for ((i = 1; i <= $(cat "$dir/n"); i++)); do
+		hpid=$(host_pid "$i")
+		nsenter -t "$hpid" -n -- ip link show eth1 >/dev/null 2>&1 && continue
+		mtu=$(nsenter -t "$hpid" -n -- ip -o link show eth0 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
+		in_switch ip link add "q$i" mtu "$mtu" type veth peer name eth1 mtu "$mtu" netns "$hpid" || die "rail: q$i"
+		in_switch ip link set "q$i" master br1 up
+		nsenter -t "$hpid" -n -- ip addr add "$(haddr2 "$i")/24" dev eth1
+		case ${NSHOSTS_GSO:-udp} in # as eth0 (build_set)
+		1) ;;
+		0) nsenter -t "$hpid" -n -- ip link set eth1 gso_max_segs 1 ;;
+		*) nsenter -t "$hpid" -n -- ethtool -K eth1 tx-udp-segmentation off ;;
+		esac
+		nsenter -t "$hpid" -n -- ip link set eth1 up
+	done
+}
+
 cmd_sets() {
 	local d p
 	for d in "$rundir"/*/; do
@@ -794,6 +822,7 @@ agent) echo "$here/nsrsh" ;;
 loss | dup | reorder) find_set; cmd_rule "$cmd" "$@" ;;
 rules) find_set; cmd_rules "$@" ;;
 mtu) find_set; cmd_mtu "$@" ;;
+rail) find_set; cmd_rail ;;
 sets) cmd_sets ;;
 -h | --help | help | "") usage ;;
 *) echo "nshosts: unknown command '$cmd'" >&2; usage ;;

@@ -62,6 +62,9 @@ else
 	fail "namespace hosts are not separate" "$a / $b"
 fi
 
+# stat LOG NAME: the value of NAME in LOG's hfi psm2-stats line.
+stat() { sed -n "s/^psm2-stats .* group=hfi.* $2=\([0-9]*\).*/\1/p" "$1" | head -1; }
+
 # pingpong EP SIZE ITERS [extra options]: server on host 1, client on host 2.
 pingpong() {
 	local ep=$1 size=$2 iters=$3; shift 3
@@ -130,6 +133,58 @@ else
 fi
 for h in 1 2; do $ns exec $h ethtool -K eth0 tx-udp-segmentation off >/dev/null 2>&1; done
 
+# Multirail (PSM2_MULTIRAIL=1): a second network (eth1 on its own
+# bridge); a large message is striped over both, checked (-c), and a
+# rail that goes down in the middle of a transfer (its switch port, for
+# 2 s) loses nothing: a further rail is left for the other, the primary
+# is left for the further one by both sides (rail_failovers).
+$ns rail || fail "nshosts rail" ""
+sw=$(cut -d' ' -f1 "${NSHOSTS_RUNDIR:-/run/nshosts}/$NSHOSTS_PREFIX/switch.pid")
+railenv=("${env[@]}" PSM2_MULTIRAIL=1 FI_PSM2_PRINT_STATS=1)
+railpp() { # ITERS [PORT-TO-CUT]
+	local port=$((20000 + RANDOM % 20000)) s c rc rs
+	$ns exec 1 "${railenv[@]}" timeout 60 fi_pingpong -p psm2 -e rdm -c -S 1048576 -I "$1" -B "$port" \
+		>"$out/rail-server.log" 2>&1 &
+	s=$!
+	sleep 0.5
+	$ns exec 2 "${railenv[@]}" timeout 60 fi_pingpong -p psm2 -e rdm -c -S 1048576 -I "$1" -P "$port" "$h1" \
+		>"$out/rail-client.log" 2>&1 &
+	c=$!
+	if [ -n "${2:-}" ]; then
+		sleep 1
+		nsenter -t "$sw" -n ip link set "$2" down
+		sleep 2
+		nsenter -t "$sw" -n ip link set "$2" up
+	fi
+	wait $c
+	rc=$?
+	wait $s
+	rs=$?
+	[ $rc = 0 ] && [ $rs = 0 ]
+}
+railstat() { echo $(($(stat "$out/rail-server.log" "$1") + $(stat "$out/rail-client.log" "$1"))); }
+if railpp 200; then
+	sent=$(railstat sent) rp=$(railstat rail_pkts)
+	if [ $((3 * rp)) -ge "$sent" ]; then
+		ok "multirail: fi_pingpong -c 1 MiB across 2 rails: $rp of $sent packets on rail 1 ($(awk '$1 == "1m" {print $6 " MB/s"}' "$out/rail-client.log"))"
+	else
+		fail "multirail: 1 MiB messages not striped ($rp of $sent packets on rail 1)" "$(grep -h psm2-stats "$out"/rail-*.log)"
+	fi
+else
+	fail "multirail: fi_pingpong -c 1 MiB across 2 rails" "$(cat "$out/rail-client.log" "$out/rail-server.log")"
+fi
+if railpp 1000 q2 && [ "$(railstat rails_down)" -gt 0 ] && [ "$(railstat peers_dead)" = 0 ]; then
+	ok "multirail: rail 1 down for 2 s in the middle of 1000 x 1 MiB (-c): all delivered, rails_down $(railstat rails_down), retransmits $(railstat retransmits)"
+else
+	fail "multirail: rail 1 down mid-transfer" "$(cat "$out/rail-client.log" "$out/rail-server.log")"
+fi
+if railpp 1000 p2 && [ "$(stat "$out/rail-server.log" rail_failovers)" -gt 0 ] &&
+	[ "$(stat "$out/rail-client.log" rail_failovers)" -gt 0 ] && [ "$(railstat peers_dead)" = 0 ]; then
+	ok "multirail: the primary rail down for 2 s in the middle of 1000 x 1 MiB (-c): both sides moved to rail 1, all delivered, retransmits $(railstat retransmits)"
+else
+	fail "multirail: the primary rail down mid-transfer" "$(cat "$out/rail-client.log" "$out/rail-server.log")"
+fi
+
 # FI_PSM2_PRINT_STATS agrees with the loss applied: 5% of the UDP packets
 # entering host 1 dropped (nftables counts them), a 64 KiB ping-pong.
 # Every packet host 2 sent was received by host 1 or dropped, and the
@@ -140,8 +195,6 @@ for h in 1 2; do $ns exec $h ethtool -K eth0 tx-udp-segmentation off >/dev/null 
 # plus the duplicates host 1 counted (plus such late probes), and a
 # dropped acknowledgement needs no repair, so repairs are at most the
 # drops and (64 KiB messages being mostly data) at least 9 in 10 of them.
-# stat LOG NAME: the value of NAME in LOG's hfi psm2-stats line.
-stat() { sed -n "s/^psm2-stats .* group=hfi.* $2=\([0-9]*\).*/\1/p" "$1" | head -1; }
 $ns loss 1 5 udp in >/dev/null
 env+=(FI_PSM2_PRINT_STATS=1)
 if pingpong rdm 65536 300; then
