@@ -207,11 +207,21 @@ out=$(FI_PSM2_TAG_LAYOUT=tag64 run fi_info -p psm2 -v 2>&1)
 # a 1 MiB fi_pingpong over the network wire on loopback took 27 of them on
 # the server's threads. It runs with preemption at function calls only.
 if strace -f -o /dev/null true 2>/dev/null; then
-	port=$((47000 + RANDOM % 1000))
-	FI_PSM2_IFACE=lo PSM2_DEVICES=self,hfi run strace -f -e trace=none -e signal=SIGURG -o "$OUT/urg.srv" \
-		timeout 60 fi_pingpong -e rdm -p psm2 -S 1048576 -I 300 -B $port >"$OUT/urg.srvout" 2>&1 &
-	spid=$!
-	for ((i = 0; i < 50; i++)); do ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break; sleep 0.1; done
+	# The control port: below the kernel's ephemeral range (a port in it
+	# may be any socket's), and another one if it is taken all the same.
+	for try in 1 2 3; do
+		port=$((20000 + RANDOM % 10000))
+		FI_PSM2_IFACE=lo PSM2_DEVICES=self,hfi run strace -f -e trace=none -e signal=SIGURG -o "$OUT/urg.srv" \
+			timeout 60 fi_pingpong -e rdm -p psm2 -S 1048576 -I 300 -B $port >"$OUT/urg.srvout" 2>&1 &
+		spid=$!
+		for ((i = 0; i < 50; i++)); do
+			ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+			kill -0 $spid 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 $spid 2>/dev/null && break
+		wait $spid
+	done
 	FI_PSM2_IFACE=lo PSM2_DEVICES=self,hfi run strace -f -e trace=none -e signal=SIGURG -o "$OUT/urg.cli" \
 		timeout 60 fi_pingpong -e rdm -p psm2 -S 1048576 -I 300 -P $port 127.0.0.1 >"$OUT/urg.cliout" 2>&1
 	wait $spid
@@ -219,7 +229,7 @@ if strace -f -o /dev/null true 2>/dev/null; then
 	if grep -q '^1m' "$OUT/urg.cliout" && [ "$n" = 0 ]; then
 		ok "a 1 MiB fi_pingpong over the network wire: no SIGURG to any thread of either process"
 	else
-		fail "SIGURG sent $n times, or the ping-pong failed" "$(tail -3 "$OUT/urg.cliout" "$OUT/urg.srvout")"
+		fail "SIGURG sent $n times, or the ping-pong failed" "$(tail -n 3 "$OUT/urg.cliout" "$OUT/urg.srvout")"
 	fi
 else
 	echo "SKIP no SIGURG check: strace cannot trace here"

@@ -68,7 +68,7 @@ stat() { sed -n "s/^psm2-stats .* group=hfi.* $2=\([0-9]*\).*/\1/p" "$1" | head 
 # pingpong EP SIZE ITERS [extra options]: server on host 1, client on host 2.
 pingpong() {
 	local ep=$1 size=$2 iters=$3; shift 3
-	local port=$((20000 + RANDOM % 20000))
+	local port=$((20000 + RANDOM % 10000))
 	$ns exec 1 "${env[@]}" timeout 60 fi_pingpong -p psm2 -e "$ep" -S "$size" -I "$iters" -B "$port" "$@" \
 		>"$out/pp-server.log" 2>&1 &
 	local s=$!
@@ -142,7 +142,7 @@ $ns rail || fail "nshosts rail" ""
 sw=$(cut -d' ' -f1 "${NSHOSTS_RUNDIR:-/run/nshosts}/$NSHOSTS_PREFIX/switch.pid")
 railenv=("${env[@]}" PSM2_MULTIRAIL=1 FI_PSM2_PRINT_STATS=1)
 railpp() { # ITERS [PORT-TO-CUT]
-	local port=$((20000 + RANDOM % 20000)) s c rc rs
+	local port=$((20000 + RANDOM % 10000)) s c rc rs
 	$ns exec 1 "${railenv[@]}" timeout 60 fi_pingpong -p psm2 -e rdm -c -S 1048576 -I "$1" -B "$port" \
 		>"$out/rail-server.log" 2>&1 &
 	s=$!
@@ -218,7 +218,7 @@ unset 'env[${#env[@]}-1]'
 $ns loss 1 0 >/dev/null
 
 # Another job's endpoints: nothing is delivered; the client gives up.
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 10000))
 $ns exec 1 "${env[@]}" FI_PSM2_UUID=11111111-2222-3333-4444-555555555555 timeout 30 \
 	fi_pingpong -p psm2 -e rdm -S 64 -I 10 -B $port >"$out/uuid-server.log" 2>&1 &
 s=$!
