@@ -382,10 +382,10 @@ func (e *Endpoint) buildData(p *peer) bool {
 		put64(b, 32, op.fetchID())
 		put64(b, 40, op.sent)
 		k := min(op.psize, op.grantEnd-op.sent)
-		w := op.sent / uint64(e.cfg.RndvWindow)
 		if e.be.Paths() > 1 && e.cfg.PathSel == PathAdaptive {
 			// Dispersive routing: each window of a large message on the
 			// next path.
+			w := op.sent / uint64(e.cfg.RndvWindow)
 			setPath(b, onRail(uint8((w+uint64(p.path&pathMask))%uint64(e.be.Paths())), railOf(p.path)))
 		}
 		if p.dest.Rails() > 1 {
