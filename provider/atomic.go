@@ -466,16 +466,16 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []Iovec, dest, addr, ke
 	if errno != 0 {
 		return errno
 	}
-	o.rma.atomic = true
+	o.Proto.atomic = true
 	if kind != AtomicWrite {
 		if len(res) == 1 {
-			o.buf = uintptr(res[0].Base)
+			o.Buf = uintptr(res[0].Base)
 		} else {
-			o.rma.iov = append(o.rma.iov[:0], res...)
+			o.Proto.iov = append(o.Proto.iov[:0], res...)
 		}
 	}
 	ep.armAnswer(o)
-	hdr := e.rmaScratch[:] // the wire copies it (SendCopy)
+	hdr := e.rma.scratch[:] // the wire copies it (SendCopy)
 	binary.LittleEndian.PutUint64(hdr[0:], key)
 	binary.LittleEndian.PutUint64(hdr[8:], addr)
 	binary.LittleEndian.PutUint64(hdr[16:], n)
@@ -516,8 +516,8 @@ func (ep *Endpoint) atomicLocked(kind int, buf, cmp, res []Iovec, dest, addr, ke
 	}
 	started, errno := ep.rmaRequest(o, h, iov)
 	if started {
-		e.rmaStats.Atomics++
-		e.rmaStats.AtomicBytes += total - atomicHdr
+		e.rma.stats.Atomics++
+		e.rma.stats.AtomicBytes += total - atomicHdr
 	}
 	return errno
 }

@@ -170,6 +170,17 @@ func (s *AVSet) Addr() uint64 { return collAddrBase - 1 }
 // Members returns the set's addresses in order.
 func (s *AVSet) Members() []uint64 { return append([]uint64(nil), s.addrs...) }
 
+// collState is an endpoint's collectives: the joined groups (fi_mc_addr
+// slots), joins per member list, and arrived messages waiting for their
+// operation.
+type collState struct {
+	groups  []*group
+	joins   map[uint64]uint64
+	in      map[collKey]collMsg
+	inBytes int
+	left    map[uint64]bool // groups left: their late messages are dropped
+}
+
 // group is a joined collective group of an endpoint (an fid_mc).
 type group struct {
 	id    uint64
@@ -273,25 +284,25 @@ func (ep *Endpoint) Join(set *AVSet, fid, ctx uintptr, setAddr func(uint64)) (ui
 		g.conns = append(g.conns, c)
 	}
 	base := h.Sum64()
-	if ep.collJoins == nil {
-		ep.collJoins = map[uint64]uint64{}
+	if ep.coll.joins == nil {
+		ep.coll.joins = map[uint64]uint64{}
 	}
-	binary.LittleEndian.PutUint64(w[:], ep.collJoins[base])
-	ep.collJoins[base]++
+	binary.LittleEndian.PutUint64(w[:], ep.coll.joins[base])
+	ep.coll.joins[base]++
 	h.Write(w[:])
 	g.id = h.Sum64()
 	g.slot = -1
-	for i, x := range ep.groups {
+	for i, x := range ep.coll.groups {
 		if x == nil {
 			g.slot = i
 			break
 		}
 	}
 	if g.slot < 0 {
-		g.slot = len(ep.groups)
-		ep.groups = append(ep.groups, nil)
+		g.slot = len(ep.coll.groups)
+		ep.coll.groups = append(ep.coll.groups, nil)
 	}
-	ep.groups[g.slot] = g
+	ep.coll.groups[g.slot] = g
 	addr := collAddrBase + uint64(g.slot)
 	if setAddr != nil {
 		setAddr(addr) // the fid_mc's address, before anyone reads the event
@@ -313,27 +324,27 @@ func (ep *Endpoint) Leave(addr uint64) error {
 		ep.collDone(o, fi.ECANCELED)
 	}
 	ep.collWatch(g, false)
-	ep.groups[g.slot] = nil
+	ep.coll.groups[g.slot] = nil
 	// Its waiting messages go, and any that come later are dropped (a
 	// group id is never joined twice).
-	for k, m := range ep.collIn {
+	for k, m := range ep.coll.in {
 		if k.id == g.id {
-			ep.collInBytes -= len(m.b)
-			delete(ep.collIn, k)
+			ep.coll.inBytes -= len(m.b)
+			delete(ep.coll.in, k)
 		}
 	}
-	if ep.collLeft == nil {
-		ep.collLeft = map[uint64]bool{}
+	if ep.coll.left == nil {
+		ep.coll.left = map[uint64]bool{}
 	}
-	ep.collLeft[g.id] = true
+	ep.coll.left[g.id] = true
 	return nil
 }
 
 func (ep *Endpoint) group(addr uint64) *group {
-	if addr < collAddrBase || addr-collAddrBase >= uint64(len(ep.groups)) {
+	if addr < collAddrBase || addr-collAddrBase >= uint64(len(ep.coll.groups)) {
 		return nil
 	}
-	return ep.groups[addr-collAddrBase]
+	return ep.coll.groups[addr-collAddrBase]
 }
 
 // CollValid is fi_query_collective: whether operation kind runs with op
@@ -522,7 +533,7 @@ func (ep *Endpoint) collWatch(g *group, on bool) {
 	for i, c := range g.conns {
 		if i != g.me {
 			w.Watch(c, d)
-			ep.engine.rmaWatched += d
+			ep.engine.rma.watched += d
 		}
 	}
 	g.watch = on
@@ -531,7 +542,7 @@ func (ep *Endpoint) collWatch(g *group, on bool) {
 // collSweep fails the posted operations of every group a member of which
 // the wire reports dead (from rmaSweep).
 func (ep *Endpoint) collSweep(w transport.Watcher) {
-	for _, g := range ep.groups {
+	for _, g := range ep.coll.groups {
 		if g == nil || !g.watch {
 			continue
 		}
@@ -666,12 +677,12 @@ func (ep *Endpoint) collTake(g *group, o *collOp, b []byte) fi.Errno {
 // failed at the hub or belongs to another operation (members disagree).
 func (ep *Endpoint) collTakeIn(g *group, o *collOp, bits uint64) ([]byte, fi.Errno, bool) {
 	k := collKey{g.id, uint64(o.seq) | bits}
-	m, ok := ep.collIn[k]
+	m, ok := ep.coll.in[k]
 	if !ok {
 		return nil, 0, false
 	}
-	delete(ep.collIn, k)
-	ep.collInBytes -= len(m.b)
+	delete(ep.coll.in, k)
+	ep.coll.inBytes -= len(m.b)
 	if m.data&collError != 0 || int(m.data>>collKindShift&0xf) != o.kind {
 		return m.b, fi.EIO, true
 	}
@@ -703,16 +714,16 @@ func (ep *Endpoint) collDone(o *collOp, errno fi.Errno) {
 // rendezvous is fetched into a staging buffer first (rmaFetchDone calls
 // collStore).
 func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
-	if h.Len > collMaxBytes || ep.collLeft[h.Tag] {
+	if h.Len > collMaxBytes || ep.coll.left[h.Tag] {
 		ep.rmaDrop(m)
 		return
 	}
 	if m.IsRndv {
-		t := ep.engine.newOp(opRMATarget)
-		t.rma.hdr, t.rma.src = *h, m.SrcEPID
+		t := ep.engine.New(opRMATarget)
+		t.Proto.hdr, t.Proto.src = *h, m.SrcEPID
 		ep.rmaStage(t, h.Len)
 		ep.rmaWire(t, 1)
-		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
+		if done, n, err := ep.tp.Fetch(&m.Rndv, t.Proto.stage, t.ID); done || err != nil {
 			ep.rmaFetchDone(t, n, err)
 		}
 		return
@@ -725,22 +736,22 @@ func (ep *Endpoint) collDeliver(h *transport.Header, m *transport.Incoming) {
 
 // collStore keeps an arrived message (a copy) for its operation.
 func (ep *Endpoint) collStore(h *transport.Header, payload []byte) {
-	if ep.collIn == nil {
-		ep.collIn = map[collKey]collMsg{}
+	if ep.coll.in == nil {
+		ep.coll.in = map[collKey]collMsg{}
 	}
 	k := collKey{h.Tag, h.Data & collPlace}
-	if _, dup := ep.collIn[k]; dup || ep.collLeft[h.Tag] || len(ep.collIn) >= 1<<16 ||
-		ep.collInBytes+len(payload) > collInMaxBytes {
+	if _, dup := ep.coll.in[k]; dup || ep.coll.left[h.Tag] || len(ep.coll.in) >= 1<<16 ||
+		ep.coll.inBytes+len(payload) > collInMaxBytes {
 		// A second copy, one for a group left, or far more than any
 		// group posts: the reliable wires send none of these, so only
 		// a misbehaving peer does.
 		ep.dom.log.Warnf(fi.LOG_EP_DATA, "collective message dropped (group %#x, %#x): duplicate, group left, or %d (%d bytes) waiting",
-			h.Tag, h.Data, len(ep.collIn), ep.collInBytes)
+			h.Tag, h.Data, len(ep.coll.in), ep.coll.inBytes)
 		return
 	}
-	ep.collIn[k] = collMsg{data: h.Data, b: append([]byte{}, payload...)}
-	ep.collInBytes += len(payload)
-	for _, g := range ep.groups {
+	ep.coll.in[k] = collMsg{data: h.Data, b: append([]byte{}, payload...)}
+	ep.coll.inBytes += len(payload)
+	for _, g := range ep.coll.groups {
 		if g != nil && g.id == h.Tag {
 			ep.collAdvance(g)
 		}

@@ -456,14 +456,14 @@ func TestCollectiveDisagreements(t *testing.T) {
 	for k := 0; k < 20; k++ {
 		c.cqs[0].Read(words(&cqTagged{}), 1, nil) // the contributions arrive at the hub
 	}
-	if len(c.eps[0].collIn) == 0 {
+	if len(c.eps[0].coll.in) == 0 {
 		t.Fatal("no contribution waits at the hub")
 	}
 	if err := c.eps[0].Close(); !errors.Is(err, fi.EBUSY) {
 		t.Fatalf("Close with a group open: %v", err)
 	}
-	if err := c.eps[0].Leave(g[0]); err != nil || len(c.eps[0].collIn) != 0 || c.eps[0].collInBytes != 0 {
-		t.Fatalf("Leave: %v, %d messages (%d bytes) left", err, len(c.eps[0].collIn), c.eps[0].collInBytes)
+	if err := c.eps[0].Leave(g[0]); err != nil || len(c.eps[0].coll.in) != 0 || c.eps[0].coll.inBytes != 0 {
+		t.Fatalf("Leave: %v, %d messages (%d bytes) left", err, len(c.eps[0].coll.in), c.eps[0].coll.inBytes)
 	}
 	if err := c.eps[0].Close(); err != nil {
 		t.Fatalf("Close after leaving: %v", err)
@@ -500,8 +500,8 @@ func TestCollectiveMemberDies(t *testing.T) {
 	}
 	w2 := c.eps[2].tp.(*loopWire)
 	w0 := c.eps[0].tp.(*loopWire)
-	if c.eps[0].rmaWatched != 2 || w0.watched != 2 {
-		t.Fatalf("the hub watches %d members (wire %d), want 2", c.eps[0].rmaWatched, w0.watched)
+	if c.eps[0].rma.watched != 2 || w0.watched != 2 {
+		t.Fatalf("the hub watches %d members (wire %d), want 2", c.eps[0].rma.watched, w0.watched)
 	}
 	for k := 0; k < 100; k++ {
 		for _, i := range []int{0, 1} {
@@ -519,8 +519,8 @@ func TestCollectiveMemberDies(t *testing.T) {
 		t.Fatalf("errnos %v: both survivors should fail", got)
 	}
 	for _, i := range []int{0, 1} {
-		if w := c.eps[i].tp.(*loopWire); c.eps[i].rmaWatched != 0 || w.watched != 0 {
-			t.Fatalf("member %d still watches %d (wire %d)", i, c.eps[i].rmaWatched, w.watched)
+		if w := c.eps[i].tp.(*loopWire); c.eps[i].rma.watched != 0 || w.watched != 0 {
+			t.Fatalf("member %d still watches %d (wire %d)", i, c.eps[i].rma.watched, w.watched)
 		}
 	}
 }

@@ -12,9 +12,11 @@
 //   - the objects: fabric, domain (its lock and progress: domain.go,
 //     lock.go, progress.go), endpoint (ep.go), shared transmit context
 //     (stx.go), CQ, counter, EQ, MR, wait and poll sets;
-//   - the matching engine: posted receives, unexpected messages and their
-//     limits, the ops in flight, the sends the wire has no room for
-//     (msg.go, sendq.go);
+//   - the message path (msg.go): sends and receives over the endpoint's
+//     matching engine (package provider/match: the rule, posted receives,
+//     unexpected messages, the ops in flight), landing and completing
+//     them; the limits on what a sender makes it keep; the sends the wire
+//     has no room for (sendq.go);
 //   - the protocols it builds over any wire's Send and Fetch: RMA
 //     (rma.go), atomics (atomic.go), collectives (coll.go), triggered
 //     calls (trigger.go);

@@ -58,7 +58,7 @@ type Endpoint struct {
 	maxMsgSize   uint64
 	tagMask      uint64
 
-	engine // matching state, msg.go
+	engine // the data path's state, msg.go
 
 	fast    fastEP // the C posting fast path's page (fastep.go)
 	hasRing bool   // the wire has a C-readable ring (RingProbe); set at Enable
@@ -467,7 +467,7 @@ func (ep *Endpoint) Close() error {
 		d.unlock()
 		return fi.EINVAL
 	}
-	for _, g := range ep.groups {
+	for _, g := range ep.coll.groups {
 		if g != nil {
 			d.unlock()
 			return fi.EBUSY // a joined collective group (its fid_mc) is open
@@ -567,10 +567,10 @@ func (ep *Endpoint) poll() int {
 	if ep.sendQ.n > 0 {
 		ep.flushSendQ()
 	}
-	if len(ep.rmaOut) > 0 {
+	if len(ep.rma.out) > 0 {
 		ep.rmaFlush()
 	}
-	if ep.rmaWatched > 0 {
+	if ep.rma.watched > 0 {
 		// Answers that will never come: an idle poll (the C side's
 		// safety net sends one every 10 ms) or every 64th looks.
 		if ep.polls++; ep.polls%64 == 0 || ep.tp.Idle() {
@@ -586,7 +586,7 @@ func (ep *Endpoint) poll() int {
 	if ep.sendQ.n > 0 {
 		ep.flushSendQ() // the poll may have made room
 	}
-	if len(ep.rmaOut) > 0 {
+	if len(ep.rma.out) > 0 {
 		ep.rmaFlush()
 	}
 	return ep.events

@@ -10,13 +10,13 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fastc"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
-	"github.com/gopsm2/libfabric-psm2/transport"
+	"github.com/gopsm2/libfabric-psm2/provider/match"
 )
 
 // TestFastCMatchesLikeTheEngine gives the C matcher (fast/match.h:
 // psm2_rq_match, which delivers inline messages to the receives C queued)
-// and the engine's rule (matchKey and matches, as recvLocked posts a
-// receive) the same random receive queues, tag masks, ignore bits,
+// and the engine (package match's Key, Post and Match, as recvLocked
+// and Deliver use them) the same random receive queues, tag masks, ignore bits,
 // directed sources and messages, and requires the same receive to win.
 func TestFastCMatchesLikeTheEngine(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -72,17 +72,18 @@ func TestFastCMatchesLikeTheEngine(t *testing.T) {
 		if tagged {
 			msp = 1
 		}
-		h := transport.Header{Tag: tag}
-		for i, rq := range q {
-			o := op{space: space(rq.Flags)}
-			o.tag, o.ign = matchKey(o.space, rq.Tag, rq.Ignore, mask)
+		var e match.Engine[rmaOp]
+		for _, rq := range q {
+			o := e.New(opRecv) // IDs 0, 1, ...: the queue's indices
+			o.Space = space(rq.Flags)
+			o.Tag, o.Ign = match.Key(o.Space, rq.Tag, rq.Ignore, mask)
 			if caps&fi.DIRECTED_RECV != 0 && rq.Src != fi.AddrUnspec {
-				o.src = peers[rq.Src]
+				o.Src = peers[rq.Src]
 			}
-			if o.space == msp && matches(&o, &h, epid) {
-				want = i
-				break
-			}
+			e.Post(o)
+		}
+		if o := e.Match(msp, tag, epid); o != nil {
+			want = int(o.ID)
 		}
 		if got != want {
 			t.Fatalf("round %d: mask %#x caps %#x, message tagged %v tag %#x from %#x, queue %+v: C takes %d, the engine %d",

@@ -233,28 +233,15 @@ func (ep *Endpoint) syncFastLocked() {
 func (ep *Endpoint) deliverOK() bool {
 	e := &ep.engine
 	cq := ep.rxCQ
-	return ep.enabled && !ep.closed && e.posted[0].head == nil && e.posted[1].head == nil &&
-		ep.uxFew() && e.claimed.head == nil &&
+	return ep.enabled && !ep.closed && e.NonePosted() &&
+		// Unexpected messages only as many as the page holds the keys
+		// of, which C checks every receive it queues against: one early
+		// message (a collective's, from a third rank) sent every receive
+		// through Go until its own receive came (a ping-pong of two of
+		// four ranks on 2 cores called into Go 1.4 times a message).
+		e.Queued() <= uxKeys && e.NoneClaimed() &&
 		e.pending == 0 && ep.recvCntr == nil &&
 		cq != nil && cq.fast != nil && cq.efd < 0 && cq.ws == nil && ep.hasRing
-}
-
-// uxFew reports whether Go's unexpected messages are few enough for the
-// page to hold their keys (uxKeys), which C checks every receive it queues
-// against. One early message (a collective's, from a third rank) sent
-// every receive of the endpoint through Go until its own receive came: a
-// ping-pong of two of four ranks on 2 cores called into Go 1.4 times a
-// message.
-func (ep *Endpoint) uxFew() bool {
-	n := 0
-	for sp := range ep.engine.unexp {
-		for u := ep.engine.unexp[sp].head; u != nil; u = u.next {
-			if n++; n > uxKeys {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // publishUXLocked writes the keys of Go's unexpected messages into the
@@ -263,13 +250,13 @@ func (ep *Endpoint) uxFew() bool {
 func (ep *Endpoint) publishUXLocked() {
 	p := ep.fast.page
 	n := 0
-	for sp := range ep.engine.unexp {
-		for u := ep.engine.unexp[sp].head; u != nil && n <= uxKeys; u = u.next {
+	for sp := range uint8(2) {
+		for u := ep.engine.Unexpected(sp); u != nil && n <= uxKeys; u = u.Next() {
 			if n < uxKeys {
 				off := epfUX + n*uxKeySize
 				atomic.StoreUint64(fastWord(p, off), uint64(sp))
-				atomic.StoreUint64(fastWord(p, off+8), u.hdr.Tag)
-				atomic.StoreUint64(fastWord(p, off+16), u.src)
+				atomic.StoreUint64(fastWord(p, off+8), u.Hdr.Tag)
+				atomic.StoreUint64(fastWord(p, off+16), u.Src)
 			}
 			n++
 		}

@@ -243,36 +243,36 @@ func aoEntry(i int) int { return epfAOps + i*aoSize }
 // is free. The caller holds the domain lock.
 func (ep *Endpoint) armAnswer(o *op) {
 	p, cq := ep.fast.page, ep.txCQ
-	n, cntr := o.len, ep.readCntr
-	if o.rma.write {
+	n, cntr := o.Len, ep.readCntr
+	if o.Proto.write {
 		n, cntr = 0, ep.writeCntr // (an ack carries no bytes)
 	}
-	if p == nil || !ep.dom.fastLock || (n > 0 && o.buf == 0) || o.rma.iov != nil || cntr != nil ||
+	if p == nil || !ep.dom.fastLock || (n > 0 && o.Buf == 0) || o.Proto.iov != nil || cntr != nil ||
 		cq == nil || cq.fast == nil || cq.efd >= 0 || cq.ws != nil ||
-		o.flags&NoCompletion != 0 || (ep.txSel && o.flags&fi.COMPLETION == 0) {
+		o.Flags&NoCompletion != 0 || (ep.txSel && o.Flags&fi.COMPLETION == 0) {
 		return
 	}
-	i := int(o.id % aoCap)
+	i := int(o.ID % aoCap)
 	e := aoEntry(i)
 	if atomic.LoadUint64(fastWord(p, e+aoState)) != 0 {
 		return
 	}
 	atomic.StoreUint64(fastWord(p, e+aoID), rmaID(o))
-	atomic.StoreUint64(fastWord(p, e+aoBuf), uint64(o.buf))
+	atomic.StoreUint64(fastWord(p, e+aoBuf), uint64(o.Buf))
 	atomic.StoreUint64(fastWord(p, e+aoLen), n)
-	atomic.StoreUint64(fastWord(p, e+aoCtx), uint64(o.ctx))
+	atomic.StoreUint64(fastWord(p, e+aoCtx), uint64(o.Ctx))
 	atomicx.StoreRel64(fastWord(p, e+aoState), aoArmed)
 	atomic.AddUint64(fastWord(p, epfArmed), 1)
-	o.rma.aslot = i + 1
+	o.Proto.aslot = i + 1
 }
 
 // disarm takes o out of the armed table: Go completes it after all. The
 // caller holds the domain lock (so C is not completing it meanwhile).
 func (ep *Endpoint) disarm(o *op) {
-	if o.rma.aslot == 0 {
+	if o.Proto.aslot == 0 {
 		return
 	}
-	i := o.rma.aslot - 1
+	i := o.Proto.aslot - 1
 	if p := ep.fast.page; p != nil {
 		e := aoEntry(i)
 		if st := atomic.LoadUint64(fastWord(p, e+aoState)); st == aoArmed || st == aoAdopted {
@@ -283,7 +283,7 @@ func (ep *Endpoint) disarm(o *op) {
 	if ep.cops[i] == o {
 		ep.cops[i] = nil
 	}
-	o.rma.aslot = 0
+	o.Proto.aslot = 0
 }
 
 // eachEntry calls fn for every armed-table entry in state st of the
@@ -307,14 +307,14 @@ func (d *Domain) reapLocked() {
 	d.eachEntry(aoDone, func(ep *Endpoint, p []byte, i, e int) {
 		o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
 		atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
-		if o == nil || o.rma.aslot != i+1 {
+		if o == nil || o.Proto.aslot != i+1 {
 			return
 		}
 		ep.cops[i] = nil
-		o.rma.aslot = 0
-		o.rma.answered = true
+		o.Proto.aslot = 0
+		o.Proto.answered = true
 		ep.rmaWatch(o, false)
-		ep.engine.freeOp(o)
+		ep.engine.Free(o)
 	})
 }
 
@@ -326,19 +326,19 @@ func (d *Domain) adoptLocked() {
 	atomic.StoreUint64(fastWord(d.fast, domCPosted), 0)
 	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
 		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)) & aoDestMask)
-		o := ep.engine.newOp(opRMA)
-		o.ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
-		o.len = atomic.LoadUint64(fastWord(p, e+aoLen))
-		o.buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
-		o.flags = fi.ATOMIC | fi.READ | fi.COMPLETION
+		o := ep.engine.New(opRMA)
+		o.Ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
+		o.Len = atomic.LoadUint64(fastWord(p, e+aoLen))
+		o.Buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
+		o.Flags = fi.ATOMIC | fi.READ | fi.COMPLETION
 		// (an fi_atomic's entry has no length: its answer is an ack)
-		o.rma.atomic, o.rma.write, o.rma.conn, o.rma.aslot = true, o.len == 0, c, i+1
+		o.Proto.atomic, o.Proto.write, o.Proto.conn, o.Proto.aslot = true, o.Len == 0, c, i+1
 		ep.cops[i] = o
 		atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
 		if errno != 0 {
 			// (C sent it over this very connection, so this is not
 			// expected.)
-			o.rma.err, o.rma.answered = errno, true
+			o.Proto.err, o.Proto.answered = errno, true
 			ep.rmaMaybeDone(o)
 			return
 		}

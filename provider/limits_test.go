@@ -80,7 +80,8 @@ func TestUnexpectedHeldBack(t *testing.T) {
 	uxBytes := func() uint64 {
 		b.ep.dom.lock()
 		defer b.ep.dom.unlock()
-		return b.ep.engine.uxBytes
+		_, n := b.ep.engine.Kept()
+		return n
 	}
 	refusals := func() uint64 {
 		b.ep.dom.lock()
@@ -181,8 +182,8 @@ func TestRMAClaimedLength(t *testing.T) {
 	m := transport.Incoming{SrcEPID: a.ep.epid, IsRndv: true}
 	b.ep.dom.lock()
 	(*epEvents)(b.ep).Deliver(&h, &m)
-	refused := b.ep.engine.rmaStats.Refused
-	staged := b.ep.engine.rmaStaged
+	refused := b.ep.engine.rma.stats.Refused
+	staged := b.ep.engine.rma.staged
 	b.ep.dom.unlock()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)

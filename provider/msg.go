@@ -1,7 +1,9 @@
 package provider
 
-// Over 600 lines: the matching engine (posted and unexpected queues, Deliver,
-// the send path, op slots): one struct whose invariants span all of it.
+// Over 600 lines: the message path whole, sending (resolving the peer,
+// queueing), receiving (posting, peek and claim, landing, completing) and
+// the wire's events (Deliver, Admit, Hold, SendDone, FetchDone), which
+// finish what the posting calls started.
 
 import (
 	"errors"
@@ -12,18 +14,13 @@ import (
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/internal/umem"
 	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
+	"github.com/gopsm2/libfabric-psm2/provider/match"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
-// The matching engine: posted receives, unexpected messages, and the ops
-// in flight on the wire. Everything here runs under the domain lock.
-//
-// Untagged (FI_MSG) and tagged (FI_TAGGED) traffic are separate match
-// spaces, as in psm2 where the message kind is part of the wire tag. A
-// receive matches a message when the source fits (any, or the directed
-// peer) and ((tag ^ rtag) & ^ignore) == 0; the first posted receive that
-// matches wins, and a receive takes the first unexpected message that
-// matches, so messages from one sender are received in the order sent.
+// The endpoint's side of tag matching: posting sends and receives,
+// landing a matched message, completing. The rule, the queues and the op
+// table are package match's; everything here runs under the domain lock.
 
 // Header flags: what kind of message, and what travels with it.
 const (
@@ -34,7 +31,7 @@ const (
 
 // Op kinds.
 const (
-	opFree uint8 = iota
+	opFree uint8 = match.Free + iota
 	opSend
 	opRecv
 	opMultiChild // one message landing in a multi-receive buffer
@@ -42,108 +39,18 @@ const (
 	opRMATarget  // a peer's RMA being served here (rma.go)
 )
 
-// op is a send or a receive the engine tracks. ops live in engine.ops and
-// are named on the wire by their index (the cookie); free ones are reused.
-type op struct {
-	id    uint64
-	kind  uint8
-	space uint8 // 0 untagged, 1 tagged
-	ctx   uintptr
-	flags uint64 // the caller's op flags
-	buf   uintptr
-	len   uint64
-	tag   uint64
-	ign   uint64
-	src   uint64 // directed source epid; anySrc when 0
-	next  *op
-
-	// Multi-receive: bytes used of the buffer, children in flight, and
-	// whether the buffer was released (below min_multi_recv).
-	used     uint64
-	inflight int
-	released bool
-	parent   *op
-
-	// What matched, for the completion.
-	rtag    uint64
-	rdata   uint64
-	rhflags uint32
-	rlen    uint64 // the message's length
-	rsrc    uint64 // sender epid
-
-	gen uint32 // bumped each time the op is reused: RMA ids carry it
-	rma rmaOp  // RMA state (rma.go)
-}
+// op is a send, a receive or an RMA operation, named on the wire by its
+// ID; Proto is its RMA state (rma.go).
+type op = match.Op[rmaOp]
 
 // unexpected is an arrived message no receive has taken yet.
-type unexpected struct {
-	hdr     transport.Header
-	src     uint64
-	payload []byte // eager data (pooled), nil for rendezvous
-	rndv    transport.Rndv
-	isRndv  bool
-	claim   uintptr // context of the FI_CLAIM that owns it
-	next    *unexpected
-}
+type unexpected = match.Unexpected
 
-type opQueue struct{ head, tail *op }
-
-func (q *opQueue) push(o *op) {
-	o.next = nil
-	if q.tail == nil {
-		q.head, q.tail = o, o
-	} else {
-		q.tail.next, q.tail = o, o
-	}
-}
-
-// remove unlinks o, whose predecessor is prev (nil at the head).
-func (q *opQueue) remove(prev, o *op) {
-	if prev == nil {
-		q.head = o.next
-	} else {
-		prev.next = o.next
-	}
-	if q.tail == o {
-		q.tail = prev
-	}
-	o.next = nil
-}
-
-type uxQueue struct{ head, tail *unexpected }
-
-func (q *uxQueue) push(u *unexpected) {
-	u.next = nil
-	if q.tail == nil {
-		q.head, q.tail = u, u
-	} else {
-		q.tail.next, q.tail = u, u
-	}
-}
-
-func (q *uxQueue) remove(prev, u *unexpected) {
-	if prev == nil {
-		q.head = u.next
-	} else {
-		prev.next = u.next
-	}
-	if q.tail == u {
-		q.tail = prev
-	}
-	u.next = nil
-}
-
-// engine is an endpoint's matching state.
+// engine is an endpoint's state of the data path: its matching engine,
+// connections, queued sends, RMA and collectives.
 type engine struct {
-	ep      *Endpoint
-	posted  [2]opQueue
-	unexp   [2]uxQueue
-	claimed uxQueue // FI_CLAIMed messages waiting for their receive
-
-	ops     []*op
-	freeOps []*op
-	freeUx  []*unexpected
-	bufs    [bufClasses][][]byte
+	match.Engine[rmaOp] // the op table, posted receives, unexpected messages
+	ep                  *Endpoint
 
 	pending int // sends and fetches in flight on the wire
 
@@ -157,133 +64,18 @@ type engine struct {
 	inPoll bool      // inside the wire's Poll: RMA sends wait in the outbox
 	noHold bool      // the wire's Poll takes every message (Hold)
 	sendQ  sendQueue // sends the wire had no room for (sendq.go)
-	rmaOut []rmaMsg  // RMA sends waiting for the wire (rma.go)
 
-	// Collectives (coll.go): the joined groups (fi_mc_addr slots), joins
-	// per member list, and arrived messages waiting for their operation.
-	groups      []*group
-	collJoins   map[uint64]uint64
-	collIn      map[collKey]collMsg
-	collInBytes int
-	collLeft    map[uint64]bool // groups left: their late messages are dropped
-	rmaWait     *op             // write-long requests waiting for their bytes
+	rma  rmaState  // RMA and atomics (rma.go)
+	coll collState // collectives (coll.go)
 
-	// What arrived and waits (admit: the limits a network sender is held
-	// back at): unexpected messages and their payload bytes, RMA
-	// requests staged (bytes) and write-long requests waiting for theirs.
-	uxCount    int
-	uxBytes    uint64
-	rmaStaged  uint64
-	rmaWaiting int
+	polls int // ep.poll calls, to space the sweeps
 
-	rmaWatched int             // RMA ops whose peer the wire watches (rmaSweep)
-	rmaScratch [atomicHdr]byte // a request's header, copied by the wire
-	flushIov   [1][]byte       // the outbox's gather list for small payloads
-	smallBuf   [rmaSmall]byte  // a small payload sent at once
-	postHdr    transport.Header
-	polls      int // ep.poll calls, to space the sweeps
-
-	rmaStats RMAStats
 	// refusals counts messages Admit refused (each is asked for again,
 	// so one held-back message may count several times).
 	refusals uint64
-	// unexpected counts messages queued because no receive took them.
-	unexpected uint64
-}
-
-// RMAStats counts an endpoint's RMA and atomic requests, as initiator
-// (started on the wire) and as target (served, and refused: bad key,
-// access or range). The endpoint logs them at close.
-type RMAStats struct {
-	Writes, Reads, Atomics uint64
-	Served, Refused        uint64
-	// Bytes written, read, and of the atomics' operands sent.
-	WriteBytes, ReadBytes, AtomicBytes uint64
 }
 
 func (e *engine) init(ep *Endpoint) { e.ep = ep }
-
-// Unexpected payload buffers come in power-of-two classes from 64 B.
-const (
-	bufMinShift = 6
-	bufClasses  = 13 // up to 256 KiB (hfi's eager threshold); larger ones are not pooled
-)
-
-func bufClass(n int) int {
-	c := 0
-	for (1 << (bufMinShift + c)) < n {
-		c++
-	}
-	return c
-}
-
-func (e *engine) getBuf(n int) []byte {
-	c := bufClass(n)
-	if c >= bufClasses {
-		return make([]byte, n)
-	}
-	if l := e.bufs[c]; len(l) > 0 {
-		b := l[len(l)-1]
-		e.bufs[c] = l[:len(l)-1]
-		return b[:n]
-	}
-	return make([]byte, n, 1<<(bufMinShift+c))
-}
-
-func (e *engine) putBuf(b []byte) {
-	c := bufClass(cap(b))
-	if c < bufClasses && cap(b) == 1<<(bufMinShift+c) && len(e.bufs[c]) < 64 {
-		e.bufs[c] = append(e.bufs[c], b[:0])
-	}
-}
-
-func (e *engine) newOp(kind uint8) *op {
-	var o *op
-	if n := len(e.freeOps); n > 0 {
-		o = e.freeOps[n-1]
-		e.freeOps = e.freeOps[:n-1]
-	} else {
-		o = &op{id: uint64(len(e.ops))}
-		e.ops = append(e.ops, o)
-	}
-	id, gen := o.id, o.gen+1
-	*o = op{id: id, kind: kind, gen: gen}
-	return o
-}
-
-func (e *engine) freeOp(o *op) {
-	if o.kind == opFree {
-		return // already free: a second free would hand it out twice
-	}
-	o.kind = opFree
-	e.freeOps = append(e.freeOps, o)
-}
-
-func (e *engine) opByCookie(c uint64) *op {
-	if c >= uint64(len(e.ops)) || e.ops[c].kind == opFree {
-		return nil
-	}
-	return e.ops[c]
-}
-
-func (e *engine) newUx() *unexpected {
-	if n := len(e.freeUx); n > 0 {
-		u := e.freeUx[n-1]
-		e.freeUx = e.freeUx[:n-1]
-		return u
-	}
-	return &unexpected{}
-}
-
-func (e *engine) freeUxMsg(u *unexpected) {
-	e.uxCount--
-	if u.payload != nil {
-		e.uxBytes -= uint64(len(u.payload))
-		e.putBuf(u.payload)
-	}
-	*u = unexpected{}
-	e.freeUx = append(e.freeUx, u)
-}
 
 // forgetAddr drops the cached connection of fi_addr a (AV removal).
 func (e *engine) forgetAddr(a uint64) {
@@ -445,8 +237,8 @@ func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx 
 		h.Flags |= hfData
 		h.Data = data
 	}
-	o := e.newOp(opSend)
-	o.space, o.ctx, o.flags, o.len, o.tag, o.rdata = sp, ctx, flags, total, h.Tag, data
+	o := e.New(opSend)
+	o.Space, o.Ctx, o.Flags, o.Len, o.Tag, o.RData = sp, ctx, flags, total, h.Tag, data
 	var tflags uint32
 	if flags&fi.INJECT != 0 {
 		tflags = transport.SendCopy
@@ -461,13 +253,13 @@ func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx 
 			if e.sendQ.n < sendQMax {
 				errno = ep.queueSend(o, c, e.iov[:len(vecs)], tflags)
 			} else {
-				e.freeOp(o)
+				e.Free(o)
 			}
 			clear(e.iov[:len(vecs)])
 			return errno
 		}
 	}
-	done, err := ep.wireSend(dest, &c, h, e.iov[:len(vecs)], o.id, tflags)
+	done, err := ep.wireSend(dest, &c, h, e.iov[:len(vecs)], o.ID, tflags)
 	if err != nil && e.sendQ.n < sendQMax && errnoOf(err) == fi.EAGAIN {
 		errno := ep.queueSend(o, c, e.iov[:len(vecs)], tflags)
 		clear(e.iov[:len(vecs)])
@@ -475,7 +267,7 @@ func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx 
 	}
 	clear(e.iov[:len(vecs)])
 	if err != nil {
-		e.freeOp(o)
+		e.Free(o)
 		errno := errnoOf(err)
 		if errno == fi.EAGAIN || errno == fi.EMSGSIZE {
 			return errno
@@ -483,12 +275,12 @@ func (ep *Endpoint) sendLocked(vecs []Iovec, dest uint64, tag, data uint64, ctx 
 		// The peer is gone: the send fails through the CQ, like a send
 		// that fails after it was posted.
 		ep.completeSend(o, errno)
-		e.freeOp(o)
+		e.Free(o)
 		return 0
 	}
 	if done {
 		ep.completeSend(o, 0)
-		e.freeOp(o)
+		e.Free(o)
 	} else {
 		e.pending++
 	}
@@ -537,12 +329,12 @@ const NoCompletion uint64 = 1 << 60
 // inject call or selective completion leaves it out, and the send counter.
 func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 	flags := fi.SEND | fi.MSG
-	if o.space == 1 {
+	if o.Space == 1 {
 		flags = fi.SEND | fi.TAGGED
 	}
 	if err != 0 {
 		if ep.txCQ != nil {
-			ep.txCQ.completeErr(o.ctx, flags, 0, 0, o.rdata, o.tag, err, 0, nil)
+			ep.txCQ.completeErr(o.Ctx, flags, 0, 0, o.RData, o.Tag, err, 0, nil)
 		}
 		if ep.sendCntr != nil {
 			ep.sendCntr.incErr()
@@ -550,8 +342,8 @@ func (ep *Endpoint) completeSend(o *op, err fi.Errno) {
 		ep.events++
 		return
 	}
-	if ep.txCQ != nil && o.flags&NoCompletion == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
-		ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, 0, nil)
+	if ep.txCQ != nil && o.Flags&NoCompletion == 0 && (!ep.txSel || o.Flags&fi.COMPLETION != 0) {
+		ep.txCQ.complete(o.Ctx, flags, 0, 0, 0, 0, 0, nil)
 	}
 	if ep.sendCntr != nil {
 		ep.sendCntr.inc()
@@ -593,7 +385,7 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 		}
 	}
 	sp := space(flags)
-	tag, ignore = matchKey(sp, tag, ignore, ep.tagMask)
+	tag, ignore = match.Key(sp, tag, ignore, ep.tagMask)
 	var srcEPID uint64
 	if src != fi.AddrUnspec && ep.caps&fi.DIRECTED_RECV != 0 {
 		name, ok := ep.av.nameLocked(src)
@@ -621,43 +413,20 @@ func (ep *Endpoint) recvLocked(iov []Iovec, src uint64, tag, ignore uint64, ctx 
 	if flags&fi.CLAIM != 0 {
 		return ep.claim(buf, length, ctx, flags)
 	}
-	o := e.newOp(opRecv)
-	o.space, o.ctx, o.flags, o.buf, o.len, o.tag, o.ign, o.src = sp, ctx, flags, buf, length, tag, ignore, srcEPID
+	o := e.New(opRecv)
+	o.Space, o.Ctx, o.Flags, o.Buf, o.Len, o.Tag, o.Ign, o.Src = sp, ctx, flags, buf, length, tag, ignore, srcEPID
 	// An unexpected message that matches is taken first.
-	q := &e.unexp[sp]
-	var prev *unexpected
-	for u := q.head; u != nil; {
-		next := u.next
-		if matches(o, &u.hdr, u.src) {
-			q.remove(prev, u)
-			ep.deliverUx(o, u)
-			if o.flags&fi.MULTI_RECV == 0 || o.released {
-				if o.inflight == 0 {
-					e.freeOp(o)
-				}
-				return 0
+	for u := e.TakeUnexpected(o); u != nil; u = e.TakeUnexpected(o) {
+		ep.deliverUx(o, u)
+		if o.Flags&fi.MULTI_RECV == 0 || o.Released {
+			if o.Inflight == 0 {
+				e.Free(o)
 			}
-		} else {
-			prev = u
+			return 0
 		}
-		u = next
 	}
-	e.posted[sp].push(o)
+	e.Post(o)
 	return 0
-}
-
-// matchKey is the tag and ignore bits a receive of space sp matches
-// with: an untagged receive takes any message of its space, a tagged one
-// compares the bits of the tag mask that ignore does not set.
-func matchKey(sp uint8, tag, ignore, mask uint64) (uint64, uint64) {
-	if sp == 0 {
-		return 0, ^uint64(0)
-	}
-	return tag & mask, ignore | ^mask
-}
-
-func matches(o *op, h *transport.Header, src uint64) bool {
-	return (o.src == 0 || o.src == src) && (h.Tag^o.tag)&^o.ign == 0
 }
 
 // peek answers FI_PEEK: a completion describing the first matching
@@ -665,15 +434,7 @@ func matches(o *op, h *transport.Header, src uint64) bool {
 // an FI_ENOMSG error entry.
 func (ep *Endpoint) peek(sp uint8, src, tag, ignore uint64, ctx uintptr, flags uint64) {
 	e := &ep.engine
-	probe := op{src: src, tag: tag, ign: ignore}
-	q := &e.unexp[sp]
-	var prev *unexpected
-	u := q.head
-	for ; u != nil; prev, u = u, u.next {
-		if matches(&probe, &u.hdr, u.src) {
-			break
-		}
-	}
+	u := e.Peek(sp, src, tag, ignore)
 	cflags := fi.RECV | fi.MSG
 	if sp == 1 {
 		cflags = fi.RECV | fi.TAGGED
@@ -685,21 +446,20 @@ func (ep *Endpoint) peek(sp uint8, src, tag, ignore uint64, ctx uintptr, flags u
 		ep.events++
 		return
 	}
-	if u.hdr.Flags&hfData != 0 {
+	if u.Hdr.Flags&hfData != 0 {
 		cflags |= fi.REMOTE_CQ_DATA
 	}
 	if ep.rxCQ != nil {
-		ep.rxCQ.complete(ctx, cflags, u.hdr.Len, 0, u.hdr.Data, u.hdr.Tag, u.src, ep.av)
+		ep.rxCQ.complete(ctx, cflags, u.Hdr.Len, 0, u.Hdr.Data, u.Hdr.Tag, u.Src, ep.av)
 	}
 	ep.events++
 	switch {
 	case flags&fi.DISCARD != 0:
-		q.remove(prev, u)
+		e.Take(sp, u)
 		ep.dropUx(u)
 	case flags&fi.CLAIM != 0:
-		q.remove(prev, u)
-		u.claim = ctx
-		e.claimed.push(u)
+		e.Take(sp, u)
+		e.SetAside(u, ctx)
 	}
 }
 
@@ -707,34 +467,27 @@ func (ep *Endpoint) peek(sp uint8, src, tag, ignore uint64, ctx uintptr, flags u
 // context claimed: into buf, or dropped with FI_DISCARD.
 func (ep *Endpoint) claim(buf uintptr, length uint64, ctx uintptr, flags uint64) fi.Errno {
 	e := &ep.engine
-	var prev *unexpected
-	u := e.claimed.head
-	for ; u != nil; prev, u = u, u.next {
-		if u.claim == ctx {
-			break
-		}
-	}
+	u := e.Claimed(ctx)
 	if u == nil {
 		return fi.EINVAL
 	}
-	e.claimed.remove(prev, u)
 	sp := uint8(0)
-	if u.hdr.Flags&hfTagged != 0 {
+	if u.Hdr.Flags&hfTagged != 0 {
 		sp = 1
 	}
-	o := e.newOp(opRecv)
-	o.space, o.ctx, o.flags, o.buf, o.len = sp, ctx, flags&^fi.CLAIM, buf, length
+	o := e.New(opRecv)
+	o.Space, o.Ctx, o.Flags, o.Buf, o.Len = sp, ctx, flags&^fi.CLAIM, buf, length
 	if flags&fi.DISCARD != 0 {
-		o.len = 0
-		o.rtag, o.rdata, o.rhflags, o.rlen, o.rsrc = u.hdr.Tag, u.hdr.Data, u.hdr.Flags, 0, u.src
+		o.Len = 0
+		o.RTag, o.RData, o.RHFlags, o.RLen, o.RSrc = u.Hdr.Tag, u.Hdr.Data, u.Hdr.Flags, 0, u.Src
 		ep.dropUx(u)
 		ep.completeRecv(o, 0, 0)
-		e.freeOp(o)
+		e.Free(o)
 		return 0
 	}
 	ep.deliverUx(o, u)
-	if o.inflight == 0 {
-		e.freeOp(o)
+	if o.Inflight == 0 {
+		e.Free(o)
 	}
 	return 0
 }
@@ -742,23 +495,23 @@ func (ep *Endpoint) claim(buf uintptr, length uint64, ctx uintptr, flags uint64)
 // dropUx discards an unexpected message (the sender of a rendezvous is
 // told, so its send completes).
 func (ep *Endpoint) dropUx(u *unexpected) {
-	if u.isRndv {
-		ep.tp.Discard(&u.rndv)
+	if u.IsRndv {
+		ep.tp.Discard(&u.Rndv)
 	}
-	ep.engine.freeUxMsg(u)
+	ep.engine.FreeUnexpected(u)
 }
 
 // deliverUx lands unexpected message u in receive o and frees u.
 func (ep *Endpoint) deliverUx(o *op, u *unexpected) {
-	m := transport.Incoming{SrcEPID: u.src, Payload: u.payload, IsRndv: u.isRndv}
-	if u.isRndv {
-		m.Rndv = u.rndv
+	m := transport.Incoming{SrcEPID: u.Src, Payload: u.Payload, IsRndv: u.IsRndv}
+	if u.IsRndv {
+		m.Rndv = u.Rndv
 	}
-	if m.Payload == nil && !u.isRndv {
+	if m.Payload == nil && !u.IsRndv {
 		m.Payload = []byte{}
 	}
-	ep.land(o, &u.hdr, &m)
-	ep.engine.freeUxMsg(u)
+	ep.land(o, &u.Hdr, &m)
+	ep.engine.FreeUnexpected(u)
 }
 
 // land puts message (h, m) into receive o: into its buffer, or at the
@@ -767,23 +520,23 @@ func (ep *Endpoint) deliverUx(o *op, u *unexpected) {
 func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	e := &ep.engine
 	t := o
-	dst := o.buf
-	room := o.len
-	if o.flags&fi.MULTI_RECV != 0 {
-		t = e.newOp(opMultiChild)
-		t.parent, t.space, t.ctx, t.flags = o, o.space, o.ctx, o.flags
-		dst = o.buf + uintptr(o.used)
-		room = o.len - o.used
-		t.buf = dst
-		o.inflight++
+	dst := o.Buf
+	room := o.Len
+	if o.Flags&fi.MULTI_RECV != 0 {
+		t = e.New(opMultiChild)
+		t.Parent, t.Space, t.Ctx, t.Flags = o, o.Space, o.Ctx, o.Flags
+		dst = o.Buf + uintptr(o.Used)
+		room = o.Len - o.Used
+		t.Buf = dst
+		o.Inflight++
 	}
 	n := min(h.Len, room)
-	t.len = n
-	t.rtag, t.rdata, t.rhflags, t.rlen, t.rsrc = h.Tag, h.Data, h.Flags, h.Len, m.SrcEPID
-	if o.flags&fi.MULTI_RECV != 0 {
-		o.used += n
-		if o.len-o.used < max(ep.minMultiRecv, 1) {
-			o.released = true
+	t.Len = n
+	t.RTag, t.RData, t.RHFlags, t.RLen, t.RSrc = h.Tag, h.Data, h.Flags, h.Len, m.SrcEPID
+	if o.Flags&fi.MULTI_RECV != 0 {
+		o.Used += n
+		if o.Len-o.Used < max(ep.minMultiRecv, 1) {
+			o.Released = true
 		}
 	}
 	if !m.IsRndv {
@@ -807,10 +560,10 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 	if n > 0 {
 		dstb = cbytes(dst, n)
 	}
-	t.inflight++ // the fetch
-	done, got, err := ep.tp.Fetch(&m.Rndv, dstb, t.id)
+	t.Inflight++ // the fetch
+	done, got, err := ep.tp.Fetch(&m.Rndv, dstb, t.ID)
 	if done || err != nil {
-		t.inflight--
+		t.Inflight--
 		ep.finishRecv(t, uint64(got), errnoOf(err))
 	} else {
 		e.pending++
@@ -823,50 +576,39 @@ func (ep *Endpoint) land(o *op, h *transport.Header, m *transport.Incoming) {
 // landed it (the poster or Deliver, or FetchDone once it is async).
 func (ep *Endpoint) finishRecv(t *op, n uint64, err fi.Errno) {
 	ep.completeRecv(t, n, err)
-	if p := t.parent; p != nil {
-		p.inflight--
-		ep.engine.freeOp(t)
+	if p := t.Parent; p != nil {
+		p.Inflight--
+		ep.engine.Free(t)
 	}
-}
-
-// isPosted reports whether o is still on a posted queue.
-func (ep *Endpoint) isPosted(o *op) bool {
-	q := &ep.engine.posted[o.space]
-	for x := q.head; x != nil; x = x.next {
-		if x == o {
-			return true
-		}
-	}
-	return false
 }
 
 // completeRecv reports a finished receive.
 func (ep *Endpoint) completeRecv(t *op, n uint64, err fi.Errno) {
 	flags := fi.RECV | fi.MSG
-	if t.space == 1 {
+	if t.Space == 1 {
 		flags = fi.RECV | fi.TAGGED
 	}
-	if t.rhflags&hfData != 0 {
+	if t.RHFlags&hfData != 0 {
 		flags |= fi.REMOTE_CQ_DATA
 	}
-	if p := t.parent; p != nil && p.released && p.inflight == 1 {
+	if p := t.Parent; p != nil && p.Released && p.Inflight == 1 {
 		flags |= fi.MULTI_RECV
 	}
 	ep.events++
-	if err == 0 && n < t.rlen {
+	if err == 0 && n < t.RLen {
 		err = fi.ETRUNC
 	}
 	if err != 0 {
 		if ep.rxCQ != nil {
-			ep.rxCQ.completeErr(t.ctx, flags, n, t.buf, t.rdata, t.rtag, err, t.rlen-n, nil)
+			ep.rxCQ.completeErr(t.Ctx, flags, n, t.Buf, t.RData, t.RTag, err, t.RLen-n, nil)
 		}
 		if ep.recvCntr != nil {
 			ep.recvCntr.incErr()
 		}
 		return
 	}
-	if ep.rxCQ != nil && (!ep.rxSel || t.flags&fi.COMPLETION != 0) {
-		ep.rxCQ.complete(t.ctx, flags, n, t.buf, t.rdata, t.rtag, t.rsrc, ep.av)
+	if ep.rxCQ != nil && (!ep.rxSel || t.Flags&fi.COMPLETION != 0) {
+		ep.rxCQ.complete(t.Ctx, flags, n, t.Buf, t.RData, t.RTag, t.RSrc, ep.av)
 	}
 	if ep.recvCntr != nil {
 		ep.recvCntr.inc()
@@ -880,36 +622,29 @@ func (ep *Endpoint) Cancel(ctx unsafe.Pointer) error {
 	d.lock()
 	defer d.unlock()
 	e := &ep.engine
-	for sp := range e.posted {
-		q := &e.posted[sp]
-		var prev *op
-		for o := q.head; o != nil; prev, o = o, o.next {
-			if o.ctx != uintptr(ctx) {
-				continue
-			}
-			q.remove(prev, o)
-			flags := fi.RECV | fi.MSG
-			if o.space == 1 {
-				flags = fi.RECV | fi.TAGGED
-			}
-			if o.flags&fi.MULTI_RECV != 0 {
-				flags |= fi.MULTI_RECV
-			}
-			if ep.rxCQ != nil {
-				ep.rxCQ.completeErr(o.ctx, flags, 0, o.buf, 0, o.tag, fi.ECANCELED, 0, nil)
-			}
-			if ep.recvCntr != nil {
-				ep.recvCntr.incErr()
-			}
-			if o.inflight == 0 {
-				e.freeOp(o)
-			} else {
-				o.released = true
-			}
-			return nil
-		}
+	o := e.Cancel(uintptr(ctx))
+	if o == nil {
+		return fi.ENOENT
 	}
-	return fi.ENOENT
+	flags := fi.RECV | fi.MSG
+	if o.Space == 1 {
+		flags = fi.RECV | fi.TAGGED
+	}
+	if o.Flags&fi.MULTI_RECV != 0 {
+		flags |= fi.MULTI_RECV
+	}
+	if ep.rxCQ != nil {
+		ep.rxCQ.completeErr(o.Ctx, flags, 0, o.Buf, 0, o.Tag, fi.ECANCELED, 0, nil)
+	}
+	if ep.recvCntr != nil {
+		ep.recvCntr.incErr()
+	}
+	if o.Inflight == 0 {
+		e.Free(o)
+	} else {
+		o.Released = true
+	}
+	return nil
 }
 
 // epEvents is the endpoint seen as the wire's event handler.
@@ -930,44 +665,27 @@ func (h *epEvents) Deliver(hdr *transport.Header, m *transport.Incoming) {
 	if hdr.Flags&hfTagged != 0 {
 		sp = 1
 	}
-	q := &e.posted[sp]
-	var prev *op
-	for o := q.head; o != nil; prev, o = o, o.next {
-		if !matches(o, hdr, m.SrcEPID) {
-			continue
-		}
-		if o.flags&fi.MULTI_RECV == 0 {
-			q.remove(prev, o)
-			ep.land(o, hdr, m)
-			if o.inflight == 0 {
-				e.freeOp(o)
-			}
-			return
-		}
+	if o := e.Match(sp, hdr.Tag, m.SrcEPID); o != nil {
 		ep.land(o, hdr, m)
-		if o.released {
-			q.remove(prev, o)
-			if o.inflight == 0 {
-				e.freeOp(o)
+		if o.Flags&fi.MULTI_RECV != 0 {
+			if !o.Released {
+				return // (a multi-receive buffer stays posted until released)
 			}
+			e.Unpost(o)
+		}
+		if o.Inflight == 0 {
+			e.Free(o)
 		}
 		return
 	}
 	if m.Early {
 		return // no receive for it yet: it comes again, whole
 	}
-	u := e.newUx()
-	u.hdr, u.src = *hdr, m.SrcEPID
+	var rndv *transport.Rndv
 	if m.IsRndv {
-		u.isRndv, u.rndv = true, m.Rndv
-	} else {
-		u.payload = e.getBuf(len(m.Payload))
-		copy(u.payload, m.Payload)
-		e.uxBytes += uint64(len(u.payload))
+		rndv = &m.Rndv
 	}
-	e.uxCount++
-	e.unexpected++
-	e.unexp[sp].push(u)
+	e.AddUnexpected(sp, hdr, m.SrcEPID, m.Payload, rndv)
 }
 
 // Admit (transport.Admitter) bounds what a network sender can make the
@@ -986,17 +704,15 @@ func (h *epEvents) Admit(hdr *transport.Header, src uint64, rndv bool) bool {
 	if rndv {
 		keep = 0
 	}
-	if e.uxCount < ep.dom.params.UnexpCount && e.uxBytes+keep <= uint64(ep.dom.params.UnexpBytes) {
+	if n, b := e.Kept(); n < ep.dom.params.UnexpCount && b+keep <= uint64(ep.dom.params.UnexpBytes) {
 		return true
 	}
 	sp := uint8(0)
 	if hdr.Flags&hfTagged != 0 {
 		sp = 1
 	}
-	for o := e.posted[sp].head; o != nil; o = o.next {
-		if matches(o, hdr, src) {
-			return true
-		}
+	if e.WouldMatch(sp, hdr.Tag, src) {
+		return true
 	}
 	e.refusals++
 	return false
@@ -1021,42 +737,42 @@ func (h *epEvents) Hold(hdr *transport.Header) bool {
 // SendDone completes a send that finished on the wire.
 func (h *epEvents) SendDone(cookie uint64, err error) {
 	ep := (*Endpoint)(h)
-	o := ep.engine.opByCookie(cookie)
-	if o != nil && (o.kind == opRMA || o.kind == opRMATarget) || cookie == rmaReplyCookie {
+	o := ep.engine.ByCookie(cookie)
+	if o != nil && (o.Kind == opRMA || o.Kind == opRMATarget) || cookie == rmaReplyCookie {
 		ep.rmaSendDone(o, cookie, err)
 		return
 	}
-	if o == nil || o.kind != opSend {
+	if o == nil || o.Kind != opSend {
 		return
 	}
 	ep.engine.pending--
 	ep.completeSend(o, errnoOf(err))
-	ep.engine.freeOp(o)
+	ep.engine.Free(o)
 }
 
 // FetchDone completes a receive whose rendezvous data arrived.
 func (h *epEvents) FetchDone(cookie uint64, n int, err error) {
 	ep := (*Endpoint)(h)
 	e := &ep.engine
-	t := e.opByCookie(cookie)
-	if t != nil && (t.kind == opRMA || t.kind == opRMATarget) {
+	t := e.ByCookie(cookie)
+	if t != nil && (t.Kind == opRMA || t.Kind == opRMATarget) {
 		ep.rmaFetchDone(t, n, err)
 		return
 	}
-	if t == nil || (t.kind != opRecv && t.kind != opMultiChild) {
+	if t == nil || (t.Kind != opRecv && t.Kind != opMultiChild) {
 		return
 	}
 	e.pending--
-	t.inflight--
-	p := t.parent
+	t.Inflight--
+	p := t.Parent
 	ep.finishRecv(t, uint64(n), errnoOf(err))
 	switch {
 	case p != nil:
-		if p.released && p.inflight == 0 && p.kind != opFree && !ep.isPosted(p) {
-			e.freeOp(p)
+		if p.Released && p.Inflight == 0 && p.Kind != opFree && !e.IsPosted(p) {
+			e.Free(p)
 		}
-	case t.inflight == 0:
-		e.freeOp(t)
+	case t.Inflight == 0:
+		e.Free(t)
 	}
 }
 

@@ -94,11 +94,11 @@ func (ep *Endpoint) rmaAdmit(h *transport.Header, rndv bool) bool {
 	default:
 		return true
 	}
-	if len(e.rmaOut) >= rmaOutMax || e.rmaWaiting >= rmaWaitingMax {
+	if len(e.rma.out) >= rmaOutMax || e.rma.waiting >= rmaWaitingMax {
 		e.refusals++
 		return false
 	}
-	if rndv && h.Len <= rmaStageMax && e.rmaStaged+h.Len > rmaStageMax {
+	if rndv && h.Len <= rmaStageMax && e.rma.staged+h.Len > rmaStageMax {
 		e.refusals++
 		return false
 	}
@@ -127,6 +127,36 @@ type rmaOp struct {
 	aslot    int  // initiator: 1 + its entry in the armed table (fastrma.go), or 0
 }
 
+// rmaState is an endpoint's RMA and atomics state beside its ops (each
+// op's is op.Proto).
+type rmaState struct {
+	out  []rmaMsg // RMA sends waiting for the wire
+	wait *op      // write-long requests waiting for their bytes
+
+	// What arrived and waits (rmaAdmit: the limits a network sender is
+	// held back at): requests staged (bytes), and write-long requests
+	// waiting for theirs.
+	staged  uint64
+	waiting int
+
+	watched  int              // ops whose peer the wire watches (rmaSweep)
+	scratch  [atomicHdr]byte  // a request's header, copied by the wire
+	flushIov [1][]byte        // the outbox's gather list for small payloads
+	smallBuf [rmaSmall]byte   // a small payload sent at once
+	postHdr  transport.Header // the header of a send from the outbox
+	stats    RMAStats
+}
+
+// RMAStats counts an endpoint's RMA and atomic requests, as initiator
+// (started on the wire) and as target (served, and refused: bad key,
+// access or range). The endpoint logs them at close.
+type RMAStats struct {
+	Writes, Reads, Atomics uint64
+	Served, Refused        uint64
+	// Bytes written, read, and of the atomics' operands sent.
+	WriteBytes, ReadBytes, AtomicBytes uint64
+}
+
 // rmaMsg is a send waiting in the outbox. A small payload (an answer)
 // is kept in the message itself (small), so queueing one allocates
 // nothing.
@@ -145,15 +175,15 @@ const rmaSmall = 64
 
 func rmaKind(h *transport.Header) uint32 { return (h.Flags & rmaKindMask) >> rmaKindShift }
 
-func rmaID(o *op) uint64 { return uint64(o.gen)<<32 | o.id }
+func rmaID(o *op) uint64 { return uint64(o.Gen)<<32 | o.ID }
 
 // rmaByID returns the initiator op named id, or nil if it is gone.
 func (e *engine) rmaByID(id uint64) *op {
 	if id>>32 == cTagGen {
 		return e.ep.cOp(id) // an op C posted (fastrma.go)
 	}
-	o := e.opByCookie(id & 0xffffffff)
-	if o == nil || o.kind != opRMA || o.gen != uint32(id>>32) {
+	o := e.ByCookie(id & 0xffffffff)
+	if o == nil || o.Kind != opRMA || o.Gen != uint32(id>>32) {
 		return nil
 	}
 	return o
@@ -197,13 +227,13 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 	if errno != 0 {
 		return errno
 	}
-	o.rdata = data
+	o.RData = data
 	if len(vecs) == 1 {
-		o.buf = uintptr(vecs[0].Base)
+		o.Buf = uintptr(vecs[0].Base)
 	} else if !write {
-		o.rma.iov = append(o.rma.iov[:0], vecs...)
+		o.Proto.iov = append(o.Proto.iov[:0], vecs...)
 	}
-	prefix := e.rmaScratch[:rmaPrefix] // the wire copies it (SendCopy)
+	prefix := e.rma.scratch[:rmaPrefix] // the wire copies it (SendCopy)
 	binary.LittleEndian.PutUint64(prefix[0:], key)
 	binary.LittleEndian.PutUint64(prefix[8:], addr)
 	binary.LittleEndian.PutUint64(prefix[16:], total)
@@ -231,13 +261,13 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 	if !started {
 		return errno
 	}
-	c := o.rma.conn // (after the request: a stale one was resolved again)
+	c := o.Proto.conn // (after the request: a stale one was resolved again)
 	if write {
-		e.rmaStats.Writes++
-		e.rmaStats.WriteBytes += total
+		e.rma.stats.Writes++
+		e.rma.stats.WriteBytes += total
 	} else {
-		e.rmaStats.Reads++
-		e.rmaStats.ReadBytes += total
+		e.rma.stats.Reads++
+		e.rma.stats.ReadBytes += total
 	}
 	if write && total > rmaShortMax {
 		bytes := make([][]byte, len(vecs))
@@ -246,7 +276,7 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 		}
 		ep.rmaWire(o, 1) // the data's send, until it is done
 		ep.rmaPost(c, transport.Header{Flags: hfRMA | rmaWriteData<<rmaKindShift, Tag: rmaID(o), Len: total},
-			bytes, o.id, 0)
+			bytes, o.ID, 0)
 	}
 	return 0
 }
@@ -256,8 +286,8 @@ func (ep *Endpoint) rmaLocked(vecs []Iovec, dest, addr, key, data uint64, ctx ui
 // operations in the order posted) and dest resolves to a connection.
 func (ep *Endpoint) rmaStart(dest, addr, key uint64, ctx uintptr, flags, n uint64, write bool) (*op, fi.Errno) {
 	e := &ep.engine
-	if len(e.rmaOut) > 0 {
-		if ep.rmaFlush(); len(e.rmaOut) > 0 {
+	if len(e.rma.out) > 0 {
+		if ep.rmaFlush(); len(e.rma.out) > 0 {
 			return nil, fi.EAGAIN
 		}
 	}
@@ -265,9 +295,9 @@ func (ep *Endpoint) rmaStart(dest, addr, key uint64, ctx uintptr, flags, n uint6
 	if errno != 0 {
 		return nil, errno
 	}
-	o := e.newOp(opRMA)
-	o.ctx, o.flags, o.len = ctx, flags, n
-	o.rma.conn, o.rma.dest, o.rma.write, o.rma.addr, o.rma.key = c, dest, write, addr, key
+	o := e.New(opRMA)
+	o.Ctx, o.Flags, o.Len = ctx, flags, n
+	o.Proto.conn, o.Proto.dest, o.Proto.write, o.Proto.addr, o.Proto.key = c, dest, write, addr, key
 	return o, 0
 }
 
@@ -277,15 +307,15 @@ func (ep *Endpoint) rmaStart(dest, addr, key uint64, ctx uintptr, flags, n uint6
 // freed. While started, the wire watches the peer until the answer.
 func (ep *Endpoint) rmaRequest(o *op, h *transport.Header, iov [][]byte) (started bool, errno fi.Errno) {
 	e := &ep.engine
-	done, err := ep.wireSend(o.rma.dest, &o.rma.conn, h, iov, o.id, transport.SendCopy)
+	done, err := ep.wireSend(o.Proto.dest, &o.Proto.conn, h, iov, o.ID, transport.SendCopy)
 	clear(e.iov[:])
 	if err != nil && (errors.Is(err, transport.ErrAgain) || errors.Is(err, transport.ErrTooLong)) {
 		ep.disarm(o)
-		e.freeOp(o)
+		e.Free(o)
 		return false, errnoOf(err)
 	}
 	if err != nil {
-		o.rma.err, o.rma.answered = errnoOf(err), true
+		o.Proto.err, o.Proto.answered = errnoOf(err), true
 		ep.rmaMaybeDone(o)
 		return false, 0
 	}
@@ -304,9 +334,9 @@ func isAgain(err error) bool { return err != nil && errors.Is(err, transport.Err
 // rmaReplyCookie. The caller accounts for an op's send (rma.wire).
 func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, cookie uint64, flags uint32) {
 	e := &ep.engine
-	if len(e.rmaOut) == 0 && !e.inPoll {
-		e.postHdr = h // (h itself would escape through the interface call)
-		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, flags)
+	if len(e.rma.out) == 0 && !e.inPoll {
+		e.rma.postHdr = h // (h itself would escape through the interface call)
+		done, err := ep.tp.Send(c, &e.rma.postHdr, iov, cookie, flags)
 		if !isAgain(err) {
 			ep.rmaSent(cookie, done, err)
 			return
@@ -323,7 +353,7 @@ func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, 
 		}
 		iov = [][]byte{own}
 	}
-	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, iov: iov, cookie: cookie, flags: flags, smallLen: -1})
+	e.rma.out = append(e.rma.out, rmaMsg{c: c, h: h, iov: iov, cookie: cookie, flags: flags, smallLen: -1})
 	e.pending++ // queued: the domain is not idle
 }
 
@@ -332,23 +362,23 @@ func (ep *Endpoint) rmaPost(c transport.Conn, h transport.Header, iov [][]byte, 
 // allocated.
 func (ep *Endpoint) rmaPostSmall(c transport.Conn, h transport.Header, payload []byte, cookie uint64) {
 	e := &ep.engine
-	if len(e.rmaOut) == 0 && !e.inPoll {
+	if len(e.rma.out) == 0 && !e.inPoll {
 		// Through engine-owned copies, so that neither h nor payload
 		// escapes through the interface call.
-		e.postHdr = h
-		iov := e.flushIov[:0]
+		e.rma.postHdr = h
+		iov := e.rma.flushIov[:0]
 		if len(payload) > 0 {
-			iov = append(iov, e.smallBuf[:copy(e.smallBuf[:], payload)])
+			iov = append(iov, e.rma.smallBuf[:copy(e.rma.smallBuf[:], payload)])
 		}
-		done, err := ep.tp.Send(c, &e.postHdr, iov, cookie, transport.SendCopy)
-		e.flushIov[0] = nil
+		done, err := ep.tp.Send(c, &e.rma.postHdr, iov, cookie, transport.SendCopy)
+		e.rma.flushIov[0] = nil
 		if !isAgain(err) {
 			ep.rmaSent(cookie, done, err)
 			return
 		}
 	}
-	e.rmaOut = append(e.rmaOut, rmaMsg{c: c, h: h, cookie: cookie, flags: transport.SendCopy})
-	m := &e.rmaOut[len(e.rmaOut)-1]
+	e.rma.out = append(e.rma.out, rmaMsg{c: c, h: h, cookie: cookie, flags: transport.SendCopy})
+	m := &e.rma.out[len(e.rma.out)-1]
 	m.smallLen = copy(m.small[:], payload)
 	e.pending++
 }
@@ -359,17 +389,17 @@ func (ep *Endpoint) rmaPostSmall(c transport.Conn, h transport.Header, payload [
 func (ep *Endpoint) rmaFlush() {
 	e := &ep.engine
 	i := 0
-	for ; i < len(e.rmaOut); i++ {
-		m := &e.rmaOut[i]
+	for ; i < len(e.rma.out); i++ {
+		m := &e.rma.out[i]
 		iov := m.iov
 		if m.smallLen >= 0 {
-			iov = e.flushIov[:0]
+			iov = e.rma.flushIov[:0]
 			if m.smallLen > 0 {
 				iov = append(iov, m.small[:m.smallLen])
 			}
 		}
 		done, err := ep.tp.Send(m.c, &m.h, iov, m.cookie, m.flags)
-		e.flushIov[0] = nil
+		e.rma.flushIov[0] = nil
 		if isAgain(err) {
 			break
 		}
@@ -378,16 +408,16 @@ func (ep *Endpoint) rmaFlush() {
 		e.pending--
 		ep.rmaSent(cookie, done, err)
 	}
-	n := copy(e.rmaOut, e.rmaOut[i:])
-	clear(e.rmaOut[n:])
-	e.rmaOut = e.rmaOut[:n]
+	n := copy(e.rma.out, e.rma.out[i:])
+	clear(e.rma.out[n:])
+	e.rma.out = e.rma.out[:n]
 }
 
 // rmaWire counts a send or fetch of op o starting (+1) or ending (-1).
 // Those are the engine's pending work (the domain is busy meanwhile); an
 // op only waiting for its answer is not: the answer shows in a ring.
 func (ep *Endpoint) rmaWire(o *op, d int) {
-	o.rma.wire += d
+	o.Proto.wire += d
 	ep.engine.pending += d
 }
 
@@ -403,7 +433,7 @@ func (ep *Endpoint) rmaSent(cookie uint64, done bool, err error) {
 	if cookie == rmaReplyCookie {
 		return
 	}
-	ep.rmaSendDone(e.opByCookie(cookie), cookie, err)
+	ep.rmaSendDone(e.ByCookie(cookie), cookie, err)
 }
 
 // rmaSendDone: a send of RMA op o (or an answer) finished.
@@ -417,12 +447,12 @@ func (ep *Endpoint) rmaSendDone(o *op, cookie uint64, err error) {
 		return
 	}
 	ep.rmaWire(o, -1)
-	switch o.kind {
+	switch o.Kind {
 	case opRMA:
-		if err != nil && o.rma.err == 0 {
+		if err != nil && o.Proto.err == 0 {
 			// The request or the data did not get there: no answer
 			// will come (one that does finds the op gone).
-			o.rma.err, o.rma.answered = errnoOf(err), true
+			o.Proto.err, o.Proto.answered = errnoOf(err), true
 		}
 		ep.rmaMaybeDone(o)
 	case opRMATarget: // a read's bytes went out
@@ -433,16 +463,16 @@ func (ep *Endpoint) rmaSendDone(o *op, cookie uint64, err error) {
 // rmaFetchDone: a fetch of RMA op o finished with n bytes.
 func (ep *Endpoint) rmaFetchDone(o *op, n int, err error) {
 	ep.rmaWire(o, -1)
-	if o.kind == opRMA {
+	if o.Kind == opRMA {
 		ep.rmaFetched(o, n, err)
 		return
 	}
-	if o.rma.stage != nil { // a request that came by rendezvous
-		if err == nil && uint64(n) == o.rma.hdr.Len {
-			if rmaKind(&o.rma.hdr) == rmaColl {
-				ep.collStore(&o.rma.hdr, o.rma.stage[:n])
+	if o.Proto.stage != nil { // a request that came by rendezvous
+		if err == nil && uint64(n) == o.Proto.hdr.Len {
+			if rmaKind(&o.Proto.hdr) == rmaColl {
+				ep.collStore(&o.Proto.hdr, o.Proto.stage[:n])
 			} else {
-				ep.rmaServe(&o.rma.hdr, o.rma.src, o.rma.stage[:n])
+				ep.rmaServe(&o.Proto.hdr, o.Proto.src, o.Proto.stage[:n])
 			}
 		}
 		ep.rmaTargetDone(o)
@@ -461,21 +491,21 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 	e := &ep.engine
 	switch rmaKind(h) {
 	case rmaAck:
-		if o := e.rmaByID(h.Tag); o != nil && o.rma.write && !o.rma.answered {
-			o.rma.answered, o.rma.err = true, fi.Errno(h.Data)
+		if o := e.rmaByID(h.Tag); o != nil && o.Proto.write && !o.Proto.answered {
+			o.Proto.answered, o.Proto.err = true, fi.Errno(h.Data)
 			ep.rmaMaybeDone(o)
 		}
 		ep.rmaDrop(m)
 	case rmaReadResp, rmaAtomicResp:
 		o := e.rmaByID(h.Tag)
-		if o == nil || o.rma.write || o.rma.answered {
+		if o == nil || o.Proto.write || o.Proto.answered {
 			ep.rmaDrop(m)
 			return
 		}
-		o.rma.answered = true
-		if h.Data != 0 || h.Len > o.len {
-			if o.rma.err = fi.Errno(h.Data); h.Data == 0 {
-				o.rma.err = fi.EIO
+		o.Proto.answered = true
+		if h.Data != 0 || h.Len > o.Len {
+			if o.Proto.err = fi.Errno(h.Data); h.Data == 0 {
+				o.Proto.err = fi.EIO
 			}
 			ep.rmaDrop(m)
 			ep.rmaMaybeDone(o)
@@ -486,14 +516,14 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			return
 		}
 		var dst []byte
-		if o.rma.iov == nil {
-			dst = cbytes(o.buf, h.Len)
+		if o.Proto.iov == nil {
+			dst = cbytes(o.Buf, h.Len)
 		} else {
-			o.rma.stage = make([]byte, h.Len)
-			dst = o.rma.stage
+			o.Proto.stage = make([]byte, h.Len)
+			dst = o.Proto.stage
 		}
 		ep.rmaWire(o, 1)
-		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, o.id); done || err != nil {
+		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, o.ID); done || err != nil {
 			ep.rmaWire(o, -1)
 			ep.rmaFetched(o, n, err)
 		}
@@ -510,20 +540,20 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			ep.rmaRefuse(h, m.SrcEPID, fi.EMSGSIZE)
 			return
 		}
-		t := e.newOp(opRMATarget)
-		t.rma.hdr, t.rma.src = *h, m.SrcEPID
+		t := e.New(opRMATarget)
+		t.Proto.hdr, t.Proto.src = *h, m.SrcEPID
 		ep.rmaStage(t, h.Len)
 		ep.rmaWire(t, 1)
-		if done, n, err := ep.tp.Fetch(&m.Rndv, t.rma.stage, t.id); done || err != nil {
+		if done, n, err := ep.tp.Fetch(&m.Rndv, t.Proto.stage, t.ID); done || err != nil {
 			ep.rmaFetchDone(t, n, err)
 		}
 	case rmaColl:
 		ep.collDeliver(h, m)
 	case rmaWriteData:
 		var prev *op
-		t := e.rmaWait
-		for ; t != nil; prev, t = t, t.rma.next {
-			if t.rma.src == m.SrcEPID && t.rma.peerID == h.Tag {
+		t := e.rma.wait
+		for ; t != nil; prev, t = t, t.Proto.next {
+			if t.Proto.src == m.SrcEPID && t.Proto.peerID == h.Tag {
 				break
 			}
 		}
@@ -532,24 +562,24 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 			return
 		}
 		ep.rmaUnwait(prev, t)
-		if t.rma.err != 0 || h.Len != t.len {
-			if t.rma.err == 0 {
-				t.rma.err = fi.EIO
+		if t.Proto.err != 0 || h.Len != t.Len {
+			if t.Proto.err == 0 {
+				t.Proto.err = fi.EIO
 			}
 			ep.rmaDrop(m)
-			ep.rmaWriteLanded(t, t.rma.err)
+			ep.rmaWriteLanded(t, t.Proto.err)
 			return
 		}
 		if !m.IsRndv {
-			ep.rmaWriteLanded(t, copyIn(cbytes(uintptr(t.rma.addr), t.len), m.Payload))
+			ep.rmaWriteLanded(t, copyIn(cbytes(uintptr(t.Proto.addr), t.Len), m.Payload))
 			return
 		}
 		var dst []byte
-		if t.len > 0 {
-			dst = cbytes(uintptr(t.rma.addr), t.len)
+		if t.Len > 0 {
+			dst = cbytes(uintptr(t.Proto.addr), t.Len)
 		}
 		ep.rmaWire(t, 1)
-		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, t.id); done || err != nil {
+		if done, n, err := ep.tp.Fetch(&m.Rndv, dst, t.ID); done || err != nil {
 			ep.rmaFetchDone(t, n, err)
 		}
 	default:
@@ -560,8 +590,8 @@ func (ep *Endpoint) rmaDeliver(h *transport.Header, m *transport.Incoming) {
 // rmaStage gives target op t a staging buffer of n bytes (rmaAdmit
 // bounds their sum); rmaTargetDone frees it.
 func (ep *Endpoint) rmaStage(t *op, n uint64) {
-	t.rma.stage = make([]byte, n)
-	ep.engine.rmaStaged += n
+	t.Proto.stage = make([]byte, n)
+	ep.engine.rma.staged += n
 }
 
 // rmaRefuse answers request h from src with errno without serving it.
@@ -644,11 +674,11 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		}
 		ep.rmaAnswer(c, rmaAck, h.Tag, errno)
 	case rmaWriteLong:
-		t := e.newOp(opRMATarget)
-		t.len, t.rma.conn, t.rma.peerID, t.rma.src = n, c, h.Tag, src
-		t.rma.addr, t.rma.mr, t.rma.err, t.rma.hdr, t.rma.write = uint64(va), mr, errno, *h, true
-		t.rma.next, e.rmaWait = e.rmaWait, t
-		e.rmaWaiting++
+		t := e.New(opRMATarget)
+		t.Len, t.Proto.conn, t.Proto.peerID, t.Proto.src = n, c, h.Tag, src
+		t.Proto.addr, t.Proto.mr, t.Proto.err, t.Proto.hdr, t.Proto.write = uint64(va), mr, errno, *h, true
+		t.Proto.next, e.rma.wait = e.rma.wait, t
+		e.rma.waiting++
 		// Watched until its bytes come, so that an initiator that dies
 		// first does not leave it here for good (rmaSweep).
 		ep.rmaWatch(t, true)
@@ -671,7 +701,7 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 			ep.rmaPostSmall(c, rh, buf[:n], rmaReplyCookie)
 			return
 		}
-		t := e.newOp(opRMATarget)
+		t := e.New(opRMATarget)
 		ep.rmaWire(t, 1)
 		var b [][]byte
 		if n > 0 {
@@ -681,25 +711,25 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 		if n <= rmaShortMax {
 			flags = transport.SendCopy // eager anyway: the wire is done at once
 		}
-		ep.rmaPost(c, rh, b, t.id, flags)
+		ep.rmaPost(c, rh, b, t.ID, flags)
 	}
 }
 
 // rmaCount counts a request served (errno 0) or refused at the target.
 func (ep *Endpoint) rmaCount(errno fi.Errno) {
 	if errno == 0 {
-		ep.engine.rmaStats.Served++
+		ep.engine.rma.stats.Served++
 	} else {
-		ep.engine.rmaStats.Refused++
+		ep.engine.rma.stats.Refused++
 	}
 }
 
 // rmaWriteLanded finishes a long write at the target.
 func (ep *Endpoint) rmaWriteLanded(t *op, errno fi.Errno) {
 	if errno == 0 {
-		ep.rmaWritten(&t.rma.hdr, t.rma.src, uintptr(t.rma.addr), t.len, t.rma.mr)
+		ep.rmaWritten(&t.Proto.hdr, t.Proto.src, uintptr(t.Proto.addr), t.Len, t.Proto.mr)
 	}
-	ep.rmaAnswer(t.rma.conn, rmaAck, t.rma.peerID, errno)
+	ep.rmaAnswer(t.Proto.conn, rmaAck, t.Proto.peerID, errno)
 	ep.rmaTargetDone(t)
 }
 
@@ -728,27 +758,27 @@ func (ep *Endpoint) rmaAnswer(c transport.Conn, kind uint32, id uint64, errno fi
 
 // rmaTargetDone frees a served op once nothing of it is in flight.
 func (ep *Endpoint) rmaTargetDone(t *op) {
-	if t.rma.wire > 0 || t.kind != opRMATarget {
+	if t.Proto.wire > 0 || t.Kind != opRMATarget {
 		return
 	}
-	if t.rma.stage != nil {
-		ep.engine.rmaStaged -= uint64(len(t.rma.stage))
-		t.rma.stage = nil
+	if t.Proto.stage != nil {
+		ep.engine.rma.staged -= uint64(len(t.Proto.stage))
+		t.Proto.stage = nil
 	}
-	ep.engine.freeOp(t)
+	ep.engine.Free(t)
 }
 
 // rmaScatter copies a read's bytes into its local buffers; it returns
 // the count, or -1 if a buffer could not be written.
 func (ep *Endpoint) rmaScatter(o *op, b []byte) int {
-	if o.rma.iov == nil {
-		if copyIn(cbytes(o.buf, uint64(len(b))), b) != 0 {
+	if o.Proto.iov == nil {
+		if copyIn(cbytes(o.Buf, uint64(len(b))), b) != 0 {
 			return -1
 		}
 		return len(b)
 	}
 	off := 0
-	for _, v := range o.rma.iov {
+	for _, v := range o.Proto.iov {
 		if off == len(b) {
 			break
 		}
@@ -765,14 +795,14 @@ func (ep *Endpoint) rmaScatter(o *op, b []byte) int {
 func (ep *Endpoint) rmaFetched(o *op, n int, err error) {
 	switch {
 	case err != nil:
-		o.rma.err = errnoOf(err)
+		o.Proto.err = errnoOf(err)
 	case n < 0:
-		o.rma.err = fi.EFAULT
-	case o.rma.stage != nil:
-		if ep.rmaScatter(o, o.rma.stage[:n]) < 0 {
-			o.rma.err = fi.EFAULT
+		o.Proto.err = fi.EFAULT
+	case o.Proto.stage != nil:
+		if ep.rmaScatter(o, o.Proto.stage[:n]) < 0 {
+			o.Proto.err = fi.EFAULT
 		}
-		o.rma.stage = nil
+		o.Proto.stage = nil
 	}
 	ep.rmaMaybeDone(o)
 }
@@ -781,35 +811,35 @@ func (ep *Endpoint) rmaFetched(o *op, n int, err error) {
 // of it is in flight: a CQ entry (unless an inject or selective
 // completion leaves it out) and the read or write counter.
 func (ep *Endpoint) rmaMaybeDone(o *op) {
-	if !o.rma.answered || o.rma.wire > 0 || o.kind != opRMA {
+	if !o.Proto.answered || o.Proto.wire > 0 || o.Kind != opRMA {
 		return
 	}
 	ep.disarm(o)
 	ep.rmaWatch(o, false)
 	flags, cntr := fi.RMA|fi.READ, ep.readCntr
-	if o.rma.write {
+	if o.Proto.write {
 		flags, cntr = fi.RMA|fi.WRITE, ep.writeCntr
 	}
-	if o.rma.atomic {
+	if o.Proto.atomic {
 		flags ^= fi.RMA | fi.ATOMIC
 	}
 	ep.events++
-	if o.rma.err != 0 {
+	if o.Proto.err != 0 {
 		if ep.txCQ != nil {
-			ep.txCQ.completeErr(o.ctx, flags, 0, 0, 0, 0, o.rma.err, 0, nil)
+			ep.txCQ.completeErr(o.Ctx, flags, 0, 0, 0, 0, o.Proto.err, 0, nil)
 		}
 		if cntr != nil {
 			cntr.incErr()
 		}
 	} else {
-		if ep.txCQ != nil && o.flags&NoCompletion == 0 && (!ep.txSel || o.flags&fi.COMPLETION != 0) {
-			ep.txCQ.complete(o.ctx, flags, 0, 0, 0, 0, 0, nil)
+		if ep.txCQ != nil && o.Flags&NoCompletion == 0 && (!ep.txSel || o.Flags&fi.COMPLETION != 0) {
+			ep.txCQ.complete(o.Ctx, flags, 0, 0, 0, 0, 0, nil)
 		}
 		if cntr != nil {
 			cntr.inc()
 		}
 	}
-	ep.engine.freeOp(o)
+	ep.engine.Free(o)
 }
 
 // rmaWatch has the wire watch (on) or stop watching o's peer, o.rma.conn:
@@ -817,17 +847,17 @@ func (ep *Endpoint) rmaMaybeDone(o *op) {
 // its bytes.
 func (ep *Endpoint) rmaWatch(o *op, on bool) {
 	w, ok := ep.tp.(transport.Watcher)
-	if !ok || o.rma.watched == on {
+	if !ok || o.Proto.watched == on {
 		return
 	}
 	if on {
-		w.Watch(o.rma.conn, 1)
-		ep.engine.rmaWatched++
+		w.Watch(o.Proto.conn, 1)
+		ep.engine.rma.watched++
 	} else {
-		w.Watch(o.rma.conn, -1)
-		ep.engine.rmaWatched--
+		w.Watch(o.Proto.conn, -1)
+		ep.engine.rma.watched--
 	}
-	o.rma.watched = on
+	o.Proto.watched = on
 }
 
 // rmaUnwait takes write-long request t (after prev, or first) out of the
@@ -835,12 +865,12 @@ func (ep *Endpoint) rmaWatch(o *op, on bool) {
 func (ep *Endpoint) rmaUnwait(prev, t *op) {
 	e := &ep.engine
 	if prev == nil {
-		e.rmaWait = t.rma.next
+		e.rma.wait = t.Proto.next
 	} else {
-		prev.rma.next = t.rma.next
+		prev.Proto.next = t.Proto.next
 	}
-	t.rma.next = nil
-	e.rmaWaiting--
+	t.Proto.next = nil
+	e.rma.waiting--
 	ep.rmaWatch(t, false)
 }
 
@@ -852,12 +882,12 @@ func (ep *Endpoint) rmaSweep() {
 	if !ok {
 		return
 	}
-	for _, o := range ep.engine.ops {
-		if o.kind != opRMA || !o.rma.watched || o.rma.answered {
+	for _, o := range ep.engine.Ops() {
+		if o.Kind != opRMA || !o.Proto.watched || o.Proto.answered {
 			continue
 		}
-		if err := w.PeerErr(o.rma.conn); err != nil {
-			o.rma.answered, o.rma.err = true, errnoOf(err)
+		if err := w.PeerErr(o.Proto.conn); err != nil {
+			o.Proto.answered, o.Proto.err = true, errnoOf(err)
 			ep.rmaMaybeDone(o)
 		}
 	}
@@ -865,9 +895,9 @@ func (ep *Endpoint) rmaSweep() {
 	// Write-long requests whose initiator died before sending the bytes:
 	// nobody is left to answer, so they go.
 	var prev *op
-	for t := ep.engine.rmaWait; t != nil; {
-		next := t.rma.next
-		if w.PeerErr(t.rma.conn) != nil {
+	for t := ep.engine.rma.wait; t != nil; {
+		next := t.Proto.next
+		if w.PeerErr(t.Proto.conn) != nil {
 			ep.rmaUnwait(prev, t)
 			ep.rmaTargetDone(t)
 		} else {

@@ -83,8 +83,8 @@ func TestRMAWriteReadSizes(t *testing.T) {
 			t.Fatalf("read %d: wrong bytes", n)
 		}
 	}
-	if p.a.engine.pending != 0 || p.b.engine.pending != 0 || p.b.engine.rmaWait != nil {
-		t.Fatalf("left over: pending %d/%d, waiting %v", p.a.engine.pending, p.b.engine.pending, p.b.engine.rmaWait)
+	if p.a.engine.pending != 0 || p.b.engine.pending != 0 || p.b.engine.rma.wait != nil {
+		t.Fatalf("left over: pending %d/%d, waiting %v", p.a.engine.pending, p.b.engine.pending, p.b.engine.rma.wait)
 	}
 }
 
@@ -138,8 +138,8 @@ func TestRMAOutbox(t *testing.T) {
 	wa := p.a.tp.(*loopWire)
 	wa.full = true // b's answer to a is refused
 	p.dom.progress()
-	if len(p.b.engine.rmaOut) != 1 {
-		t.Fatalf("outbox holds %d, want the answer", len(p.b.engine.rmaOut))
+	if len(p.b.engine.rma.out) != 1 {
+		t.Fatalf("outbox holds %d, want the answer", len(p.b.engine.rma.out))
 	}
 	if err := p.rma(p.b, got, p.aAddr, 0, mr.Key(), 0, 8, fi.RMA|fi.READ); !errors.Is(err, fi.EAGAIN) {
 		t.Fatalf("a new op while the outbox holds one: %v, want EAGAIN", err)
@@ -194,14 +194,14 @@ func TestRMAEventsAndCounters(t *testing.T) {
 func TestRMAStaleAnswer(t *testing.T) {
 	p := newPair(t, fi.TAGGED|fi.RMA, 1000)
 	e := &p.a.engine
-	o := e.newOp(opRMA)
+	o := e.New(opRMA)
 	id := rmaID(o)
-	e.freeOp(o)
-	o2 := e.newOp(opRMA)
+	e.Free(o)
+	o2 := e.New(opRMA)
 	if o2 != o || e.rmaByID(id) != nil || e.rmaByID(rmaID(o2)) != o2 {
 		t.Fatal("a reused op answers to its old id")
 	}
-	e.freeOp(o2)
+	e.Free(o2)
 }
 
 // Atomics over the loop wire: a fetch-add and a compare-swap land and
@@ -373,22 +373,22 @@ func TestRMAWriteLongInitiatorDies(t *testing.T) {
 	wb.mu.Unlock()
 	p.dom.progress()
 	e := &p.b.engine
-	if e.rmaWait == nil || e.rmaWatched != 1 || wb.watched != 1 {
-		t.Fatalf("the request does not wait watched: wait %v, watched %d/%d", e.rmaWait != nil, e.rmaWatched, wb.watched)
+	if e.rma.wait == nil || e.rma.watched != 1 || wb.watched != 1 {
+		t.Fatalf("the request does not wait watched: wait %v, watched %d/%d", e.rma.wait != nil, e.rma.watched, wb.watched)
 	}
 	for range 200 {
 		p.dom.progress()
 	}
-	if e.rmaWait == nil {
+	if e.rma.wait == nil {
 		t.Fatal("a live initiator's request was dropped")
 	}
 	wa.mu.Lock()
 	wa.dead = true
 	wa.mu.Unlock()
-	for i := 0; i < 200 && e.rmaWait != nil; i++ {
+	for i := 0; i < 200 && e.rma.wait != nil; i++ {
 		p.dom.progress()
 	}
-	if e.rmaWait != nil || e.rmaWatched != 0 || wb.watched != 0 {
-		t.Fatalf("the dead initiator's request stays: wait %v, watched %d/%d", e.rmaWait != nil, e.rmaWatched, wb.watched)
+	if e.rma.wait != nil || e.rma.watched != 0 || wb.watched != 0 {
+		t.Fatalf("the dead initiator's request stays: wait %v, watched %d/%d", e.rma.wait != nil, e.rma.watched, wb.watched)
 	}
 }

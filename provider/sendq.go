@@ -106,7 +106,7 @@ func (ep *Endpoint) queueSend(o *op, c transport.Conn, iov [][]byte, tflags uint
 				// The caller's buffer is unreadable: failed, as the wire
 				// fails such a send.
 				ep.completeSend(o, fi.EFAULT)
-				e.freeOp(o)
+				e.Free(o)
 				return 0
 			}
 		}
@@ -144,7 +144,7 @@ func (ep *Endpoint) flushSendQ() {
 		p := sq.peers[i]
 		for p.head < len(p.q) {
 			s := &p.q[p.head]
-			done, err := ep.tp.Send(p.c, &s.h, s.iov, s.o.id, s.tflags)
+			done, err := ep.tp.Send(p.c, &s.h, s.iov, s.o.ID, s.tflags)
 			if err != nil && errnoOf(err) == fi.EAGAIN {
 				break
 			}
@@ -156,10 +156,10 @@ func (ep *Endpoint) flushSendQ() {
 			switch {
 			case err != nil:
 				ep.completeSend(o, errnoOf(err))
-				e.freeOp(o)
+				e.Free(o)
 			case done:
 				ep.completeSend(o, 0)
-				e.freeOp(o)
+				e.Free(o)
 			default:
 				e.pending++ // a rendezvous: SendDone completes it
 			}
@@ -185,7 +185,7 @@ func (ep *Endpoint) dropSendQ() {
 	e := &ep.engine
 	for _, p := range e.sendQ.peers {
 		for i := p.head; i < len(p.q); i++ {
-			e.freeOp(p.q[i].o)
+			e.Free(p.q[i].o)
 			e.pending--
 		}
 	}

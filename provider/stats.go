@@ -36,13 +36,13 @@ import (
 func (ep *Endpoint) statsGroupsLocked(dst []transport.Counters) []transport.Counters {
 	dst = append(dst, transport.CountersOf("rma", ep.rmaStatsLocked()))
 	return append(dst, transport.Counters{Wire: "msg", Names: []string{"held_back", "unexpected"},
-		Values: []uint64{ep.engine.refusals, ep.engine.unexpected}})
+		Values: []uint64{ep.engine.refusals, ep.engine.Total()}})
 }
 
 // rmaStatsLocked is the endpoint's RMA counts, with the atomics C posted
 // and served. The caller holds the domain lock.
 func (ep *Endpoint) rmaStatsLocked() RMAStats {
-	rma := ep.engine.rmaStats
+	rma := ep.engine.rma.stats
 	served, posted := ep.cCounts()
 	rma.Served += served
 	rma.Atomics += posted

@@ -1,4 +1,4 @@
-/* match.h: matching a message against the receives C queued, finding its sender, and the run of unexpected messages a ring holds (provider/msg.go has the rules, provider/fastep.go the queue). */
+/* match.h: matching a message against the receives C queued, finding its sender, and the run of unexpected messages a ring holds (provider/match has the rules, provider/fastep.go the queue). */
 #ifndef PSM2_FAST_MATCH_H
 #define PSM2_FAST_MATCH_H
 
@@ -7,7 +7,7 @@
 /* psm2_takes says whether a receive of flags qflags, tag qtag, ignore
  * bits qign and source fi_addr qsrc, queued on endpoint page f, takes a
  * message of space tagged (0/1), tag and sender epid. The rules are the
- * engine's (provider/msg.go): the space must agree; tagged receives
+ * engine's (provider/match): the space must agree; tagged receives
  * compare the tag under the tag mask and ignore bits; a directed receive
  * names its source by fi_addr, whose connection knows its id. */
 static inline int psm2_takes(const uint64_t *f, uint64_t qflags, uint64_t qtag, uint64_t qign, uint64_t qsrc,
