@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 )
 
 // BenchmarkSendRecv measures one small tagged message through the whole
@@ -104,7 +105,7 @@ func BenchmarkRMA(b *testing.B) {
 		}},
 		{"fetchadd", func() error {
 			return p.a.Atomic(AtomicFetch, []Iovec{one}, nil, []Iovec{res}, p.bAddr, 8,
-				mr.Key(), dtUint64, opSum, cptr(1), fi.ATOMIC|fi.READ)
+				mr.Key(), atomicop.Uint64, atomicop.Sum, cptr(1), fi.ATOMIC|fi.READ)
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

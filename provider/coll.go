@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -214,7 +215,7 @@ func (o *collOp) part() uint64 {
 	if o.kind == CollBarrier {
 		return 0
 	}
-	return o.count * uint64(dtSize[o.dt])
+	return o.count * uint64(atomicop.Size[o.dt])
 }
 
 // collKey names a waiting message: group, and Data's sequence, result bit
@@ -354,13 +355,12 @@ func CollValid(kind, dt, op int) error {
 	case CollBarrier:
 		return nil
 	case CollBroadcast, CollAllgather, CollScatter, CollGather:
-		if dt < 0 || dt >= dtLast || dt == dtLongDouble || dt == dtLongDoubleComplex {
+		if dt < 0 || dt >= atomicop.NumTypes || dt == atomicop.LongDouble || dt == atomicop.LongDoubleComplex {
 			return fi.EOPNOTSUPP
 		}
 		return nil
 	case CollAllreduce, CollReduce:
-		if dt < 0 || dt >= dtLast || dt == dtLongDouble || dt == dtLongDoubleComplex ||
-			op < 0 || op > opBxor || !pairValid(dt, op) {
+		if dt == atomicop.LongDouble || dt == atomicop.LongDoubleComplex || op > atomicop.Bxor || !atomicop.Valid(dt, op) {
 			return fi.EOPNOTSUPP
 		}
 		return nil
@@ -377,10 +377,10 @@ func CollQuery(kind, dt, op int) (count, size int, err error) {
 	if err := CollValid(kind, dt, op); err != nil {
 		return 0, 0, err
 	}
-	if kind == CollBarrier || dt < 0 || dt >= dtLast {
+	if kind == CollBarrier || dt < 0 || dt >= atomicop.NumTypes {
 		return 0, 0, nil
 	}
-	return collMaxBytes / dtSize[dt], dtSize[dt], nil
+	return collMaxBytes / atomicop.Size[dt], atomicop.Size[dt], nil
 }
 
 // Collective posts operation kind on group addr: count elements of dt at

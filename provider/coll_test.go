@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 )
 
 // collNet is n endpoints of one domain over a loopback wire, each with a
@@ -182,7 +183,7 @@ func TestCollectives(t *testing.T) {
 		for k := range u64s(in[i]) {
 			u64s(in[i])[k] = uint64(1000*k + i)
 		}
-		post(i, CollAllreduce, in[i], out[i], 3, 0, dtUint64, opSum)
+		post(i, CollAllreduce, in[i], out[i], 3, 0, atomicop.Uint64, atomicop.Sum)
 	}
 	c.wait(all)
 	for i := 0; i < n; i++ {
@@ -197,7 +198,7 @@ func TestCollectives(t *testing.T) {
 	for i := 0; i < n; i++ {
 		in[i], out[i] = make([]byte, 16), make([]byte, n*16)
 		u64s(in[i])[0], u64s(in[i])[1] = uint64(10+i), uint64(20+i)
-		post(i, CollAllgather, in[i], out[i], 2, 0, dtUint64, 0)
+		post(i, CollAllgather, in[i], out[i], 2, 0, atomicop.Uint64, 0)
 	}
 	c.wait(all)
 	for i := 0; i < n; i++ {
@@ -215,7 +216,7 @@ func TestCollectives(t *testing.T) {
 				in[i][k] = byte(k + 7)
 			}
 		}
-		post(i, CollBroadcast, in[i], nil, 5, root, dtUint32, 0)
+		post(i, CollBroadcast, in[i], nil, 5, root, atomicop.Uint32, 0)
 	}
 	c.wait(all)
 	for i := 0; i < n; i++ {
@@ -235,7 +236,7 @@ func TestCollectives(t *testing.T) {
 		if i == root {
 			b = src
 		}
-		post(i, CollScatter, b, out[i], 1, root, dtUint64, 0)
+		post(i, CollScatter, b, out[i], 1, root, atomicop.Uint64, 0)
 	}
 	c.wait(all)
 	for i := 0; i < n; i++ {
@@ -251,7 +252,7 @@ func TestCollectives(t *testing.T) {
 		if i == root {
 			r = gath
 		}
-		post(i, CollGather, in[i], r, 1, root, dtUint64, 0)
+		post(i, CollGather, in[i], r, 1, root, atomicop.Uint64, 0)
 	}
 	c.wait(all)
 	for j := 0; j < n; j++ {
@@ -267,7 +268,7 @@ func TestCollectives(t *testing.T) {
 		if i == root {
 			r = red
 		}
-		post(i, CollReduce, in[i], r, 1, root, dtUint64, opMax)
+		post(i, CollReduce, in[i], r, 1, root, atomicop.Uint64, atomicop.Max)
 	}
 	c.wait(all)
 	if v := u64s(red)[0]; v != 6 {
@@ -290,7 +291,7 @@ func TestCollectiveStrideAndRejoin(t *testing.T) {
 			in, out := make([]byte, 8), make([]byte, 8)
 			u64s(in)[0] = uint64(10*(gi+1) + i)
 			bufs[[2]int{gi, i}] = out
-			if err := c.eps[i].Collective(CollAllreduce, unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), 1, g[i], 0, dtUint64, opSum, c.ctxOf(i)); err != nil {
+			if err := c.eps[i].Collective(CollAllreduce, unsafe.Pointer(&in[0]), unsafe.Pointer(&out[0]), 1, g[i], 0, atomicop.Uint64, atomicop.Sum, c.ctxOf(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -328,15 +329,15 @@ func TestCollectiveErrors(t *testing.T) {
 		want     error
 	}{
 		{"no such group", CollBarrier, nil, nil, 0, g[0] + 5, 0, 0, 0, fi.EINVAL},
-		{"alltoall", CollAlltoall, p, p, 1, g[0], 0, dtUint64, 0, fi.ENOSYS},
-		{"reduce_scatter", CollReduceScatter, p, p, 1, g[0], 0, dtUint64, opSum, fi.ENOSYS},
-		{"compare op", CollAllreduce, p, p, 1, g[0], 0, dtUint64, opCswap, fi.EOPNOTSUPP},
-		{"bitwise op on floats", CollAllreduce, p, p, 1, g[0], 0, dtDouble, opBor, fi.EOPNOTSUPP},
-		{"too large", CollAllreduce, p, p, collMaxBytes/8 + 1, g[0], 0, dtUint64, opSum, fi.EINVAL},
-		{"allgather too large", CollAllgather, p, p, collMaxBytes / 8 / 2, g[0], 0, dtUint64, 0, fi.EINVAL},
-		{"no result", CollAllreduce, p, nil, 1, g[0], 0, dtUint64, opSum, fi.EINVAL},
-		{"root not a member", CollBroadcast, p, nil, 1, g[0], 7, dtUint64, 0, fi.EINVAL},
-		{"scatter root without data", CollScatter, nil, p, 1, g[0], 0, dtUint64, 0, fi.EINVAL},
+		{"alltoall", CollAlltoall, p, p, 1, g[0], 0, atomicop.Uint64, 0, fi.ENOSYS},
+		{"reduce_scatter", CollReduceScatter, p, p, 1, g[0], 0, atomicop.Uint64, atomicop.Sum, fi.ENOSYS},
+		{"compare op", CollAllreduce, p, p, 1, g[0], 0, atomicop.Uint64, atomicop.Cswap, fi.EOPNOTSUPP},
+		{"bitwise op on floats", CollAllreduce, p, p, 1, g[0], 0, atomicop.Double, atomicop.Bor, fi.EOPNOTSUPP},
+		{"too large", CollAllreduce, p, p, collMaxBytes/8 + 1, g[0], 0, atomicop.Uint64, atomicop.Sum, fi.EINVAL},
+		{"allgather too large", CollAllgather, p, p, collMaxBytes / 8 / 2, g[0], 0, atomicop.Uint64, 0, fi.EINVAL},
+		{"no result", CollAllreduce, p, nil, 1, g[0], 0, atomicop.Uint64, atomicop.Sum, fi.EINVAL},
+		{"root not a member", CollBroadcast, p, nil, 1, g[0], 7, atomicop.Uint64, 0, fi.EINVAL},
+		{"scatter root without data", CollScatter, nil, p, 1, g[0], 0, atomicop.Uint64, 0, fi.EINVAL},
 	} {
 		if err := ep.Collective(tt.kind, tt.buf, tt.res, tt.count, tt.addr, tt.root, tt.dt, tt.op, nil); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
@@ -398,7 +399,7 @@ func TestCollectiveDisagreements(t *testing.T) {
 		if i == 0 {
 			b = src
 		}
-		post(i, CollScatter, b, res[i], n, 0, dtUint64, 0)
+		post(i, CollScatter, b, res[i], n, 0, atomicop.Uint64, 0)
 	}
 	want(c.wait(all), 0, fi.EIO, 0)
 	if u64s(res[1])[1] != 0 {
@@ -407,28 +408,28 @@ func TestCollectiveDisagreements(t *testing.T) {
 	// Allreduce of 4 at the hub and 1 at member 2: the hub fails it and
 	// tells everyone.
 	in, out := make([]byte, 32), make([]byte, 32)
-	post(1, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
-	post(2, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
-	post(0, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	post(1, CollAllreduce, in, out, 4, 0, atomicop.Uint64, atomicop.Sum)
+	post(2, CollAllreduce, in[:8], out[:8], 1, 0, atomicop.Uint64, atomicop.Sum)
+	post(0, CollAllreduce, in, out, 4, 0, atomicop.Uint64, atomicop.Sum)
 	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
 	// Another operation at the same place: a barrier where the others
 	// allreduce.
 	post(2, CollBarrier, nil, nil, 0, 0, 0, 0)
-	post(1, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
-	post(0, CollAllreduce, in, out, 4, 0, dtUint64, opSum)
+	post(1, CollAllreduce, in, out, 4, 0, atomicop.Uint64, atomicop.Sum)
+	post(0, CollAllreduce, in, out, 4, 0, atomicop.Uint64, atomicop.Sum)
 	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
 	// Operations whose parts have the same length: only the operation
 	// in the message tells them apart. Member 1 allgathers where the
 	// others allreduce one element; then member 2 reduces where the others
 	// enter a barrier, so member 1 learns of the failure only from the
 	// hub's failed (empty) result.
-	post(0, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
-	post(1, CollAllgather, in[:8], out[:24], 1, 0, dtUint64, 0)
-	post(2, CollAllreduce, in[:8], out[:8], 1, 0, dtUint64, opSum)
+	post(0, CollAllreduce, in[:8], out[:8], 1, 0, atomicop.Uint64, atomicop.Sum)
+	post(1, CollAllgather, in[:8], out[:24], 1, 0, atomicop.Uint64, 0)
+	post(2, CollAllreduce, in[:8], out[:8], 1, 0, atomicop.Uint64, atomicop.Sum)
 	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
 	post(0, CollBarrier, nil, nil, 0, 0, 0, 0)
 	post(1, CollBarrier, nil, nil, 0, 0, 0, 0)
-	post(2, CollReduce, in[:8], nil, 1, 0, dtUint64, opSum)
+	post(2, CollReduce, in[:8], nil, 1, 0, atomicop.Uint64, atomicop.Sum)
 	want(c.wait(all), fi.EIO, fi.EIO, fi.EIO)
 	// Still in step: a large allreduce (the loop wire sends it by
 	// rendezvous).
@@ -439,7 +440,7 @@ func TestCollectiveDisagreements(t *testing.T) {
 		for k := range u64s(big[i]) {
 			u64s(big[i])[k] = uint64(k*3 + i)
 		}
-		post(i, CollAllreduce, big[i], bigOut[i], 512, 0, dtUint64, opSum)
+		post(i, CollAllreduce, big[i], bigOut[i], 512, 0, atomicop.Uint64, atomicop.Sum)
 	}
 	want(c.wait(all), 0, 0, 0)
 	for i := 0; i < 3; i++ {

@@ -19,7 +19,8 @@
 //     has no room for (sendq.go);
 //   - the protocols it builds over any wire's Send and Fetch: RMA
 //     (rma.go), atomics (atomic.go), collectives (coll.go), triggered
-//     calls (trigger.go);
+//     calls (trigger.go); the arithmetic atomics and reductions apply is
+//     package provider/atomicop;
 //   - the pages the C fast path reads and writes, and the rules for when
 //     C may act without Go (fastpath.go, fastep.go, fastrma.go; their
 //     layout is described to C through internal/cabi);

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fastc"
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 	"github.com/gopsm2/libfabric-psm2/provider/match"
 )
 
@@ -121,10 +122,10 @@ func TestFastCAtomicsLikeTheEngine(t *testing.T) {
 	}
 	applied := 0
 	for round := 0; round < 100000; round++ {
-		dt := r.IntN(dtUint64 + 1)
-		op := r.IntN(opLast)
+		dt := r.IntN(atomicop.Uint64 + 1)
+		op := r.IntN(atomicop.NumOps)
 		count := 1 + r.IntN(4)
-		n := count * dtSize[dt]
+		n := count * atomicop.Size[dt]
 		var mem, src, cmp [4 * 8]byte
 		fill(mem[:])
 		fill(src[:])
@@ -135,14 +136,14 @@ func TestFastCAtomicsLikeTheEngine(t *testing.T) {
 		goMem, cMem := mem, mem
 		var goOld, cOld [4 * 8]byte
 		var sp, cp unsafe.Pointer = unsafe.Pointer(&src[0]), nil
-		if isCompareOp(op) {
+		if atomicop.IsCompare(op) {
 			cp = unsafe.Pointer(&cmp[0])
 		}
 		var gsrc, gcmp []byte = src[:n], nil
 		if cp != nil {
 			gcmp = cmp[:n]
 		}
-		if op == opAtomicRead {
+		if op == atomicop.Read {
 			sp, gsrc = nil, nil
 		}
 		errno := atomicApply(op, dt, goMem[:n], gsrc, gcmp, goOld[:n])
@@ -159,10 +160,10 @@ func TestFastCAtomicsLikeTheEngine(t *testing.T) {
 	// C refuses what it does not apply: misaligned memory, other types.
 	var mem [16]byte
 	var v [8]byte
-	if rc := fastc.UApply(opSum, dtUint64, unsafe.Pointer(&mem[1]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
+	if rc := fastc.UApply(atomicop.Sum, atomicop.Uint64, unsafe.Pointer(&mem[1]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
 		t.Errorf("misaligned: C says %d, want -2", rc)
 	}
-	if rc := fastc.UApply(opSum, dtDouble, unsafe.Pointer(&mem[0]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
+	if rc := fastc.UApply(atomicop.Sum, atomicop.Double, unsafe.Pointer(&mem[0]), unsafe.Pointer(&v[0]), nil, unsafe.Pointer(&v[0]), 1); rc != -2 {
 		t.Errorf("double: C says %d, want -2", rc)
 	}
 	t.Logf("%d ops compared", applied)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"github.com/gopsm2/libfabric-psm2/internal/cabi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 	"github.com/gopsm2/libfabric-psm2/provider/getinfo"
 )
 
@@ -26,7 +27,7 @@ func CLayout() []cabi.Group {
 			cabi.Value("RMA_ATOMIC_RESP", rmaAtomicResp, "kind: the old values"),
 			cabi.Value("ATOMIC_OP_SHIFT", atomicOpShift, "header flags: enum fi_op"),
 			cabi.Value("ATOMIC_DT_SHIFT", atomicDtShift, "header flags: enum fi_datatype"),
-			cabi.List("ATOMIC_DT_SIZES", dtSize[:dtUint64+1], "bytes of the integer datatypes, FI_INT8 to FI_UINT64"),
+			cabi.List("ATOMIC_DT_SIZES", atomicop.Size[:atomicop.Uint64+1], "bytes of the integer datatypes, FI_INT8 to FI_UINT64"),
 			cabi.Value("RMA_PREFIX", rmaPrefix, "bytes: key, address, length"),
 		}},
 		{Title: "Endpoint page, words", Source: "provider/fastep.go", Page: fastPageBytes, Consts: []cabi.Const{

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -219,7 +220,7 @@ func TestAtomicOverLoopWire(t *testing.T) {
 	ioc := func(s []uint64) Iovec { return Iovec{Base: unsafe.Pointer(&s[0]), Len: uint64(len(s))} }
 	b, r := ioc(opnd), ioc(old)
 	if err := p.a.Atomic(AtomicFetch, []Iovec{b}, nil, []Iovec{r}, p.bAddr, 0, mr.Key(),
-		dtUint64, opSum, cptr(5), fi.ATOMIC|fi.READ); err != nil {
+		atomicop.Uint64, atomicop.Sum, cptr(5), fi.ATOMIC|fi.READ); err != nil {
 		t.Fatal(err)
 	}
 	if e, errno := p.settle(); errno != 0 || e.flags != fi.ATOMIC|fi.READ || e.ctx != 5 {
@@ -234,7 +235,7 @@ func TestAtomicOverLoopWire(t *testing.T) {
 	sw := []uint64{7, 8}
 	b, c, r := ioc(sw), ioc(cmp), ioc(old[:2])
 	if err := p.a.Atomic(AtomicCompare, []Iovec{b}, []Iovec{c}, []Iovec{r}, p.bAddr, 0,
-		mr.Key(), dtUint64, opCswap, nil, fi.ATOMIC|fi.READ); err != nil {
+		mr.Key(), atomicop.Uint64, atomicop.Cswap, nil, fi.ATOMIC|fi.READ); err != nil {
 		t.Fatal(err)
 	}
 	if _, errno := p.settle(); errno != 0 || words[0] != 7 || words[1] != 4 || old[0] != 3 || old[1] != 4 {
@@ -242,14 +243,14 @@ func TestAtomicOverLoopWire(t *testing.T) {
 	}
 	b = ioc(opnd[:1])
 	if err := p.a.Atomic(AtomicWrite, []Iovec{b}, nil, nil, p.bAddr, 0, mr.Key()+9,
-		dtUint64, opSum, nil, fi.ATOMIC|fi.WRITE); err != nil {
+		atomicop.Uint64, atomicop.Sum, nil, fi.ATOMIC|fi.WRITE); err != nil {
 		t.Fatal(err)
 	}
 	if _, errno := p.settle(); errno != fi.EACCES {
 		t.Fatalf("bad key: %v", errno)
 	}
 	if err := p.a.Atomic(AtomicWrite, []Iovec{b}, nil, nil, p.bAddr, 0, mr.Key(),
-		dtFloat, opBor, nil, fi.ATOMIC|fi.WRITE); !errors.Is(err, fi.EOPNOTSUPP) {
+		atomicop.Float, atomicop.Bor, nil, fi.ATOMIC|fi.WRITE); !errors.Is(err, fi.EOPNOTSUPP) {
 		t.Fatalf("BOR on float: %v", err)
 	}
 }
@@ -262,14 +263,14 @@ func TestAtomicApply(t *testing.T) {
 		want      int64
 	}
 	for _, k := range []c{
-		{opMin, dtInt32, 5, -2, 0, -2}, {opMax, dtInt32, 5, -2, 0, 5}, {opSum, dtInt8, 127, 1, 0, -128},
-		{opProd, dtInt16, 300, 3, 0, 900}, {opLor, dtUint8, 0, 7, 0, 1}, {opLand, dtUint8, 2, 0, 0, 0},
-		{opBor, dtUint32, 5, 2, 0, 7}, {opBand, dtUint32, 6, 3, 0, 2}, {opLxor, dtInt64, 4, 4, 0, 0},
-		{opBxor, dtInt64, 6, 3, 0, 5}, {opAtomicWrite, dtInt64, 6, 3, 0, 3}, {opCswap, dtInt64, 6, 3, 6, 3},
-		{opCswapNe, dtInt64, 6, 3, 6, 6}, {opCswapLe, dtInt64, 6, 3, 5, 3}, {opCswapLt, dtInt64, 6, 3, 6, 6},
-		{opCswapGe, dtInt64, 6, 3, 6, 3}, {opCswapGt, dtInt64, 6, 3, 7, 3}, {opMswap, dtUint64, 0xf0, 0x0f, 0x3c, 0xcc},
+		{atomicop.Min, atomicop.Int32, 5, -2, 0, -2}, {atomicop.Max, atomicop.Int32, 5, -2, 0, 5}, {atomicop.Sum, atomicop.Int8, 127, 1, 0, -128},
+		{atomicop.Prod, atomicop.Int16, 300, 3, 0, 900}, {atomicop.Lor, atomicop.Uint8, 0, 7, 0, 1}, {atomicop.Land, atomicop.Uint8, 2, 0, 0, 0},
+		{atomicop.Bor, atomicop.Uint32, 5, 2, 0, 7}, {atomicop.Band, atomicop.Uint32, 6, 3, 0, 2}, {atomicop.Lxor, atomicop.Int64, 4, 4, 0, 0},
+		{atomicop.Bxor, atomicop.Int64, 6, 3, 0, 5}, {atomicop.Write, atomicop.Int64, 6, 3, 0, 3}, {atomicop.Cswap, atomicop.Int64, 6, 3, 6, 3},
+		{atomicop.CswapNe, atomicop.Int64, 6, 3, 6, 6}, {atomicop.CswapLe, atomicop.Int64, 6, 3, 5, 3}, {atomicop.CswapLt, atomicop.Int64, 6, 3, 6, 6},
+		{atomicop.CswapGe, atomicop.Int64, 6, 3, 6, 3}, {atomicop.CswapGt, atomicop.Int64, 6, 3, 7, 3}, {atomicop.Mswap, atomicop.Uint64, 0xf0, 0x0f, 0x3c, 0xcc},
 	} {
-		size := dtSize[k.dt]
+		size := atomicop.Size[k.dt]
 		x, y, cm, res := make([]byte, 8), make([]byte, 8), make([]byte, 8), make([]byte, 8)
 		putN(x, k.x, size)
 		putN(y, k.y, size)
@@ -283,7 +284,7 @@ func TestAtomicApply(t *testing.T) {
 			t.Errorf("op %d dt %d: %x, want %x", k.op, k.dt, x[:size], want[:size])
 		}
 	}
-	if errno := atomicApply(opBor, dtDouble, make([]byte, 8), make([]byte, 8), nil, nil); errno != fi.EOPNOTSUPP {
+	if errno := atomicApply(atomicop.Bor, atomicop.Double, make([]byte, 8), make([]byte, 8), nil, nil); errno != fi.EOPNOTSUPP {
 		t.Fatalf("BOR on double: %v", errno)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 	"github.com/gopsm2/libfabric-psm2/provider"
+	"github.com/gopsm2/libfabric-psm2/provider/atomicop"
 )
 
 // psm2go_ep_open opens an endpoint; info may be NULL (the provider's
@@ -276,7 +277,7 @@ func psm2go_ep_rma(slot C.uint32_t, iov *C.struct_iovec, count C.size_t, dest, a
 
 // Long double atomics are done in C (atomic.c): Go has no such type.
 func init() {
-	provider.LongDoubleApply = func(op, dt int, dst, src, cmp unsafe.Pointer, count int) bool {
+	atomicop.LongDoubleApply = func(op, dt int, dst, src, cmp unsafe.Pointer, count int) bool {
 		return C.psm2_ld_apply(C.int(op), C.int(dt), dst, src, cmp, C.size_t(count)) == 0
 	}
 }
