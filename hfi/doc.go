@@ -9,9 +9,9 @@
 // a selective-acknowledgement bitmap on a gap, selective retransmission,
 // an adaptive PSM2_ERRCHK_TIMEOUT, flow credits, duplicate suppression,
 // ACKs checked against what was sent, the path MTU), peers and their
-// slots and connection set-up (peer.go: a handshake with a stateless
-// cookie and proofs of the job key, random per-connection secrets,
-// reconnection), the wire's secrets and per-packet authentication
+// slots, reconnection and failure (peer.go), connection set-up
+// (handshake.go: a handshake with a stateless cookie and proofs of the job
+// key, random per-connection secrets, the peers' rails), the wire's secrets and per-packet authentication
 // (auth.go), the bounds on what a peer can make an endpoint hold and the
 // busy answer that holds a sender back (admit.go), the eager and
 // rendezvous protocols (msg.go: input checks every packet against its

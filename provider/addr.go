@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
 // EPNameLen is the size of an endpoint name (FI_ADDR_PSMX2).
@@ -112,4 +114,43 @@ func trimHex(s string) string {
 		return s[2:]
 	}
 	return s
+}
+
+// name is the endpoint's 16-byte name.
+func (ep *Endpoint) name() EPName { return EPName{EPID: ep.epid, Type: EPNameRegular} }
+
+// Name is fi_getname: the name (or, with FI_ADDR_STR, its string form
+// with its NUL) copied into buf; it returns the full size, and a short
+// buffer gives ETOOSMALL after a partial copy (a zero-length one gives
+// ETOOSMALL at once).
+func (ep *Endpoint) Name(buf []byte) (int, error) { return nameInto(ep.name(), ep.addrFormat, buf) }
+
+// nameInto copies name n into buf in address format format.
+func nameInto(n EPName, format uint32, buf []byte) (int, error) {
+	var raw []byte
+	if format == fi.ADDR_STR {
+		raw = n.StringAddr()
+	} else {
+		var b [EPNameLen]byte
+		n.put(b[:])
+		raw = b[:]
+	}
+	copy(buf, raw)
+	if len(buf) < len(raw) {
+		return len(raw), fi.ETOOSMALL
+	}
+	return len(raw), nil
+}
+
+// SetName is fi_setname: a psm2 endpoint's name is its wire address, fixed
+// when it opens, so only that same name is accepted.
+func (ep *Endpoint) SetName(name []byte) error {
+	if len(name) < EPNameLen {
+		return fi.EINVAL
+	}
+	n, _ := UnmarshalEPName(name)
+	if n.EPID != ep.epid {
+		return fi.ENOSYS
+	}
+	return nil
 }

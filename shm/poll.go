@@ -2,6 +2,11 @@
 
 package shm
 
+// Over 600 lines: the receive side whole, the loop (Poll, holding early
+// messages) and a handler per cell kind (inline, eager, RTS, FIN, CTS,
+// data, abort) with the streaming of rendezvous data they drive; each
+// handler checks a peer's cell against the state the others keep.
+
 import (
 	"fmt"
 	"runtime"
