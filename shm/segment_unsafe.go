@@ -22,12 +22,12 @@ import (
 // children) and O_NOFOLLOW (a symlink planted in the shared directory is
 // refused, not followed).
 func openObject(path string, flags int, mode uint32) (int, error) {
-	for {
-		fd, err := unix.Open(path, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	var fd int
+	err := sys.IgnoringEINTR(func() (err error) {
+		fd, err = unix.Open(path, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+		return err
+	})
+	return fd, err
 }
 
 // closeObject closes fd. A shared memory object has nothing to flush, so
