@@ -106,8 +106,10 @@ func (e *Endpoint) holdHead(h transport.Holder) bool {
 		default:
 			return false
 		}
-		hdr := transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags)}
-		if !h.Hold(&hdr) {
+		// e.hdr, lent for the call as Deliver's is: a local would
+		// escape through the interface, an allocation per message.
+		e.hdr = transport.Header{Tag: get64(b, offCellW2), Flags: get32(b, offCellHFlags)}
+		if !h.Hold(&e.hdr) {
 			return false
 		}
 		at += uint64(cells)
