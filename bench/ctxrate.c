@@ -2,7 +2,7 @@
  * scalable endpoints (issue: N threads on N contexts of one SEP against
  * the same on N separate endpoints, and against one thread).
  *
- *   ctxrate -p PROVIDER [-m sep|eps|doms] [-n THREADS] [-w WINDOW] [-t SECONDS] [SIZE]
+ *   ctxrate -p PROVIDER [-m sep|eps|doms] [-n THREADS] [-w WINDOW] [-t SECONDS] [-1] [SIZE]
  *
  * One process forks (before any libfabric call) into a sender and a
  * receiver on this host; each opens one domain and either a scalable
@@ -17,7 +17,14 @@
  *
  *   MODE THREADS SIZE MESSAGES_PER_SECOND
  *
- * the sum over its threads, each counted over its own time. */
+ * the sum over its threads, each counted over its own time.
+ *
+ * With -1 there is one process and no acks: it opens both sides (two
+ * SEPs, or two endpoints per thread, in the same domain), and thread i
+ * posts WINDOW receives on side 1's context i, sends WINDOW messages to
+ * it from side 0's context i and reaps both CQs. N threads are then N
+ * running threads, not 2N, so on a machine of N CPUs the figure says how
+ * the contexts scale when nothing but the provider is shared. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,17 +61,58 @@ static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domains[MAXT];
 static struct fid_av *avs[MAXT];
-static struct fid_ep *sep, *eps[MAXT];
-static struct ctx ctxs[MAXT];
-static int nthr = 1, win = 64, use_sep, own_doms, receiver;
+static struct fid_ep *seps[2], *eps[2][MAXT];
+static struct ctx ctxs[2][MAXT];
+static int nthr = 1, win = 64, use_sep, own_doms, receiver, one;
 static size_t size = 8;
 static double secs = 1;
+
+/* open_side opens side s: a SEP of nthr contexts or nthr endpoints, each
+ * context or endpoint with a CQ of its own. */
+static void open_side(int s)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW };
+	struct fid_ep **sep = &seps[s];
+	int rc;
+
+	if (use_sep) {
+		if ((rc = fi_scalable_ep(domains[0], info, sep, NULL)) || (rc = fi_scalable_ep_bind(*sep, &avs[0]->fid, 0)))
+			die("fi_scalable_ep", rc);
+	}
+	for (int i = 0; i < nthr; i++) {
+		struct ctx *c = &ctxs[s][i];
+		struct fid_domain *domain = domains[own_doms ? i : 0];
+		struct fid_av *av = avs[own_doms ? i : 0];
+
+		if ((rc = fi_cq_open(domain, &cq_attr, &c->cq, NULL)))
+			die("fi_cq_open", rc);
+		if (use_sep) {
+			if ((rc = fi_tx_context(*sep, i, NULL, &c->tx, NULL)) ||
+			    (rc = fi_rx_context(*sep, i, NULL, &c->rx, NULL)) ||
+			    (rc = fi_ep_bind(c->tx, &c->cq->fid, FI_TRANSMIT)) ||
+			    (rc = fi_ep_bind(c->rx, &c->cq->fid, FI_RECV)) || (rc = fi_enable(c->tx)) ||
+			    (rc = fi_enable(c->rx)))
+				die("context", rc);
+		} else {
+			struct fid_ep **ep = &eps[s][i];
+
+			if ((rc = fi_endpoint(domain, info, ep, NULL)) || (rc = fi_ep_bind(*ep, &av->fid, 0)) ||
+			    (rc = fi_ep_bind(*ep, &c->cq->fid, FI_TRANSMIT | FI_RECV)) || (rc = fi_enable(*ep)))
+				die("endpoint", rc);
+			c->tx = c->rx = *ep;
+		}
+		if (!(c->buf = aligned_alloc(64, size + 64)))
+			die("buffer", -FI_ENOMEM);
+		memset(c->buf, 'a' + i, size);
+	}
+	if (use_sep && (rc = fi_enable(*sep)))
+		die("fi_enable(sep)", rc);
+}
 
 static void open_all(const char *prov)
 {
 	struct fi_info *h = fi_allocinfo();
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .rx_ctx_bits = use_sep ? BITS : 0 };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 4 * MAXW };
 	int rc;
 
 	h->caps = FI_TAGGED | (use_sep ? FI_NAMED_RX_CTX : 0);
@@ -84,60 +132,49 @@ static void open_all(const char *prov)
 		if ((rc = fi_domain(fabric, info, &domains[i], NULL)) ||
 		    (rc = fi_av_open(domains[i], &av_attr, &avs[i], NULL)))
 			die("domain, AV", rc);
-	if (use_sep) {
-		if ((rc = fi_scalable_ep(domains[0], info, &sep, NULL)) || (rc = fi_scalable_ep_bind(sep, &avs[0]->fid, 0)))
-			die("fi_scalable_ep", rc);
-	}
-	for (int i = 0; i < nthr; i++) {
-		struct ctx *c = &ctxs[i];
-		struct fid_domain *domain = domains[own_doms ? i : 0];
-		struct fid_av *av = avs[own_doms ? i : 0];
-
-		if ((rc = fi_cq_open(domain, &cq_attr, &c->cq, NULL)))
-			die("fi_cq_open", rc);
-		if (use_sep) {
-			if ((rc = fi_tx_context(sep, i, NULL, &c->tx, NULL)) ||
-			    (rc = fi_rx_context(sep, i, NULL, &c->rx, NULL)) ||
-			    (rc = fi_ep_bind(c->tx, &c->cq->fid, FI_TRANSMIT)) ||
-			    (rc = fi_ep_bind(c->rx, &c->cq->fid, FI_RECV)) || (rc = fi_enable(c->tx)) ||
-			    (rc = fi_enable(c->rx)))
-				die("context", rc);
-		} else {
-			if ((rc = fi_endpoint(domain, info, &eps[i], NULL)) ||
-			    (rc = fi_ep_bind(eps[i], &av->fid, 0)) ||
-			    (rc = fi_ep_bind(eps[i], &c->cq->fid, FI_TRANSMIT | FI_RECV)) || (rc = fi_enable(eps[i])))
-				die("endpoint", rc);
-			c->tx = c->rx = eps[i];
-		}
-		if (!(c->buf = aligned_alloc(64, size + 64)))
-			die("buffer", -FI_ENOMEM);
-		memset(c->buf, 'a' + i, size);
-	}
-	if (use_sep && (rc = fi_enable(sep)))
-		die("fi_enable(sep)", rc);
+	for (int s = 0; s < 1 + one; s++)
+		open_side(s);
 }
 
-/* swap hands over the names (the SEP's, or every endpoint's) and inserts
- * the peer's. */
-static void swap(int r, int w)
+/* names returns side s's names (the SEP's, or every endpoint's) and
+ * their count. */
+static int names(int s, char out[MAXT][64])
 {
-	char names[MAXT][64], peer[MAXT][64];
-	size_t len = 64;
 	int k = use_sep ? 1 : nthr, rc;
-	fi_addr_t a[MAXT];
 
 	for (int i = 0; i < k; i++) {
-		len = 64;
-		if ((rc = fi_getname(use_sep ? &sep->fid : &eps[i]->fid, names[i], &len)))
+		size_t len = 64;
+
+		if ((rc = fi_getname(use_sep ? &seps[s]->fid : &eps[s][i]->fid, out[i], &len)))
 			die("fi_getname", rc);
 	}
-	if (write(w, names, sizeof(names)) != sizeof(names) || read(r, peer, sizeof(peer)) != sizeof(peer))
-		die("names", -FI_EIO);
+	return k;
+}
+
+/* insert inserts the names of the peer side and points side s's contexts
+ * at them. */
+static void insert(int s, char peer[MAXT][64], int k)
+{
+	fi_addr_t a[MAXT];
+	int rc;
+
 	for (int i = 0; i < k; i++)
 		if ((rc = fi_av_insert(avs[own_doms ? i : 0], peer[i], 1, &a[i], 0, NULL)) != 1)
 			die("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
 	for (int i = 0; i < nthr; i++)
-		ctxs[i].peer = use_sep ? fi_rx_addr(a[0], i, BITS) : a[i];
+		ctxs[s][i].peer = use_sep ? fi_rx_addr(a[0], i, BITS) : a[i];
+}
+
+/* swap hands over side 0's names through the pipes and inserts the
+ * other process's. */
+static void swap(int r, int w)
+{
+	char mine[MAXT][64], peer[MAXT][64];
+	int k = names(0, mine);
+
+	if (write(w, mine, sizeof(mine)) != sizeof(mine) || read(r, peer, sizeof(peer)) != sizeof(peer))
+		die("names", -FI_EIO);
+	insert(0, peer, k);
 }
 
 /* take reads want completions off c's CQ; *last is set when a data
@@ -203,19 +240,45 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* loop is -1's thread: side 0's context sends to side 1's, which this
+ * thread also serves. */
+static void *loop(void *arg)
+{
+	struct ctx *a = arg, *b = &ctxs[1][a - ctxs[0]];
+	double t0 = 0, end = now() + 0.2 + secs;
+	long msgs = 0, warm = 1;
+	int last = 0;
+
+	for (double t = now(); t <= end; t = now()) {
+		if (warm && t > end - secs) {
+			warm = 0, t0 = t, msgs = 0;
+		}
+		for (int i = 0; i < win; i++)
+			post(fi_trecv(b->rx, b->buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0, &b->c[i]));
+		for (int i = 0; i < win; i++)
+			post(fi_tsend(a->tx, a->buf, size, NULL, a->peer, TAG_DATA, &a->c[i]));
+		take(a, win, &last);
+		take(b, win, &last);
+		msgs += win;
+	}
+	a->rate = msgs / (now() - t0);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *prov = NULL;
-	int opt, p2c[2], c2p[2], child, rfd, wfd;
+	int opt, p2c[2], c2p[2], child = 0, rfd, wfd;
 	char go = 0;
 
-	while ((opt = getopt(argc, argv, "p:m:n:w:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:m:n:w:t:1")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 'm': use_sep = !strcmp(optarg, "sep"); own_doms = !strcmp(optarg, "doms"); break;
 		case 'n': nthr = atoi(optarg); break;
 		case 'w': win = atoi(optarg); break;
 		case 't': secs = atof(optarg); break;
+		case '1': one = 1; break;
 		default: goto usage;
 		}
 	}
@@ -223,6 +286,15 @@ int main(int argc, char **argv)
 		size = strtoull(argv[optind], NULL, 0);
 	if (!prov || nthr < 1 || nthr > MAXT || win < 1 || win > MAXW)
 		goto usage;
+	if (one) {
+		char peer[MAXT][64];
+
+		open_all(prov);
+		insert(0, peer, names(1, peer));
+		for (int t = 0; t < nthr; t++)
+			pthread_create(&ctxs[0][t].th, NULL, loop, &ctxs[0][t]);
+		goto join;
+	}
 	if (pipe(p2c) || pipe(c2p))
 		die("pipe", -FI_EIO);
 	child = fork();
@@ -236,26 +308,28 @@ int main(int argc, char **argv)
 	if (receiver) {
 		for (int t = 0; t < nthr; t++)
 			for (int i = 0; i < win; i++)
-				post(fi_trecv(ctxs[t].rx, ctxs[t].buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0x2,
-					      &ctxs[t].c[i]));
+				post(fi_trecv(ctxs[0][t].rx, ctxs[0][t].buf, size, NULL, FI_ADDR_UNSPEC, TAG_DATA, 0x2,
+					      &ctxs[0][t].c[i]));
 		if (write(wfd, &go, 1) != 1)
 			die("ready", -FI_EIO);
 	} else if (read(rfd, &go, 1) != 1) {
 		die("ready", -FI_EIO);
 	}
 	for (int t = 0; t < nthr; t++)
-		pthread_create(&ctxs[t].th, NULL, run, &ctxs[t]);
+		pthread_create(&ctxs[0][t].th, NULL, run, &ctxs[0][t]);
+join:;
 	double sum = 0;
 	for (int t = 0; t < nthr; t++) {
-		pthread_join(ctxs[t].th, NULL);
-		sum += ctxs[t].rate;
+		pthread_join(ctxs[0][t].th, NULL);
+		sum += ctxs[0][t].rate;
 	}
 	if (receiver)
 		_exit(0);
-	printf("%s %d %zu %.0f\n", use_sep ? "sep" : own_doms ? "doms" : "eps", nthr, size, sum);
-	waitpid(child, NULL, 0);
+	printf("%s%s %d %zu %.0f\n", use_sep ? "sep" : own_doms ? "doms" : "eps", one ? "-1" : "", nthr, size, sum);
+	if (!one)
+		waitpid(child, NULL, 0);
 	return 0;
 usage:
-	fprintf(stderr, "usage: ctxrate -p PROVIDER [-m sep|eps|doms] [-n THREADS] [-w WINDOW] [-t SECONDS] [SIZE]\n");
+	fprintf(stderr, "usage: ctxrate -p PROVIDER [-m sep|eps|doms] [-n THREADS] [-w WINDOW] [-t SECONDS] [-1] [SIZE]\n");
 	return 2;
 }
