@@ -271,6 +271,7 @@ type peer struct {
 
 	full      bool   // a send found its ring full since the last check
 	ops       int    // our operations that wait on it
+	sendsTo   int    // of those, rendezvous sends it has yet to fetch (splitOK)
 	watch     int    // the provider's waits on it (Watch)
 	lastCons  uint64 // its consumer counter at the last check
 	consSince int64  // when lastCons last changed
@@ -758,6 +759,7 @@ func (e *Endpoint) sendRndv(p *peer, h *transport.Header, iov [][]byte, n int, c
 	}
 	*op = sendOp{state: opWait, peer: p.idx, local: local, cookie: cookie, data: data}
 	p.ops++
+	p.sendsTo++
 	e.pending++
 	e.sent(p)
 	e.stats.Rndv++

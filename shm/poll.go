@@ -378,7 +378,9 @@ func (e *Endpoint) finishSend(h transport.Handler, slot int, err error) int {
 		localDrop(e.epid, e.sends.ID(uint32(slot)))
 	}
 	cookie := op.cookie
-	e.peers[op.peer].ops--
+	p := e.peers[op.peer]
+	p.ops--
+	p.sendsTo--
 	e.pending--
 	op.state = opFinished
 	e.releaseSend(slot)

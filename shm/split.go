@@ -79,9 +79,20 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 
 // splitOK reports whether a fetch of want bytes from p should be split:
 // from SplitThreshold up always, from SplitAloneThreshold up when nothing
-// waits in the ring behind the request (a lone, latency-bound message).
+// waits in the ring behind the request (a lone, latency-bound message);
+// never while p has a rendezvous of ours to fetch (sendsTo).
+//
+// A peer that fetches from us while we fetch from it (MPI_Sendrecv,
+// exchanges, the steps of an allreduce) has its own copy to make on its
+// own core: its help delays that copy by about what it saves ours, and
+// both sides pay a second kernel copy and the SPLIT cell. Open MPI
+// cm/ofi, 2 ranks, bench/patterns.c -t 0.3, medians of 6 alternating
+// runs, before -> after: Sendrecv 256 KiB 39.7 -> 38.9 us, 1 MiB 131.0
+// -> 126.1; Allreduce 256 KiB 76.5 -> 72.5, 1 MiB 227.7 -> 219.2. A
+// ping-pong, whose sender only waits, keeps its split (1 MiB: 61-73 us
+// split, 122-149 not).
 func (e *Endpoint) splitOK(p *peer, want int) bool {
-	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() {
+	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() || p.sendsTo > 0 {
 		return false
 	}
 	if want < e.cfg.SplitThreshold && !e.ring.Empty() {

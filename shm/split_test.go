@@ -161,6 +161,58 @@ func TestSplitAlone(t *testing.T) {
 	}
 }
 
+// TestSplitNotWhileExchanging: a fetch from a peer that still has a
+// rendezvous of ours to fetch (both directions at once, as MPI_Sendrecv)
+// is copied by the receiver alone, at any size; once the peer has fetched
+// ours, the same fetch is split again.
+func TestSplitNotWhileExchanging(t *testing.T) {
+	a, b, ab := pair(t)
+	a.noLocal, b.noLocal = true, true
+	ba, err := b.Connect(a.EPID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, big := b.cfg.SplitAloneThreshold+1, DefaultSplitThreshold
+	for i, n := range []int{lone, big} {
+		c := uint64(10 * i) // cookies: each is reported once
+		// b's rendezvous to a is out; a has not fetched it.
+		back := pattern(n, 7)
+		if sendAll(t, b, a, ba, transport.Header{Tag: 7, Len: uint64(n)}, [][]byte{back}, c+1, 0) {
+			t.Fatalf("%d bytes: a rendezvous send completed at once", n)
+		}
+		owed := recvOne(t, b, a)
+		// a sends n to b: b's fetch is not split while a owes it a fetch.
+		sendAll(t, a, b, ab, transport.Header{Tag: 1, Len: uint64(n)}, [][]byte{pattern(n, 1)}, c+2, 0)
+		before := b.Stats().RndvSplit
+		fetchIs(t, a, b, recvOne(t, a, b), pattern(n, 1), c+4)
+		if b.Stats().RndvSplit != before {
+			t.Errorf("%d bytes: split while the peer had our rendezvous to fetch", n)
+		}
+		// a fetches b's message; b sees the FIN, and splits again.
+		fetchIs(t, b, a, owed, back, c+5)
+		pollUntil(t, 5*time.Second, func() bool { return b.pending == 0 && a.pending == 0 }, a, b)
+		sendAll(t, a, b, ab, transport.Header{Tag: 3, Len: uint64(n)}, [][]byte{pattern(n, 3)}, c+3, 0)
+		before = b.Stats().RndvSplit
+		fetchIs(t, a, b, recvOne(t, a, b), pattern(n, 3), c+6)
+		if b.Stats().RndvSplit == before {
+			t.Errorf("%d bytes: not split after the exchange ended", n)
+		}
+		pollUntil(t, 5*time.Second, func() bool { return a.pending == 0 }, a, b)
+	}
+}
+
+// fetchIs fetches rendezvous d from a at b and checks it carried want.
+func fetchIs(t *testing.T, a, b *tep, d delivered, want []byte, cookie uint64) {
+	t.Helper()
+	if !d.IsRndv {
+		t.Fatalf("%d bytes: not a rendezvous", len(want))
+	}
+	got, res := fetch(t, a, b, d, len(want), cookie)
+	if res.N != len(want) || res.Err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes: fetched %d, %v, intact %v", len(want), res.N, res.Err, bytes.Equal(got, want))
+	}
+}
+
 // runnable is the number of runnable threads on the machine
 // (/proc/loadavg's fourth field), or a large number if unknown.
 func runnable() int {
