@@ -234,7 +234,7 @@ func TestForgedConnectKeepsPeer(t *testing.T) {
 	net.inject(portOf(b), req, addrOf(net, a))
 	transfer(t, a, b, ra, rb, c, []int{10, 5000, 100000}, 5*time.Second, nil)
 	sb := b.Stats()
-	if sb.Forged == 0 || sb.Challenges-ch0 != 2 || sb.PeersDead != 0 || b.peers[0].instance != a.instance {
+	if sb.Forged == 0 || sb.Challenges-ch0 != 2 || sb.PeersDead+sb.PeersLeft != 0 || b.peers[0].instance != a.instance {
 		t.Errorf("b: %+v, its peer's instance %#x (a's %#x)", sb, b.peers[0].instance, a.instance)
 	}
 	if len(ra.msgs) != 0 {
@@ -495,7 +495,7 @@ func TestBusyHoldsSender(t *testing.T) {
 	}
 	sa, sb := a.Stats(), b.Stats()
 	t.Logf("refused %d times; a: Busy %d Retransmits %d Probes %d; b: Refused %d", gate.refused, sa.Busy, sa.Retransmits, sa.Probes, sb.Refused)
-	if gate.refused == 0 || sa.Busy == 0 || sb.Refused == 0 || sa.PeersDead+sb.PeersDead != 0 {
+	if gate.refused == 0 || sa.Busy == 0 || sb.Refused == 0 || sa.PeersDead+sb.PeersDead+sa.PeersLeft+sb.PeersLeft != 0 {
 		t.Errorf("a %+v, b %+v", sa, sb)
 	}
 }

@@ -263,7 +263,8 @@ type Stats struct {
 	BadMAC             uint64 // authenticated packets whose MAC is wrong
 	Challenges         uint64 // connect requests answered with a cookie challenge
 	SendErrors         uint64 // backend send failures (packet dropped)
-	PeersDead          uint64
+	PeersDead          uint64 // peers this endpoint declared dead: silent for the connection timeout
+	PeersLeft          uint64 // peers that said they were gone: a disconnect notice, or a new instance at their address
 	PeerLimit          uint64 // connections refused by FI_PSM2_MAX_PEERS or FI_PSM2_PEERS_PER_HOST
 	Reclaimed          uint64 // slots of dead peers taken back
 	Refused            uint64 // packets refused at a limit (admit.go): the sender waits and sends them again

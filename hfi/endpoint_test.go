@@ -320,7 +320,19 @@ func TestDisconnectFailsPending(t *testing.T) {
 	if !drive(t, a, b, ra, rb, 2*time.Second, func() bool { _, ok := ra.sends[2]; return ok }) {
 		t.Fatal("no completion after the peer closed")
 	}
-	if !errors.Is(ra.sends[2], transport.ErrPeerDead) && !errors.Is(ra.sends[2], transport.ErrTimeout) {
+	// The notice makes the peer one that left, not one a declared dead
+	// (a timeout, if the notice was lost).
+	st := a.Stats()
+	switch {
+	case errors.Is(ra.sends[2], transport.ErrPeerDead):
+		if st.PeersLeft != 1 || st.PeersDead != 0 {
+			t.Errorf("after the notice: peers_left %d, peers_dead %d; want 1, 0", st.PeersLeft, st.PeersDead)
+		}
+	case errors.Is(ra.sends[2], transport.ErrTimeout):
+		if st.PeersLeft != 0 || st.PeersDead != 1 {
+			t.Errorf("after a timeout: peers_left %d, peers_dead %d; want 0, 1", st.PeersLeft, st.PeersDead)
+		}
+	default:
 		t.Errorf("send: %v", ra.sends[2])
 	}
 }

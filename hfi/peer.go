@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -337,13 +338,20 @@ func (e *Endpoint) sendDisc(p *peer) {
 }
 
 // failPeer declares p dead with err: everything pending on it fails.
-// With closing (the endpoint closes) nothing is sent.
+// With closing (the endpoint closes) nothing is sent. A timeout counts as
+// a peer declared dead (PeersDead), anything else as one that said it was
+// gone (PeersLeft): a reader of the counters tells a failure from a
+// normal close.
 func (e *Endpoint) failPeer(p *peer, err error, closing bool) {
 	if p.state == stDead {
 		return
 	}
-	if !closing {
+	switch {
+	case closing:
+	case errors.Is(err, transport.ErrTimeout):
 		e.stats.PeersDead++
+	default:
+		e.stats.PeersLeft++
 	}
 	p.state, p.err, p.deadAt = stDead, err, e.clock.Now()
 	for i := range uint32(e.sends.Len()) {

@@ -139,8 +139,7 @@ for h in 1 2; do $ns exec $h ethtool -K eth0 tx-udp-segmentation off >/dev/null 
 # 2 s) loses nothing: a further rail is left for the other, the primary
 # is left for the further one by both sides (rail_failovers). Both
 # fi_pingpongs exit 0 with -c: no operation failed, so no live peer was
-# declared dead (peers_dead may count the other's disconnect notice at
-# its close, which comes first under load).
+# declared dead.
 $ns rail || fail "nshosts rail" ""
 sw=$(cut -d' ' -f1 "${NSHOSTS_RUNDIR:-/run/nshosts}/$NSHOSTS_PREFIX/switch.pid")
 railenv=("${env[@]}" PSM2_MULTIRAIL=1 FI_PSM2_PRINT_STATS=1)
