@@ -59,6 +59,7 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 			ConnTimeout:   c.connTimeout,
 			RndvThreshold: shmThreshold(c.rndvThresh),
 			DisableCMA:    c.disableCMA,
+			Crowded:       jobCrowded.Load,
 		},
 	})
 }
