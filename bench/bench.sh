@@ -31,6 +31,10 @@
 #      unpinned processes, BENCH_WARM_RUNS times (10), the mean against
 #      the steady state (400000 round trips, best of BENCH_REPEAT), our
 #      psm2 and Debian's shm (target: psm2's ratio <= 1.5).
+#  (g) threads on contexts (bench/ctxrate.c -1): 2 threads on 2 contexts
+#      of a scalable endpoint against 2 endpoints of one domain (>= 0.95)
+#      and against one thread (>= 1.7); 2 domains against one thread
+#      (>= 1.7) shows what the domain lock costs (docs/provider.md).
 #
 # Every measurement is repeated BENCH_REPEAT times (default 3) and the BEST
 # is kept: the lowest latency and the highest bandwidth. Each run is made
@@ -333,6 +337,33 @@ else
 	run_failed=1
 fi
 
+# (g) Threads on contexts: bench/ctxrate.c -1 (one process, each thread
+# sending 8 B messages, 64 at a time, from a context or endpoint of its
+# own to another and reaping both CQs, so N threads are N running
+# threads): 1 thread on one endpoint, 2 threads on 2 endpoints of one
+# domain, on 2 contexts of one scalable endpoint, and on endpoints of 2
+# domains; best of REPEAT. Issue 32's targets: the scalable endpoint's
+# contexts >= 0.95x the endpoints, and >= 1.7x one thread.
+declare -A CTX
+note "bench: threads on contexts, bench/ctxrate -1 (best of $REPEAT)"
+if [ "$SKIP_PSM2" != 1 ] && [ -x "$bin/ctxrate" ]; then
+	for ((i = 0; i < REPEAT; i++)); do
+		for m in "eps1:eps -n 1" "eps2:eps -n 2" "sep2:sep -n 2" "doms2:doms -n 2"; do
+			k=${m%%:*} o=${m#*:}
+			# shellcheck disable=SC2086 # $o is the mode and thread options
+			out=$(LD_LIBRARY_PATH=$libdir timeout "$TMO" "$bin/ctxrate" -p psm2 -1 -m $o -t 0.5) ||
+				{ FAILED[ctx-psm2]=1; run_failed=1; note "  ctxrate -m $o failed"; break 2; }
+			rate=${out##* }
+			if awk -v a="$rate" -v b="${CTX[$k]:-0}" 'BEGIN { exit !(a > b) }'; then
+				CTX[$k]=$rate
+			fi
+		done
+	done
+elif [ "$SKIP_PSM2" != 1 ]; then
+	note "bench: no $bin/ctxrate (make bench-tools)"
+	run_failed=1
+fi
+
 # (f) Short jobs: a 32 B fi_pingpong of 20000 round trips, from fresh
 # processes each time, WARM_RUNS times (10), not pinned, so that what a
 # job pays at its start (the connection, the first waits, where the
@@ -617,6 +648,9 @@ target "sread 256 B msg/s, psm2/shm" "${MEP[psm2:s256]:-}" "${MEP[shm:s256]:-}" 
 target "cntr_wait 8 B msg/s, psm2/shm" "${MEP[psm2:c8]:-}" "${MEP[shm:c8]:-}" ">=" 1.0 mep-psm2 mep-shm
 target "cntr_wait 256 B msg/s, psm2/shm" "${MEP[psm2:c256]:-}" "${MEP[shm:c256]:-}" ">=" 1.0 mep-psm2 mep-shm
 target "short job 32 B, first 20000/steady" "${WARM[psm2:short]:-}" "${WARM[psm2:steady]:-}" "<=" 1.5 warm-psm2 warm-psm2
+target "2 threads: SEP ctxs/EPs msg/s" "${CTX[sep2]:-}" "${CTX[eps2]:-}" ">=" 0.95 ctx-psm2 ctx-psm2
+target "2 threads: SEP ctxs/1 thread msg/s" "${CTX[sep2]:-}" "${CTX[eps1]:-}" ">=" 1.7 ctx-psm2 ctx-psm2
+target "2 threads: 2 domains/1 thread" "${CTX[doms2]:-}" "${CTX[eps1]:-}" ">=" 1.7 ctx-psm2 ctx-psm2
 if [ "$internode" = 1 ]; then
 	target "hosts: 64 B latency, psm2/tcp" "${LAT[net-psm2:64]:-}" "${LAT[net-tcp:64]:-}" "<=" 0.6 net-psm2 net-tcp
 	target "hosts: 64 B latency, psm2/udppp" "${LAT[net-psm2:64]:-}" "${LAT[net-udp:64]:-}" "<=" 1.15 net-psm2 net-udp
