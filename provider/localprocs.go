@@ -1,11 +1,8 @@
 package provider
 
 import (
-	"runtime"
 	"sync"
-	"sync/atomic"
 
-	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -25,21 +22,6 @@ var localPeers struct {
 	own map[uint64]struct{} // this process's endpoints, opened
 }
 
-// jobCrowded is whether the job's endpoints on this host outnumber its
-// CPUs (localProcsLocked() > hostCPUs()), kept up to date as localPeers
-// grows, for paths that cannot take localPeers' lock: the shm wire's
-// split copies (shm.Config.Crowded), which need a second CPU free.
-var jobCrowded atomic.Bool
-
-// hostCPUs is the number of CPUs online, as cq.c counts them for the
-// same comparison.
-var hostCPUs = sync.OnceValue(func() int {
-	if n := sys.OnlineCPUs(); n > 0 {
-		return n
-	}
-	return runtime.NumCPU()
-})
-
 // maxLocalPeers bounds each of localPeers' sets (more ranks on one host
 // than any machine has CPUs).
 const maxLocalPeers = 1024
@@ -49,22 +31,18 @@ const maxLocalPeers = 1024
 func noteOwnEndpoint(epid uint64) {
 	localPeers.Lock()
 	defer localPeers.Unlock()
-	if addBounded(&localPeers.own, epid) {
-		jobCrowded.Store(localProcsLocked() > hostCPUs())
-	}
+	addBounded(&localPeers.own, epid)
 }
 
-// addBounded adds id to *set (made if nil) unless it holds maxLocalPeers,
-// and reports whether the set grew. The caller holds localPeers' lock.
-func addBounded(set *map[uint64]struct{}, id uint64) bool {
+// addBounded adds id to *set (made if nil) unless it holds maxLocalPeers.
+// The caller holds localPeers' lock.
+func addBounded(set *map[uint64]struct{}, id uint64) {
 	if *set == nil {
 		*set = make(map[uint64]struct{})
 	}
-	if _, ok := (*set)[id]; ok || len(*set) >= maxLocalPeers {
-		return false
+	if len(*set) < maxLocalPeers {
+		(*set)[id] = struct{}{}
 	}
-	(*set)[id] = struct{}{}
-	return true
 }
 
 // noteLocalName counts each context of name n (one, or a scalable
@@ -106,9 +84,7 @@ func noteLocalPeer(ours, peer uint64, ctx int) {
 	}
 	localPeers.Lock()
 	defer localPeers.Unlock()
-	if addBounded(&localPeers.ids, key) {
-		jobCrowded.Store(localProcsLocked() > hostCPUs())
-	}
+	addBounded(&localPeers.ids, key)
 }
 
 // LocalProcs is the number of the job's endpoints on this host that this
@@ -118,11 +94,6 @@ func noteLocalPeer(ours, peer uint64, ctx int) {
 func LocalProcs() int {
 	localPeers.Lock()
 	defer localPeers.Unlock()
-	return localProcsLocked()
-}
-
-// localProcsLocked is LocalProcs under localPeers' lock.
-func localProcsLocked() int {
 	n := 1
 	for id := range localPeers.ids {
 		if _, mine := localPeers.own[id]; !mine {

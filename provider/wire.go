@@ -59,7 +59,6 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 			ConnTimeout:   c.connTimeout,
 			RndvThreshold: shmThreshold(c.rndvThresh),
 			DisableCMA:    c.disableCMA,
-			Crowded:       jobCrowded.Load,
 		},
 	})
 }

@@ -93,10 +93,6 @@ type Config struct {
 	// PinnedSplitAloneThreshold in a process bound to one CPU; a negative
 	// value turns it off.
 	SplitAloneThreshold int
-	// Crowded, if set, reports whether the job's ranks on this host
-	// outnumber its CPUs; split copies are off while it does (splitOK).
-	// Called for each fetch that could be split: it must be cheap.
-	Crowded func() bool
 	// RingCells is the size of the receive ring, a power of two in
 	// [MinCells, MaxCells]. Default DefaultRingCells.
 	RingCells int

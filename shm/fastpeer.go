@@ -213,7 +213,7 @@ func (e *Endpoint) syncFastRndv(p *peer, d []byte) {
 		pid = uint64(p.pid)
 	}
 	rmax, alone := uint64(math.MaxUint64), uint64(math.MaxUint64)
-	if e.cfg.SplitThreshold > 0 && e.seg.splits > 0 && !e.crowded() {
+	if e.cfg.SplitThreshold > 0 && e.seg.splits > 0 {
 		rmax = uint64(e.cfg.SplitThreshold - 1)
 		alone = uint64(e.splitMin())
 	}

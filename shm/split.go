@@ -80,17 +80,7 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 // splitOK reports whether a fetch of want bytes from p should be split:
 // from SplitThreshold up always, from SplitAloneThreshold up when nothing
 // waits in the ring behind the request (a lone, latency-bound message);
-// never while p has a rendezvous of ours to fetch (sendsTo), nor while the
-// job's ranks outnumber the CPUs (Config.Crowded).
-//
-// A helper needs a CPU of its own. Where ranks outnumber CPUs, the
-// sender's help takes the CPU another rank was to run on, and a sender
-// descheduled in the middle of its chunk keeps the receiver waiting for
-// that chunk until it runs again. bench/pairs.c, 4 ranks on 2 cores
-// (every pair ping-ponging at once), Open MPI cm/ofi, medians of 5
-// alternating runs, before -> after (vader): 256 KiB 75.5 -> 69.5 us
-// (45.1), 512 KiB 131.4 -> 101.8 (78.7), 1 MiB 224.5 -> 181.2 (150.6);
-// 128 KiB and 2-4 MiB even (46.8 and 47.9; 372 and 375).
+// never while p has a rendezvous of ours to fetch (sendsTo).
 //
 // A peer that fetches from us while we fetch from it (MPI_Sendrecv,
 // exchanges, the steps of an allreduce) has its own copy to make on its
@@ -102,7 +92,7 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 // ping-pong, whose sender only waits, keeps its split (1 MiB: 61-73 us
 // split, 122-149 not).
 func (e *Endpoint) splitOK(p *peer, want int) bool {
-	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() || p.sendsTo > 0 || e.crowded() {
+	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() || p.sendsTo > 0 {
 		return false
 	}
 	if want < e.cfg.SplitThreshold && !e.ring.Empty() {
@@ -111,11 +101,6 @@ func (e *Endpoint) splitOK(p *peer, want int) bool {
 	return !e.cfg.DisableCMA && !e.cmaRefused && !p.self && (p.pid != e.pid || e.noLocal) &&
 		e.seg.splits > 0 && e.splitBusy != 1<<splitSlots-1
 }
-
-// crowded is Config.Crowded: while it holds, C fetches every rendezvous
-// itself (syncFastRndv: a descriptor written since says so) and Go splits
-// none.
-func (e *Endpoint) crowded() bool { return e.cfg.Crowded != nil && e.cfg.Crowded() }
 
 // defaultSplitAlone is Config.SplitAloneThreshold's default for this
 // process: PinnedSplitAloneThreshold if it may run on one CPU only.

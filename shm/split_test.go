@@ -201,28 +201,6 @@ func TestSplitNotWhileExchanging(t *testing.T) {
 	}
 }
 
-// TestSplitNotWhenCrowded: while Config.Crowded says the job's ranks
-// outnumber the CPUs, no fetch is split; after, a lone one is again.
-func TestSplitNotWhenCrowded(t *testing.T) {
-	a, b, ab := pair(t)
-	a.noLocal, b.noLocal = true, true
-	crowded := true
-	b.cfg.Crowded = func() bool { return crowded }
-	for i, n := range []int{b.cfg.SplitAloneThreshold + 1, DefaultSplitThreshold, b.cfg.SplitAloneThreshold + 1} {
-		if i == 2 {
-			crowded = false
-		}
-		c := uint64(10 * (i + 1))
-		sendAll(t, a, b, ab, transport.Header{Tag: c, Len: uint64(n)}, [][]byte{pattern(n, byte(i))}, c, 0)
-		before := b.Stats().RndvSplit
-		fetchIs(t, a, b, recvOne(t, a, b), pattern(n, byte(i)), c+1)
-		if split := b.Stats().RndvSplit != before; split == crowded {
-			t.Errorf("%d bytes, crowded %v: split %v", n, crowded, split)
-		}
-		pollUntil(t, 5*time.Second, func() bool { return a.pending == 0 }, a, b)
-	}
-}
-
 // fetchIs fetches rendezvous d from a at b and checks it carried want.
 func fetchIs(t *testing.T, a, b *tep, d delivered, want []byte, cookie uint64) {
 	t.Helper()

@@ -93,14 +93,3 @@ func TestMapAnon(t *testing.T) {
 		t.Error("no CPU to run on")
 	}
 }
-
-func TestCPUListCount(t *testing.T) {
-	for s, want := range map[string]int{"0\n": 1, "0-1\n": 2, "0-3,6,8-9": 7, "": 0, "1-0": 0, "x": 0, "0-": 0} {
-		if got := CPUListCount(s); got != want {
-			t.Errorf("CPUListCount(%q) = %d, want %d", s, got, want)
-		}
-	}
-	if n := OnlineCPUs(); n < AffinityCount() {
-		t.Errorf("%d CPUs online, fewer than the %d this thread may use", n, AffinityCount())
-	}
-}
