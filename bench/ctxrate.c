@@ -20,7 +20,8 @@
  * the sum over its threads, each counted over its own time.
  *
  * With -1 there is one process and no acks: it opens both sides (two
- * SEPs, or two endpoints per thread, in the same domain), and thread i
+ * SEPs, or two endpoints per thread, in one domain; with -m doms in the
+ * thread's own), and thread i
  * posts WINDOW receives on side 1's context i, sends WINDOW messages to
  * it from side 0's context i and reaps both CQs. N threads are then N
  * running threads, not 2N, so on a machine of N CPUs the figure says how
