@@ -114,7 +114,7 @@ static void fill_queue(struct world *w)
 	uint64_t n = rnd() % (NRECV + 1);
 
 	w->ep[EPF_RQ_COUNT] = n;
-	*(uint64_t *) (w->dom + DOMF_QUEUED) = n;
+	*(uint64_t *) (w->dom + DOMF_SLOTS + LSLOT_QUEUED) = n;
 	w->ep[EPF_TAG_MASK] = rnd() % 2 ? ~(uint64_t) 0 : ~(uint64_t) 0 >> 4;
 	w->ep[EPF_CAPS] = rnd() % 2 ? FI_DIRECTED_RECV : 0;
 	w->ep[EPF_RX_SEL] = rnd() % 4 == 0;
@@ -202,7 +202,10 @@ int main(void)
 	w.ep[EPF_DELIVER] = 1;
 	w.ep[EPF_RX_CQ] = (uint64_t) (uintptr_t) w.cq;
 	w.ep[EPF_DOMAIN] = (uint64_t) (uintptr_t) w.dom;
+	w.ep[EPF_LOCK] = w.cq[CQF_LOCK] = (uint64_t) (uintptr_t) (w.dom + DOMF_SLOTS);
 	w.ep[EPF_RING] = (uint64_t) (uintptr_t) w.ring | LOG2_CELLS;
+	*(uint64_t *) (w.dom + DOMF_SLOTS + LSLOT_NRINGS) = 1;
+	*(uint64_t *) (w.dom + DOMF_SLOTS + LSLOT_RINGS) = w.ep[EPF_RING];
 	w.ep[EPF_NPEERS] = 3;
 	w.ep[EPF_PEERS] = (uint64_t) (uintptr_t) w.peers;
 	w.peers[0] = (uint64_t) (uintptr_t) w.desc;

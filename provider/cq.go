@@ -115,6 +115,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 	if cq.fast = fastPage(); cq.fast != nil && d.fast != nil {
 		atomic.StoreUint64(fastWord(cq.fast, cqDomain), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
 		atomic.StoreUint64(fastWord(cq.fast, cqStride), uint64(cq.stride))
+		atomic.StoreUint64(fastWord(cq.fast, cqLock), d.slotAddr(0))
 	}
 	if cq.ws != nil {
 		cq.ws.add(cq)
@@ -122,6 +123,7 @@ func (d *Domain) OpenCQ(attr *CQAttr) (*CQ, error) {
 	if cq.fast != nil {
 		d.lock()
 		d.cqs = append(d.cqs, cq)
+		d.regroup = true
 		d.unlock()
 	}
 	if cq.hasFD() || cq.ws != nil {
@@ -533,6 +535,7 @@ func (cq *CQ) Close() error {
 	for i, c := range d.cqs {
 		if c == cq {
 			d.cqs = append(d.cqs[:i], d.cqs[i+1:]...)
+			d.regroup = true
 			break
 		}
 	}

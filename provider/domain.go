@@ -12,11 +12,14 @@ import (
 // Domain is an open psm2 domain: the attributes every object opened from it
 // shares, the lock that serializes its data path, and its progress engine.
 //
-// Locking. Every data-path entry (posting, completion reads, progress)
-// holds d.mu unless locking is off (FI_PSM2_LOCK_LEVEL=0 with no progress
-// goroutine): one lock per domain keeps the matching engine, the CQs and the
-// wires consistent without per-object locks, and an uncontended lock is a
-// few nanoseconds.
+// Locking. Every data-path entry of Go (posting, completion reads,
+// progress) holds d.mu unless locking is off (FI_PSM2_LOCK_LEVEL=0 with no
+// progress goroutine): one lock per domain keeps the matching engine, the
+// CQs and the wires consistent without per-object locks, and an
+// uncontended lock is a few nanoseconds. d.mu is the words of the domain
+// page's lock slots, all of them: the C fast paths take only the slot of
+// the endpoint or CQ they act for, so threads on endpoints that share
+// nothing C touches do not contend (lockgroup.go).
 type Domain struct {
 	trigCntrs   []*Cntr // counters with triggered calls waiting (trigger.go); the lock
 	trigPending int     // those calls
@@ -40,9 +43,14 @@ type Domain struct {
 	eps []*Endpoint // enabled endpoints, polled by progress; guarded by mu
 	cqs []*CQ       // open CQs with a fast-path page; guarded by mu
 
-	// fastLock: mu is the futex word in the domain page that the C fast
-	// paths share (lock.go, fastep.go).
+	// fastLock: mu is the futex words in the domain page that the C fast
+	// paths share (lock.go, fastep.go, lockgroup.go).
 	fastLock bool
+	// regroup: a binding changed; unlock puts endpoints and CQs into
+	// lock slots again (lockgroup.go). slotsUsed: slots in use (1 + the
+	// words of mu.more).
+	regroup   bool
+	slotsUsed int
 
 	refs       atomic.Int64 // objects open on the domain
 	disconnect atomic.Uint32
@@ -105,7 +113,8 @@ func (f *Fabric) OpenDomain(info *fi.Info) (*Domain, error) {
 	d.fast = fastPage()
 	if d.fast != nil && !raceEnabled {
 		d.fastLock = true
-		d.mu.w = fastWord32(d.fast, domLockWord)
+		d.slotsUsed = 1
+		d.mu.w = fastWord32(d.fast, domSlots+slotLock)
 		if d.locking {
 			atomic.StoreUint32(fastWord32(d.fast, domLocking), 1)
 		}
@@ -168,16 +177,16 @@ func (d *Domain) lock() {
 		d.mu.lock()
 	}
 	if d.fastLock {
-		if atomic.LoadUint64(fastWord(d.fast, domCQueued)) != 0 {
+		if d.slotsSay(slotCQueued) {
 			d.absorbLocked() // before anything adds a CQ entry
 		}
-		if atomic.LoadUint64(fastWord(d.fast, domQueued)) != 0 {
+		if d.slotsSay(slotQueued) {
 			d.drainLocked()
 		}
-		if atomic.LoadUint64(fastWord(d.fast, domADone)) != 0 {
+		if d.slotsSay(slotADone) {
 			d.reapLocked()
 		}
-		if atomic.LoadUint64(fastWord(d.fast, domCPosted)) != 0 {
+		if d.slotsSay(slotCPosted) {
 			d.adoptLocked()
 		}
 	}
@@ -190,6 +199,9 @@ func (d *Domain) unlock() {
 		for _, ep := range d.eps {
 			ep.syncDeliverLocked()
 		}
+	}
+	if d.regroup {
+		d.regroupLocked()
 	}
 	if d.locking {
 		d.mu.unlock()
@@ -222,6 +234,9 @@ func (d *Domain) removeEPLocked(ep *Endpoint) {
 	for i, e := range d.eps {
 		if e == ep {
 			d.eps = append(d.eps[:i], d.eps[i+1:]...)
+			if ep.fast.page != nil {
+				atomic.StoreUint64(fastWord(ep.fast.page, epfLock), d.slotAddr(0))
+			}
 			d.publishRings()
 			return
 		}

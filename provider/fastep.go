@@ -69,6 +69,8 @@ import (
 //	     +3592 C's tag counter, and from +3600 the armed table
 //	     (fastrma.go)
 //	+3936 the AV's rx_ctx_bits (fastSlot)
+//	+3944 the address of the endpoint's lock slot (lockgroup.go; 0: a
+//	     page given back, call Go)
 //
 // Every word is written under the domain lock.
 const (
@@ -110,13 +112,14 @@ const (
 	epfCSeq   = epfAPost + 8
 	epfAOps   = epfCSeq + 8
 	epfRxBits = epfAOps + aoCap*aoSize
+	epfLock   = epfRxBits + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.
 func senderSlot(epid uint64) int { return int((epid * senderHash) >> (64 - sendersLog2)) }
 
 // The senders' table ends inside the page (a compile error otherwise).
-var _ = [1]struct{}{}[(epfRxBits+8)/4097]
+var _ = [1]struct{}{}[(epfLock+8)/4097]
 
 // rqEntry is one queued receive, as C writes it (under the domain lock,
 // so plain reads are enough here).
@@ -168,6 +171,7 @@ func (ep *Endpoint) openFast() {
 	atomic.StoreUint64(fastWord(page, epfNPeers), maxFastPeers)
 	atomic.StoreUint64(fastWord(page, epfPeers), uint64(uintptr(unsafe.Pointer(&peers[0]))))
 	atomic.StoreUint64(fastWord(page, epfDomain), uint64(uintptr(unsafe.Pointer(&d.fast[0]))))
+	atomic.StoreUint64(fastWord(page, epfLock), d.slotAddr(0))
 }
 
 // FastPath returns the endpoint's page for the C side (nil: always Go).
@@ -186,6 +190,7 @@ func (ep *Endpoint) syncFastLocked() {
 	if p == nil {
 		return
 	}
+	ep.dom.regroup = true
 	_, wireOK := ep.tp.(transport.FastSender)
 	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil && ep.engine.sendQ.n == 0
 	recv := ep.enabled && !ep.closed
@@ -338,7 +343,7 @@ func (ep *Endpoint) closeFast() {
 // drainLocked posts the receives C queued on every endpoint. Domain.lock
 // calls it, so nothing under the lock runs before them.
 func (d *Domain) drainLocked() {
-	atomic.StoreUint64(fastWord(d.fast, domQueued), 0)
+	d.clearSlots(slotQueued)
 	for _, ep := range d.eps {
 		ep.drainFast()
 	}

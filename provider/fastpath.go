@@ -34,15 +34,22 @@ import (
 //	             +16 the receive rings of the domain's enabled endpoints,
 //	                 as transport.Endpoint.Probes words (base | log2 cells),
 //	                 0 past the count
-//	             +128 the domain lock (uint32 futex word; lock.go)
 //	             +132 1 if the domain locks at all (uint32)
-//	             +192 receives C queued and Go has not posted yet
-//	                  (fastep.go); nonzero means "not idle" unless every
-//	                  endpoint holding some may have them delivered by C
 //	             +208 number of endpoint pages listed at +256 (0 when the
 //	                  domain has more than maxFastEPs endpoints)
-//	             +216 completions C queued in some CQ of the domain
 //	             +256 the pages of the domain's endpoints, for C delivery
+//	             +2048 the lock slots (lockgroup.go), slotSize bytes each:
+//	                  +0  the lock word (uint32 futex; lock.go)
+//	                  +8  receives C queued and Go has not posted yet
+//	                      (fastep.go); nonzero means "not idle" unless
+//	                      every endpoint holding some may have them
+//	                      delivered by C
+//	                  +16 completions C queued in some CQ of the slot
+//	                  +24, +32 atomics C completed and posted (fastrma.go)
+//	                  +40 number of rings of the slot's endpoints
+//	                      (slotBlind: more than the slot lists)
+//	                  +64 those rings, as at +16
+//	             Endpoint and CQ pages name their slot (epfLock, cqLock).
 //
 // All words are written under the domain lock, with release stores on the
 // data path (atomicx.StoreRel64: a sequentially consistent store would make
@@ -60,15 +67,30 @@ const fastPageBytes = 4096
 
 // Offsets in the domain page (bytes).
 const (
-	domBusy     = 0
-	domNRings   = 8
-	domRings    = 16
-	domLockWord = 128
-	domLocking  = 132
-	domQueued   = 192
-	domNEPs     = 208
-	domCQueued  = 216
-	domEPs      = 256
+	domBusy    = 0
+	domNRings  = 8
+	domRings   = 16
+	domLocking = 132
+	domNEPs    = 208
+	domEPs     = 256
+	domSlots   = 2048
+)
+
+// A lock slot (lockgroup.go): the lock of a group of endpoints and CQs,
+// and the words C writes for Go under it, on the lock word's cache line;
+// the group's rings on the next.
+const (
+	maxSlots     = 8
+	slotSize     = 128
+	slotLock     = 0
+	slotQueued   = 8
+	slotCQueued  = 16
+	slotADone    = 24
+	slotCPosted  = 32
+	slotNRings   = 40
+	slotRings    = 64
+	slotMaxRings = maxFastRings
+	slotBlind    = ^uint64(0)
 )
 
 // maxFastEPs is how many endpoint pages the domain page lists for C
@@ -86,6 +108,7 @@ const (
 	cqStride     = 16
 	cqCQueued    = 24
 	cqSleepers   = 32
+	cqLock       = 40
 	cqCEntries   = 1024
 	cqCEntrySize = 48
 	cqCCap       = 56
@@ -160,7 +183,7 @@ func (cq *CQ) setAvail() {
 
 // absorbLocked takes over the completions C queued in every CQ.
 func (d *Domain) absorbLocked() {
-	atomic.StoreUint64(fastWord(d.fast, domCQueued), 0)
+	d.clearSlots(slotCQueued)
 	for _, cq := range d.cqs {
 		cq.absorb()
 	}
@@ -209,6 +232,7 @@ func (d *Domain) publishRings() {
 	if d.fast == nil {
 		return
 	}
+	d.regroup = true
 	atomic.StoreUint64(fastWord(d.fast, domBusy), 1) // busy while the list changes
 	n, blind := 0, false
 	var words [maxFastRings]uint64

@@ -66,11 +66,9 @@ import (
 // answer Go takes itself, or a target that dies, completes it. Every word is written under the
 // domain lock, which C holds while it serves.
 const (
-	domALock   = 224
-	domADone   = 232
-	domCPosted = 240
-	domMRs     = 1024
-	domMRCap   = 16
+	domALock = 224
+	domMRs   = 1024
+	domMRCap = 16
 
 	mrfKey    = 0
 	mrfBase   = 8
@@ -303,7 +301,7 @@ func (d *Domain) eachEntry(st uint64, fn func(ep *Endpoint, p []byte, i, e int))
 // reapLocked frees the ops C completed. Domain.lock calls it, so no Go
 // code sees those ops as still waiting.
 func (d *Domain) reapLocked() {
-	atomic.StoreUint64(fastWord(d.fast, domADone), 0)
+	d.clearSlots(slotADone)
 	d.eachEntry(aoDone, func(ep *Endpoint, p []byte, i, e int) {
 		o := ep.engine.rmaByID(atomic.LoadUint64(fastWord(p, e+aoID)))
 		atomic.StoreUint64(fastWord(p, e+aoState), aoFree)
@@ -323,7 +321,7 @@ func (d *Domain) reapLocked() {
 // (rmaByID), so that an answer Go takes completes it. Domain.lock calls
 // it before anything could take such an answer.
 func (d *Domain) adoptLocked() {
-	atomic.StoreUint64(fastWord(d.fast, domCPosted), 0)
+	d.clearSlots(slotCPosted)
 	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
 		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)) & aoDestMask)
 		o := ep.engine.New(opRMA)

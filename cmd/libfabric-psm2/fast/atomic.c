@@ -16,10 +16,10 @@ static inline int psm2_answer_waits(const uint64_t *f)
 /* psm2_answers_ep completes, for endpoint page f, the armed ops whose
  * answers are at the head of its ring (provider/fastrma.go): copies the
  * old values, writes up to count completions of stride bytes at out and
- * marks the entries done for Go to reap. The caller holds the domain lock
- * and has checked that the CQ holds no older entry. Stops at anything
+ * marks the entries done for Go to reap. The caller holds f's lock slot
+ * sl and has checked that the CQ holds no older entry. Stops at anything
  * else. Returns the entries written. */
-static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t stride, char *out, size_t count)
+static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride, char *out, size_t count)
 {
 	char *r = psm2_probe_ring(f[EPF_RING]);
 	uint64_t mask = psm2_probe_mask(f[EPF_RING]);
@@ -98,7 +98,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 		} else {
 			/* Go frees its op (reapLocked). */
 			__atomic_store_n(&a[AO_STATE], AO_DONE, __ATOMIC_RELAXED);
-			__atomic_store_n(&dom[DOMF_ADONE / 8], dom[DOMF_ADONE / 8] + 1, __ATOMIC_RELEASE);
+			psm2_slot_add(sl, LSLOT_ADONE, 1);
 		}
 		__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 	}
@@ -113,8 +113,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *dom, uint64_t strid
 ssize_t psm2_fast_answers(const uint64_t *cqf, void *buf, size_t count)
 {
 	uint64_t *dom;
-	uint64_t neps, i, stride;
-	uint32_t *lk;
+	uint64_t neps, i, stride, *sl;
 	int locking;
 	ssize_t got = 0;
 
@@ -133,19 +132,18 @@ ssize_t psm2_fast_answers(const uint64_t *cqf, void *buf, size_t count)
 	}
 	if (i == neps || i == DOMF_MAX_EPS)
 		return 0;
-	if (!psm2_cq_lock_empty(cqf, dom, &lk, &locking))
+	if (!psm2_cq_lock_empty(cqf, dom, &sl, &locking))
 		goto out;
 	stride = cqf[CQF_STRIDE];
 	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_RELAXED);
 	for (i = 0; i < neps && i < DOMF_MAX_EPS && (size_t) got < count; i++) {
 		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
 
-		if (f && f[EPF_TX_CQ] == (uint64_t) (uintptr_t) cqf)
-			got += psm2_answers_ep(f, dom, stride, (char *) buf + got * stride, count - got);
+		if (f && f[EPF_TX_CQ] == (uint64_t) (uintptr_t) cqf && f[EPF_LOCK] == cqf[CQF_LOCK])
+			got += psm2_answers_ep(f, sl, stride, (char *) buf + got * stride, count - got);
 	}
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return got;
 }
 
@@ -165,9 +163,8 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	static const uint64_t size[] = ATOMIC_DT_SIZES;
 	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
 	unsigned char req[ATOMIC_MAX];
-	uint64_t *d, *a = NULL, *dom, n, seq, low, tag;
+	uint64_t *d, *a = NULL, *dom, n, seq, low, tag, *sl;
 	struct psm2_inline m;
-	uint32_t *lk;
 	int locking, ret = PSM2_FAST_GO, cells_n, i, opok, bidx;
 
 	/* The pairs Go's AtomicValid takes for integers. */
@@ -199,11 +196,9 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	m.hflags = HF_RMA | kind << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
 		   (uint32_t) dt << ATOMIC_DT_SHIFT;
 	dom = (uint64_t *) (uintptr_t) f[EPF_DOMAIN];
-	lk = psm2_domlock(dom, &locking);
-	if (locking)
-		psm2_dlock(lk);
+	sl = psm2_slot_lock(&f[EPF_LOCK], dom, &locking);
 	/* Nothing of Go's may be overtaken, and the flags may have changed. */
-	if (!__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
+	if (!sl || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
 		goto out;
 	d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
 	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED) || !d[FP_SLOT] ||
@@ -268,11 +263,10 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);
 	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&dom[DOMF_CPOSTED / 8], dom[DOMF_CPOSTED / 8] + 1, __ATOMIC_RELEASE);
+	psm2_slot_add(sl, LSLOT_CPOSTED, 1);
 	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return ret;
 }

@@ -54,18 +54,15 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
 		  uint64_t tag, uint64_t ignore, void *context,
 		  uint64_t flags)
 {
-	uint64_t *q, n, *d, *peers;
-	uint32_t *lk;
+	uint64_t *q, n, *d, *peers, *sl;
 	int locking, ret = PSM2_FAST_GO;
 
 	if (!f || !__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
 		return PSM2_FAST_GO;
 	if ((flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_TRIGGER)) || (len && !buf))
 		return PSM2_FAST_GO;
-	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
-	if (locking)
-		psm2_dlock(lk);
-	if (!__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
+	sl = psm2_slot_lock(&f[EPF_LOCK], (const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
+	if (!sl || !__atomic_load_n(&f[EPF_RECV_OK], __ATOMIC_RELAXED))
 		goto out;
 	if (src != FI_ADDR_UNSPEC && (f[EPF_CAPS] & FI_DIRECTED_RECV)) {
 		/* Only a source Go has connected (so the AV knows it). */
@@ -92,17 +89,10 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
 	q[RQ_CONTEXT] = (uint64_t) (uintptr_t) context;
 	q[RQ_FLAGS] = flags;
 	__atomic_store_n(&f[EPF_RQ_COUNT], n + 1, __ATOMIC_RELAXED);
-	{
-		uint64_t *queued = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_QUEUED);
-
-		/* Under the lock: a plain increment, no locked instruction. */
-		__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) + 1,
-				 __ATOMIC_RELEASE);
-	}
+	psm2_slot_add(sl, LSLOT_QUEUED, 1);
 	ret = PSM2_FAST_DONE;
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return ret;
 }
 
@@ -146,12 +136,12 @@ static inline void psm2_recv_entry(char *out, uint64_t stride, const uint64_t *q
  * for it (a rendezvous fetched with process_vm_readv, as shm's Fetch does,
  * and its FIN pushed), writing up to count completions of stride bytes at
  * out;
- * psm2_fast_deliver holds the domain lock and has checked that f delivers
- * through the CQ being read. It stops at anything else (another cell
+ * psm2_fast_deliver holds f's lock slot sl and has checked that f
+ * delivers through the CQ being read. It stops at anything else (another cell
  * kind, an unexpected message, a short buffer) and leaves it to Go; an
  * unexpected message that is the last in the ring is also listed in held
  * (when not NULL). Returns the entries written. */
-static inline ssize_t psm2_deliver_ep(uint64_t *f, const uint64_t *dom, uint64_t stride,
+static inline ssize_t psm2_deliver_ep(uint64_t *f, uint64_t *sl, uint64_t stride,
 			   char *out, size_t count, struct psm2_held *held)
 {
 	char *r = psm2_probe_ring(f[EPF_RING]);
@@ -302,12 +292,7 @@ again:
 		if ((uint64_t) i + 1 < n)
 			memmove(q, q + EPF_RQ_WORDS, (n - 1 - i) * EPF_RQ_WORDS * 8);
 		__atomic_store_n(&f[EPF_RQ_COUNT], n - 1, __ATOMIC_RELAXED);
-		{
-			uint64_t *queued = (uint64_t *) ((char *) dom + DOMF_QUEUED);
-
-			__atomic_store_n(queued, __atomic_load_n(queued, __ATOMIC_RELAXED) - 1,
-					 __ATOMIC_RELEASE);
-		}
+		psm2_slot_add(sl, LSLOT_QUEUED, (uint64_t) -1);
 		if (!later) {
 			__atomic_store_n(consp, cons + (uint64_t) cells, __ATOMIC_RELEASE);
 			continue;
@@ -315,7 +300,7 @@ again:
 		/* Taken out of ring order: its cells stay until the head's
 		 * message goes, and whoever consumes them then (here, or
 		 * shm's Poll) passes over them. Go reads them only under the
-		 * domain lock, which this holds. */
+		 * lock, whose slot this holds. */
 		for (k = 0; k < cells; k++)
 			((unsigned char *) psm2_cell(r, mask, pos + (uint64_t) k))[CELL_PAYLOAD_OFF + CELL_KIND] = CELL_TAKEN;
 	}
@@ -335,8 +320,7 @@ again:
 ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct psm2_held *held)
 {
 	const uint64_t *dom;
-	uint64_t stride, neps, i;
-	uint32_t *lk;
+	uint64_t stride, neps, i, *sl;
 	int locking, any = 0;
 	ssize_t got = 0;
 
@@ -352,7 +336,7 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct p
 		any = psm2_fast_ep(dom, i, cqf, held != NULL) != NULL;
 	if (!any)
 		return 0;
-	if (!psm2_cq_lock_empty(cqf, dom, &lk, &locking))
+	if (!psm2_cq_lock_empty(cqf, dom, &sl, &locking))
 		goto out;
 	/* Again under the lock: the list and the flags may have changed. */
 	stride = cqf[CQF_STRIDE];
@@ -361,10 +345,9 @@ ssize_t psm2_fast_deliver(const uint64_t *cqf, void *buf, size_t count, struct p
 		uint64_t *f = psm2_fast_ep(dom, i, cqf, held != NULL);
 
 		if (f)
-			got += psm2_deliver_ep(f, dom, stride, (char *) buf + got * stride, count - got, held);
+			got += psm2_deliver_ep(f, sl, stride, (char *) buf + got * stride, count - got, held);
 	}
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return got;
 }

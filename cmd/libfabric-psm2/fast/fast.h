@@ -15,8 +15,11 @@
  *     rendezvous (CMA) messages to them and writes their completions;
  *   - small atomics (atomic.c at the initiator, serve.c at the target);
  *   - the idle answer of fi_cq_read (idle.c).
- * All of it runs under the domain lock, a futex word Go takes too
- * (provider/lock.go), so Go's state is consistent while C looks at it.
+ * All of it runs under the domain lock, so Go's state is consistent
+ * while C looks at it: futex words Go takes all of (provider/lock.go)
+ * and C the one of the lock slot its endpoint or CQ names
+ * (provider/lockgroup.go, psm2_slot_lock), so threads on endpoints that
+ * share no CQ do not serialize.
  *
  * The memory layouts are Go's, documented there and generated into
  * layout.h (internal/cabi):

@@ -21,7 +21,7 @@ static inline int psm2_is_held(const struct psm2_held *held, uint64_t w, const c
  * do not show (DOMF_BUSY). */
 static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held, int any_busy)
 {
-	const uint64_t *f = cqf, *d;
+	const uint64_t *f = cqf, *d, *sl;
 	uint64_t n;
 
 	if (!f || __atomic_load_n(&f[CQF_COUNT], __ATOMIC_ACQUIRE) ||
@@ -30,11 +30,15 @@ static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held, i
 	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_DOMAIN], __ATOMIC_ACQUIRE);
 	if (!d || (!any_busy && __atomic_load_n(&d[DOMF_BUSY / 8], __ATOMIC_ACQUIRE)))
 		return 0;
-	if (__atomic_load_n(&d[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE)) {
+	sl = (const uint64_t *) (uintptr_t) __atomic_load_n(&f[CQF_LOCK], __ATOMIC_ACQUIRE);
+	if (!sl)
+		return 0;
+	if (__atomic_load_n(&sl[LSLOT_QUEUED / 8], __ATOMIC_ACQUIRE)) {
 		/* Receives queued by psm2_fast_recv: Go posts them, unless C delivers
 		 * to them itself (psm2_fast_deliver) through this CQ, which it
 		 * does for whatever arrives in the rings checked below. So
-		 * every endpoint holding some must be one C delivers for. */
+		 * every endpoint of the CQ's lock slot holding some must be
+		 * one C delivers for. */
 		uint64_t neps = __atomic_load_n(&d[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
 
 		if (!neps)
@@ -45,19 +49,24 @@ static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held, i
 
 			if (!ep)
 				return 0;
-			if (!__atomic_load_n(&ep[EPF_RQ_COUNT], __ATOMIC_ACQUIRE))
+			if (!__atomic_load_n(&ep[EPF_RQ_COUNT], __ATOMIC_ACQUIRE) ||
+			    __atomic_load_n(&ep[EPF_LOCK], __ATOMIC_RELAXED) != (uint64_t) (uintptr_t) sl)
 				continue;
 			if (!__atomic_load_n(&ep[EPF_DELIVER], __ATOMIC_ACQUIRE) ||
 			    ep[EPF_RX_CQ] != (uint64_t) (uintptr_t) f)
 				return 0;
 		}
 	}
-	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
-	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {
+	/* The rings of the slot's endpoints (and of endpoints no CQ
+	 * serves): another slot's belong to CQs other threads read. */
+	n = __atomic_load_n(&sl[LSLOT_NRINGS / 8], __ATOMIC_ACQUIRE);
+	if (n == LSLOT_BLIND)
+		return 0;
+	for (uint64_t i = 0; i < n && i < LSLOT_MAX_RINGS; i++) {
 		/* One word: the ring and its validated size together. A ring
 		 * of an endpoint closing meanwhile stays mapped (retired, not
 		 * unmapped: shm/vm.go), so a stale word reads harmless memory. */
-		uint64_t w = __atomic_load_n(&d[DOMF_RINGS / 8 + i], __ATOMIC_ACQUIRE), cons, seq;
+		uint64_t w = __atomic_load_n(&sl[LSLOT_RINGS / 8 + i], __ATOMIC_ACQUIRE), cons, seq;
 		const char *r = psm2_probe_ring(w);
 
 		if (!r)
@@ -73,7 +82,7 @@ static inline int psm2_idle(const uint64_t *cqf, const struct psm2_held *held, i
 
 /* psm2_fast_idle answers, without calling into Go, that a read would find
  * nothing: no entry queued, no work Go knows of, and no cell arrived in
- * any receive ring of the domain (provider/fastpath.go has the layout;
+ * any receive ring of the CQ's lock slot (provider/fastpath.go has the layout;
  * shm.Endpoint.RingProbe the ring's). Any doubt means "not idle". */
 int psm2_fast_idle(const uint64_t *cqf)
 {

@@ -59,6 +59,7 @@
 #define EPF_CSEQ 449                     /* C's tag counter */
 #define EPF_AOPS 450                     /* the armed table */
 #define EPF_RX_BITS 492                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
+#define EPF_LOCK 493                     /* the address of the endpoint's lock slot (0: call Go) */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */
@@ -87,16 +88,11 @@
 #define DOMF_NRINGS 8                    /* uint64: probe words that follow */
 #define DOMF_RINGS 16                    /* uint64[DOMF_MAX_RINGS]: probe words */
 #define DOMF_MAX_RINGS 8                 /* count */
-#define DOMF_LOCK 128                    /* uint32 futex: the domain lock */
 #define DOMF_LOCKING 132                 /* uint32: 1 if the domain locks at all */
-#define DOMF_QUEUED 192                  /* uint64: receives C queued, not posted yet */
 #define DOMF_NEPS 208                    /* uint64: endpoint pages that follow at DOMF_EPS */
 #define DOMF_EPS 256                     /* uint64[DOMF_MAX_EPS]: the pages C may deliver for */
 #define DOMF_MAX_EPS 8                   /* count */
-#define DOMF_CQUEUED 216                 /* uint64: completions C queued in some CQ */
 #define DOMF_ALOCK 224                   /* uint64: address of the process's atomic lock (uint32) */
-#define DOMF_ADONE 232                   /* uint64: answers C completed, not reaped by Go */
-#define DOMF_CPOSTED 240                 /* uint64: ops C posted, not adopted by Go */
 #define DOMF_MRS 1024                    /* the MR table (fastrma.go) */
 #define DOMF_MR_CAP 16                   /* entries; an MR with key k at entry k % DOMF_MR_CAP */
 #define MRF_SIZE 48                      /* bytes an entry takes */
@@ -105,6 +101,18 @@
 #define MRF_LEN 16
 #define MRF_OFFSET 24                    /* added to an RMA address */
 #define MRF_ACCESS 32                    /* FI_REMOTE_* granted; 0: empty */
+#define DOMF_SLOTS 2048                  /* the lock slots (lockgroup.go) */
+#define DOMF_MAX_SLOTS 8                 /* count */
+#define LSLOT_SIZE 128                   /* bytes a slot takes */
+#define LSLOT_LOCK 0                     /* in a slot, bytes: uint32 futex, the lock of the slot's endpoints and CQs */
+#define LSLOT_QUEUED 8                   /* uint64: receives C queued, not posted yet */
+#define LSLOT_CQUEUED 16                 /* uint64: completions C queued in some CQ */
+#define LSLOT_ADONE 24                   /* uint64: answers C completed, not reaped by Go */
+#define LSLOT_CPOSTED 32                 /* uint64: ops C posted, not adopted by Go */
+#define LSLOT_NRINGS 40                  /* uint64: probe words that follow (LSLOT_BLIND: more than listed) */
+#define LSLOT_RINGS 64                   /* uint64[LSLOT_MAX_RINGS]: the rings of the slot's endpoints */
+#define LSLOT_MAX_RINGS 8                /* count */
+#define LSLOT_BLIND 0xffffffffffffffffULL
 
 /* CQ page, words (provider/fastpath.go) */
 #define CQF_COUNT 0                      /* entries in Go's ring */
@@ -113,6 +121,7 @@
 #define CQF_CQUEUED 3                    /* completions C queued */
 #define CQF_ERR_DATA 8                   /* Go's: the err_data fi_cq_readerr hands out */
 #define CQF_SLEEPERS 4                   /* threads blocking in fi_cq_sread: C queues none */
+#define CQF_LOCK 5                       /* the address of the CQ's lock slot (0: call Go) */
 #define CQF_CENTRIES 128                 /* those completions */
 #define CQF_CCAP 56                      /* entries */
 #define CQF_CWORDS 6                     /* words an entry takes */

@@ -1,4 +1,4 @@
-/* lock.h: the domain lock and the atomic lock, futex words Go takes too (provider/lock.go, provider/fastrma.go). */
+/* lock.h: the domain lock's words and the atomic lock, futex words Go takes too (provider/lock.go, provider/fastrma.go). */
 #ifndef PSM2_FAST_LOCK_H
 #define PSM2_FAST_LOCK_H
 
@@ -25,7 +25,7 @@ static inline long psm2_futex(uint32_t *w, int op, uint32_t val)
 	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
 }
 
-/* The domain lock: 0 free, 1 held, 2 held and someone may sleep. An
+/* A lock slot's word (the domain lock is all of them): 0 free, 1 held, 2 held and someone may sleep. An
  * uncontended unlock is a plain release store (no full barrier, so the
  * thread does not wait for its ring cells to reach the receiver's core);
  * waiters therefore sleep at most 200 us at a time (provider/lock.go). */

@@ -29,8 +29,7 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 {
 	uint64_t cells[FAST_INLINE_CELLS][CELL_PAYLOAD / 8];
 	struct psm2_inline m;
-	uint64_t *d, *cq = NULL, cc = 0, slot;
-	uint32_t *lk;
+	uint64_t *d, *cq = NULL, cc = 0, slot, *sl;
 	int locking, ret = PSM2_FAST_GO, n, inject = (flags & FI_INJECT) != 0, comp = 0;
 	int nocomp = (flags & PSM2_NO_COMPLETION) != 0;
 
@@ -67,10 +66,8 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	if ((n = psm2_inline_build(cells, &m, buf, FAST_INLINE_CELLS)) < 0)
 		return PSM2_FAST_GO;
 
-	lk = psm2_domlock((const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
-	if (locking)
-		psm2_dlock(lk);
-	if (!__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
+	sl = psm2_slot_lock(&f[EPF_LOCK], (const void *) (uintptr_t) f[EPF_DOMAIN], &locking);
+	if (!sl || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
 		goto out;
 	if (comp) {
 		cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
@@ -178,19 +175,19 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 		/* The send is complete: the message is in the peer's ring (the
 		 * provider's choice for every completion level). */
 		struct fi_cq_tagged_entry *e = (struct fi_cq_tagged_entry *) (cq + CQF_CENTRIES + cc * CQF_CWORDS);
-		uint64_t *pending = (uint64_t *) ((char *) (uintptr_t) f[EPF_DOMAIN] + DOMF_CQUEUED);
+		uint64_t *pending = (uint64_t *) ((char *) sl + LSLOT_CQUEUED);
 
 		memset(e, 0, sizeof(*e));
 		e->op_context = context;
 		e->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 		__atomic_store_n(&cq[CQF_CQUEUED], cc + 1, __ATOMIC_RELEASE);
-		__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
+		if (!__atomic_load_n(pending, __ATOMIC_RELAXED))
+			__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
 	}
 	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return ret;
 }
 
@@ -198,9 +195,8 @@ out:
  * CQ's page, when no older entry waits in Go's ring. */
 ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count)
 {
-	uint64_t *cq = (uint64_t *) cqf, cc, stride, k;
+	uint64_t *cq = (uint64_t *) cqf, cc, stride, k, *sl;
 	const uint64_t *dom;
-	uint32_t *lk;
 	int locking;
 	ssize_t got = 0;
 
@@ -209,9 +205,9 @@ ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count)
 	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cq[CQF_DOMAIN], __ATOMIC_ACQUIRE);
 	if (!dom)
 		return 0;
-	lk = psm2_domlock(dom, &locking);
-	if (locking)
-		psm2_dlock(lk);
+	sl = psm2_slot_lock(&cq[CQF_LOCK], dom, &locking);
+	if (!sl)
+		return 0;
 	cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
 	if (cc > CQF_CCAP || __atomic_load_n(&cq[CQF_COUNT], __ATOMIC_RELAXED) != 0)
 		goto out;
@@ -225,7 +221,6 @@ ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count)
 	memmove(cq + CQF_CENTRIES, cq + CQF_CENTRIES + k * CQF_CWORDS, (cc - k) * CQF_CWORDS * 8);
 	__atomic_store_n(&cq[CQF_CQUEUED], cc - k, __ATOMIC_RELEASE);
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return got;
 }

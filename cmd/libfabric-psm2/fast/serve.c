@@ -128,7 +128,7 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 
 /* psm2_serve_ep serves the atomic requests at the head of endpoint page
  * f's ring, in order, until anything else: returns how many. The caller
- * holds the domain lock and has seen the domain idle otherwise. */
+ * holds f's lock slot and has seen the domain idle otherwise. */
 static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 {
 	char *r = psm2_probe_ring(f[EPF_RING]);
@@ -192,51 +192,50 @@ static inline int psm2_request_waits(const uint64_t *f)
 
 /* psm2_fast_serve is the atomic fast path at the target: called by
  * fi_cq_read with the CQ's page when C delivered nothing, it serves the
- * atomic requests at the heads of the rings of the domain's endpoints
- * that allow it (EPF_SERVE), while Go has no work of its own (an older
+ * atomic requests at the heads of the rings of the endpoints of the CQ's
+ * lock slot that allow it (EPF_SERVE), while Go has no work of its own (an older
  * request Go still handles must be applied first). Returns the requests
  * served. */
 int psm2_fast_serve(const uint64_t *cqf)
 {
-	const uint64_t *dom;
-	uint64_t neps, i;
-	uint32_t *lk;
+	const uint64_t *dom, *slw;
+	uint64_t neps, i, *sl;
 	int locking, served = 0;
 
 	if (!cqf)
 		return 0;
 	dom = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	if (!dom || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&dom[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE) ||
+	slw = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_LOCK], __ATOMIC_ACQUIRE);
+	if (!dom || !slw || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&slw[LSLOT_QUEUED / 8], __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&dom[DOMF_ALOCK / 8], __ATOMIC_ACQUIRE))
 		return 0;
 	/* First a look without the lock: does a request wait at the head
-	 * of some ring (so reads that Go must answer anyway pay no lock)? */
+	 * of some ring of the CQ's slot (so reads that Go must answer anyway
+	 * pay no lock)? */
 	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_ACQUIRE);
 	for (i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
 		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
 
-		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED) && psm2_request_waits(f))
+		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED) &&
+		    f[EPF_LOCK] == (uint64_t) (uintptr_t) slw && psm2_request_waits(f))
 			break;
 	}
 	if (i == neps || i == DOMF_MAX_EPS)
 		return 0;
-	lk = psm2_domlock(dom, &locking);
-	if (locking)
-		psm2_dlock(lk);
+	sl = psm2_slot_lock(&cqf[CQF_LOCK], dom, &locking);
 	/* Again under the lock. */
-	if (__atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&dom[DOMF_QUEUED / 8], __ATOMIC_ACQUIRE))
+	if (!sl || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&sl[LSLOT_QUEUED / 8], __ATOMIC_ACQUIRE))
 		goto out;
 	neps = __atomic_load_n(&dom[DOMF_NEPS / 8], __ATOMIC_RELAXED);
 	for (i = 0; i < neps && i < DOMF_MAX_EPS; i++) {
 		uint64_t *f = (uint64_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_EPS / 8 + i], __ATOMIC_ACQUIRE);
 
-		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED))
+		if (f && __atomic_load_n(&f[EPF_SERVE], __ATOMIC_RELAXED) && f[EPF_LOCK] == (uint64_t) (uintptr_t) sl)
 			served += psm2_serve_ep(f, dom);
 	}
 out:
-	if (locking)
-		psm2_dunlock(lk);
+	psm2_slot_unlock(sl, locking);
 	return served;
 }
