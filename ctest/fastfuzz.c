@@ -19,6 +19,7 @@
 #include "check.h"
 #include "../cmd/libfabric-psm2/fast/fast.h"
 #include "../cmd/libfabric-psm2/fast/ring.h"
+#include "../cmd/libfabric-psm2/fast/match.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -103,7 +104,7 @@ static void fill_ring(char *r)
 }
 
 struct world {
-	uint64_t *ep, *cq, *peers, *desc;
+	uint64_t *ep, *cq, *peers, *desc, *rq;
 	char *dom, *ring, *rbuf[NRECV];
 	uint64_t rlen[NRECV];
 	void *out;
@@ -114,12 +115,14 @@ static void fill_queue(struct world *w)
 	uint64_t n = rnd() % (NRECV + 1);
 
 	w->ep[EPF_RQ_COUNT] = n;
+	/* Anywhere in the queue's mapping, up to its end (a guard page). */
+	w->ep[EPF_RQ_HEAD] = rnd() % 2 ? 0 : rnd() % (EPF_RQ_CAP - n + 1);
 	*(uint64_t *) (w->dom + DOMF_SLOTS + LSLOT_QUEUED) = n;
 	w->ep[EPF_TAG_MASK] = rnd() % 2 ? ~(uint64_t) 0 : ~(uint64_t) 0 >> 4;
 	w->ep[EPF_CAPS] = rnd() % 2 ? FI_DIRECTED_RECV : 0;
 	w->ep[EPF_RX_SEL] = rnd() % 4 == 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t *q = w->ep + EPF_RQ + i * EPF_RQ_WORDS;
+		uint64_t *q = psm2_rq(w->ep) + i * EPF_RQ_WORDS;
 		const uint64_t srcs[] = { FI_ADDR_UNSPEC, 0, 1, 2, rnd() };
 
 		w->rlen[i] = rnd() % (RBUF + 1);
@@ -142,7 +145,7 @@ static int check_deliver(struct world *w, int round, long *entries)
 	ssize_t got;
 	struct psm2_held held;
 
-	memcpy(before, w->ep + EPF_RQ, n * EPF_RQ_WORDS * 8);
+	memcpy(before, psm2_rq(w->ep), n * EPF_RQ_WORDS * 8);
 	got = psm2_fast_deliver(w->cq, out, count, &held);
 	if (held.n < 0 || held.n > DOMF_MAX_EPS || (held.n && (held.end[0] - held.at[0] < 1 || held.end[0] - held.at[0] > PUSH_CELLS_MAX))) {
 		fprintf(stderr, "round %d: %d held messages, first %llu..%llu\n", round, held.n,
@@ -188,6 +191,7 @@ int main(void)
 	w.dom = guarded(4096);
 	w.peers = guarded(4 * 8);
 	w.desc = guarded(16 * 8);
+	w.rq = guarded(EPF_RQ_CAP * EPF_RQ_WORDS * 8);
 	w.ring = guarded(RING_BYTES);
 	w.out = guarded(NOUT * STRIDE);
 	for (int i = 0; i < NRECV; i++)
@@ -202,6 +206,7 @@ int main(void)
 	w.ep[EPF_DELIVER] = 1;
 	w.ep[EPF_RX_CQ] = (uint64_t) (uintptr_t) w.cq;
 	w.ep[EPF_DOMAIN] = (uint64_t) (uintptr_t) w.dom;
+	w.ep[EPF_RQ] = (uint64_t) (uintptr_t) w.rq;
 	w.ep[EPF_LOCK] = w.cq[CQF_LOCK] = (uint64_t) (uintptr_t) (w.dom + DOMF_SLOTS);
 	w.ep[EPF_RING] = (uint64_t) (uintptr_t) w.ring | LOG2_CELLS;
 	*(uint64_t *) (w.dom + DOMF_SLOTS + LSLOT_NRINGS) = 1;

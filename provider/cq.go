@@ -172,9 +172,9 @@ func (cq *CQ) absorb() {
 	}
 	n = min(n, cqCCap)
 	for i := range int(n) {
-		w := (*[6]uint64)(unsafe.Pointer(&cq.fast[cqCEntries+i*cqCEntrySize]))
+		w := (*[2]uint64)(unsafe.Pointer(&cq.fast[cqCEntries+i*cqCEntrySize]))
 		e := cq.push()
-		e.ctx, e.flags, e.len, e.buf, e.data, e.tag = uintptr(w[0]), w[1], w[2], uintptr(w[3]), w[4], w[5]
+		e.ctx, e.flags, e.len, e.buf, e.data, e.tag = uintptr(w[0]), w[1], 0, 0, 0, 0
 	}
 	atomic.StoreUint64(fastWord(cq.fast, cqCQueued), 0)
 }

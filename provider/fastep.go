@@ -50,26 +50,29 @@ import (
 //	+120 where send completions may go from C: 1 the transmit CQ's page
 //	     (it has no wait object to signal), 2 nowhere (no transmit CQ),
 //	     0 C must leave sends that complete to Go
-//	+128 the queue: rqCap entries of 64 bytes: buf, len, src, tag,
-//	     ignore, context, flags
-//	+2944 Go's unexpected messages: how many (uxKeys+1: more than the
-//	     keys below hold), then +2952 up to uxKeys keys of 24 bytes:
+//	+128 address of the receive queue, a mapping of its own: rqCap
+//	     entries of 64 bytes (buf, len, src, tag, ignore, context,
+//	     flags), the receives C queued at entries head..head+count-1
+//	     (fast/deliver.c takes one out by moving the shorter side)
+//	+136 head: the queue's first entry
+//	+144 Go's unexpected messages: how many (uxKeys+1: more than the
+//	     keys below hold), then +152 up to uxKeys keys of 24 bytes:
 //	     space (0 untagged, 1 tagged), tag, sender's endpoint id. C
 //	     queues no receive that takes one (it leaves it to Go), so it may
 //	     deliver to its receives while they wait (deliverOK).
-//	+3048 the senders' table: 1<<sendersLog2 fast-peer descriptors (or
+//	+248 the senders' table: 1<<sendersLog2 fast-peer descriptors (or
 //	     0), at slot senderSlot(epid) of the peer they describe, so that a
 //	     C delivery finds the bounce buffers of an eager message's sender.
 //	     A later peer whose slot collides replaces an earlier one; C checks
 //	     that the descriptor it finds names the sender, else leaves the
 //	     message to Go. Descriptors stay valid until the wire closes.
-//	+3560 serve ok: C may serve small atomic requests (fastrma.go)
-//	+3568 atomic requests C served
-//	+3576 atomics armed for C to complete, +3584 C may post fetches,
-//	     +3592 C's tag counter, and from +3600 the armed table
+//	+760 serve ok: C may serve small atomic requests (fastrma.go)
+//	+768 atomic requests C served
+//	+776 atomics armed for C to complete, +784 C may post fetches,
+//	     +792 C's tag counter, and from +800 the armed table
 //	     (fastrma.go)
-//	+3936 the AV's rx_ctx_bits (fastSlot)
-//	+3944 the address of the endpoint's lock slot (lockgroup.go; 0: a
+//	+1136 the AV's rx_ctx_bits (fastSlot)
+//	+1144 the address of the endpoint's lock slot (lockgroup.go; 0: a
 //	     page given back, call Go)
 //
 // Every word is written under the domain lock.
@@ -91,12 +94,13 @@ const (
 	epfTxSel   = 112
 	epfTxCQOK  = 120
 	epfRQ      = 128
+	epfRQHead  = 136
 
 	rqEntrySize  = 64
-	rqCap        = 44
+	rqCap        = 128
 	maxFastPeers = 4096 // fi_addrs the peer table covers
 
-	epfUXCount = epfRQ + rqCap*rqEntrySize
+	epfUXCount = epfRQHead + 8
 	epfUX      = epfUXCount + 8
 	uxKeys     = 4
 	uxKeySize  = 24
@@ -147,6 +151,7 @@ var _ = [1]struct{}{}[rqEntrySize-unsafe.Sizeof(rqEntry{})]
 type fastEP struct {
 	page  []byte
 	peers []byte // maxFastPeers uint64s
+	rq    []byte // rqCap entries
 }
 
 // openFast maps the endpoint's page; without it C sends everything to Go.
@@ -164,7 +169,14 @@ func (ep *Endpoint) openFast() {
 		freeFastPage(page)
 		return
 	}
-	ep.fast = fastEP{page: page, peers: peers}
+	rq, err := sys.MapAnon(rqCap * rqEntrySize)
+	if err != nil {
+		sys.Unmap(peers)
+		freeFastPage(page)
+		return
+	}
+	ep.fast = fastEP{page: page, peers: peers, rq: rq}
+	atomic.StoreUint64(fastWord(page, epfRQ), uint64(uintptr(unsafe.Pointer(&rq[0]))))
 	atomic.StoreUint64(fastWord(page, epfTagMask), ep.tagMask)
 	atomic.StoreUint64(fastWord(page, epfInject), ep.injectSize)
 	atomic.StoreUint64(fastWord(page, epfCaps), ep.caps)
@@ -337,6 +349,9 @@ func (ep *Endpoint) closeFast() {
 	if ep.fast.peers != nil {
 		sys.Unmap(ep.fast.peers)
 	}
+	if ep.fast.rq != nil {
+		sys.Unmap(ep.fast.rq)
+	}
 	ep.fast = fastEP{}
 }
 
@@ -362,11 +377,13 @@ func (ep *Endpoint) drainFast() {
 	if n == 0 {
 		return
 	}
-	if n > rqCap {
-		n = rqCap // C never queues more; do not trust a torn count
+	head := atomic.LoadUint64(fastWord(p, epfRQHead))
+	if n > rqCap || head > rqCap-n {
+		// C never queues past the end; do not trust a torn word.
+		head, n = 0, min(n, rqCap)
 	}
 	for i := 0; i < int(n); i++ {
-		r := (*rqEntry)(unsafe.Pointer(&p[epfRQ+i*rqEntrySize]))
+		r := (*rqEntry)(unsafe.Pointer(&ep.fast.rq[(int(head)+i)*rqEntrySize]))
 		iov := [1]Iovec{{Base: r.buf, Len: r.len}}
 		src, tag, ign, ctx, flags := r.src, r.tag, r.ignore, uintptr(r.ctx), r.flags
 		if errno := ep.recvLocked(iov[:], src, tag, ign, ctx, flags); errno != 0 {
@@ -383,4 +400,5 @@ func (ep *Endpoint) drainFast() {
 		}
 	}
 	atomic.StoreUint64(fastWord(p, epfRQCount), 0)
+	atomic.StoreUint64(fastWord(p, epfRQHead), 0)
 }

@@ -24,8 +24,10 @@ import (
 //	             +32 threads about to block or blocked in fi_cq_sread
 //	                 (CQ.block); while nonzero, C queues no completion
 //	                 (a Go send wakes them)
-//	             +1024 those completions: cqCCap entries of 48 bytes (the
-//	                 tagged layout: context, flags, len, buf, data, tag)
+//	             +1024 those completions: cqCCap entries of 16 bytes,
+//	                 context and flags (a send's other fields are 0), so
+//	                 that a window of sends as message-rate tests post
+//	                 (64) completes in C
 //	             +64 the err_data buffer of fi_cq_readerr (cq.go)
 //	domain page: +0  busy: nonzero while Go has work the rings do not show
 //	                 (operations in flight, queued control traffic, a due
@@ -110,8 +112,8 @@ const (
 	cqSleepers   = 32
 	cqLock       = 40
 	cqCEntries   = 1024
-	cqCEntrySize = 48
-	cqCCap       = 56
+	cqCEntrySize = 16
+	cqCCap       = 192
 )
 
 // fastPage returns one zeroed page outside the Go heap: a page an earlier

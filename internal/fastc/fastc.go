@@ -36,19 +36,20 @@ static void fastc_eager_build(void *cell, struct psm2_inline *m, uint16_t idx)
 	psm2_eager_build((uint64_t *) cell, m, idx);
 }
 
-// fastc_match builds an endpoint page holding the n receives of q (each
-// EPF_RQ_WORDS words) and a peer table of np fi_addrs whose descriptors
+// fastc_match builds an endpoint page whose queue holds the n receives of
+// q (each EPF_RQ_WORDS words; past its head, mid-mapping) and a peer table of np fi_addrs whose descriptors
 // name peers[i] (0: no descriptor), and asks psm2_rq_match.
 static int fastc_match(const uint64_t *q, uint64_t n, uint64_t mask, uint64_t caps,
 		       const uint64_t *peers, uint64_t np, int tagged, uint64_t tag, uint64_t epid)
 {
-	uint64_t *f = calloc(EPF_RQ + EPF_RQ_CAP * EPF_RQ_WORDS, 8);
+	uint64_t *f = calloc(PAGE_BYTES / 8, 8), *rq = calloc(EPF_RQ_CAP * EPF_RQ_WORDS, 8);
 	uint64_t *tab = calloc(np ? np : 1, 8);
 	uint64_t *desc = calloc(np ? np : 1, 16 * 8);
+	uint64_t head = n < EPF_RQ_CAP ? (EPF_RQ_CAP - n) / 2 : 0;
 	int i;
 
-	if (!f || !tab || !desc) {
-		free(f), free(tab), free(desc);
+	if (!f || !rq || !tab || !desc || n > EPF_RQ_CAP) {
+		free(f), free(rq), free(tab), free(desc);
 		return -2;
 	}
 	for (uint64_t k = 0; k < np; k++) {
@@ -61,10 +62,12 @@ static int fastc_match(const uint64_t *q, uint64_t n, uint64_t mask, uint64_t ca
 	f[EPF_CAPS] = caps;
 	f[EPF_NPEERS] = np;
 	f[EPF_PEERS] = (uint64_t) (uintptr_t) tab;
-	memcpy(f + EPF_RQ, q, n * EPF_RQ_WORDS * 8);
+	memcpy(rq + head * EPF_RQ_WORDS, q, n * EPF_RQ_WORDS * 8);
+	f[EPF_RQ] = (uint64_t) (uintptr_t) rq;
+	f[EPF_RQ_HEAD] = head;
 	f[EPF_RQ_COUNT] = n;
 	i = psm2_rq_match(f, n, tagged, tag, epid);
-	free(f), free(tab), free(desc);
+	free(f), free(rq), free(tab), free(desc);
 	return i;
 }
 

@@ -74,13 +74,18 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
 			goto out;
 	}
 	n = __atomic_load_n(&f[EPF_RQ_COUNT], __ATOMIC_RELAXED);
-	if (n >= EPF_RQ_CAP)
+	if (n >= EPF_RQ_CAP || !f[EPF_RQ])
 		goto out;	/* Go posts the queue and this one */
 	/* One of Go's unexpected messages is older than anything in the
 	 * ring: Go posts a receive that takes one. */
 	if (f[EPF_UX_COUNT] && psm2_ux_takes(f, flags, tag, ignore, src))
 		goto out;
-	q = f + EPF_RQ + n * EPF_RQ_WORDS;
+	if (f[EPF_RQ_HEAD] + n >= EPF_RQ_CAP) {
+		/* At the end of the mapping: the queue moves to its start. */
+		memmove((uint64_t *) (uintptr_t) f[EPF_RQ], psm2_rq(f), n * EPF_RQ_WORDS * 8);
+		__atomic_store_n(&f[EPF_RQ_HEAD], 0, __ATOMIC_RELAXED);
+	}
+	q = psm2_rq(f) + n * EPF_RQ_WORDS;
 	q[RQ_BUF] = (uint64_t) (uintptr_t) buf;
 	q[RQ_LEN] = len;
 	q[RQ_SRC] = src;
@@ -237,7 +242,7 @@ again:
 			}
 			break;
 		}
-		q = f + EPF_RQ + i * EPF_RQ_WORDS;
+		q = psm2_rq(f) + i * EPF_RQ_WORDS;
 		if (q[RQ_LEN] < m.len)
 			break;	/* truncated: Go reports it */
 		if (eager) {
@@ -288,9 +293,19 @@ again:
 			psm2_recv_entry(out + got * stride, stride, q, &m);
 			got++;
 		}
-		/* Take the receive out of the queue, keeping the others' order. */
-		if ((uint64_t) i + 1 < n)
+		/* Take the receive out of the queue, keeping the others'
+		 * order: the shorter side moves (none for the head). */
+		if (n == 1) {
+			__atomic_store_n(&f[EPF_RQ_HEAD], 0, __ATOMIC_RELAXED);
+		} else if ((uint64_t) i < n - 1 - (uint64_t) i) {
+			uint64_t *first = psm2_rq(f);
+
+			if (i)
+				memmove(first + EPF_RQ_WORDS, first, (uint64_t) i * EPF_RQ_WORDS * 8);
+			__atomic_store_n(&f[EPF_RQ_HEAD], f[EPF_RQ_HEAD] + 1, __ATOMIC_RELAXED);
+		} else {
 			memmove(q, q + EPF_RQ_WORDS, (n - 1 - i) * EPF_RQ_WORDS * 8);
+		}
 		__atomic_store_n(&f[EPF_RQ_COUNT], n - 1, __ATOMIC_RELAXED);
 		psm2_slot_add(sl, LSLOT_QUEUED, (uint64_t) -1);
 		if (!later) {

@@ -43,23 +43,24 @@
 #define EPF_TX_CQ 13
 #define EPF_TX_SEL 14
 #define EPF_TX_CQ_OK 15
-#define EPF_RQ 16                        /* the receive queue */
-#define EPF_RQ_CAP 44                    /* entries */
-#define EPF_UX_COUNT 368                 /* Go's unexpected messages (UX_KEYS+1: more than the keys hold) */
-#define EPF_UX 369                       /* their keys: space, tag, sender's endpoint id */
+#define EPF_RQ 16                        /* the address of the receive queue */
+#define EPF_RQ_HEAD 17                   /* its first entry */
+#define EPF_RQ_CAP 128                   /* entries */
+#define EPF_UX_COUNT 18                  /* Go's unexpected messages (UX_KEYS+1: more than the keys hold) */
+#define EPF_UX 19                        /* their keys: space, tag, sender's endpoint id */
 #define UX_KEYS 4                        /* keys the page holds */
 #define UX_KEY_WORDS 3                   /* words a key takes */
-#define EPF_SENDERS 381                  /* the senders' table: fast-peer descriptors by epid hash */
+#define EPF_SENDERS 31                   /* the senders' table: fast-peer descriptors by epid hash */
 #define EPF_SENDERS_SHIFT 58             /* slot = (epid * SENDER_HASH) >> EPF_SENDERS_SHIFT */
 #define SENDER_HASH 0x9e3779b97f4a7c15ULL
-#define EPF_SERVE 445                    /* C may serve small atomic requests */
-#define EPF_SERVED 446                   /* atomic requests C served */
-#define EPF_ARMED 447                    /* answers armed for C to complete */
-#define EPF_APOST 448                    /* C may post small atomics (psm2_fast_atomic) */
-#define EPF_CSEQ 449                     /* C's tag counter */
-#define EPF_AOPS 450                     /* the armed table */
-#define EPF_RX_BITS 492                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
-#define EPF_LOCK 493                     /* the address of the endpoint's lock slot (0: call Go) */
+#define EPF_SERVE 95                     /* C may serve small atomic requests */
+#define EPF_SERVED 96                    /* atomic requests C served */
+#define EPF_ARMED 97                     /* answers armed for C to complete */
+#define EPF_APOST 98                     /* C may post small atomics (psm2_fast_atomic) */
+#define EPF_CSEQ 99                      /* C's tag counter */
+#define EPF_AOPS 100                     /* the armed table */
+#define EPF_RX_BITS 142                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
+#define EPF_LOCK 143                     /* the address of the endpoint's lock slot (0: call Go) */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */
@@ -123,8 +124,8 @@
 #define CQF_SLEEPERS 4                   /* threads blocking in fi_cq_sread: C queues none */
 #define CQF_LOCK 5                       /* the address of the CQ's lock slot (0: call Go) */
 #define CQF_CENTRIES 128                 /* those completions */
-#define CQF_CCAP 56                      /* entries */
-#define CQF_CWORDS 6                     /* words an entry takes */
+#define CQF_CCAP 192                     /* entries */
+#define CQF_CWORDS 2                     /* words an entry takes */
 
 /* Ring, bytes (internal/ring/ring.go) */
 #define RING_PROD 128                    /* uint64: producers' reservation counter */

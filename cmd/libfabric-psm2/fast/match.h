@@ -31,13 +31,22 @@ static inline int psm2_takes(const uint64_t *f, uint64_t qflags, uint64_t qtag, 
 	return 1;
 }
 
+/* psm2_rq returns the first receive endpoint page f's queue holds (the
+ * queue's head entry; EPF_RQ_COUNT of them follow). */
+static inline uint64_t *psm2_rq(const uint64_t *f)
+{
+	return (uint64_t *) (uintptr_t) f[EPF_RQ] + f[EPF_RQ_HEAD] * EPF_RQ_WORDS;
+}
+
 /* psm2_rq_match returns the index of the first queued receive that takes
  * a message of space tagged (0/1), tag and sender epid, or -1. */
 static inline int psm2_rq_match(const uint64_t *f, uint64_t n, int tagged, uint64_t tag,
 				uint64_t epid)
 {
+	const uint64_t *first = psm2_rq(f);
+
 	for (uint64_t i = 0; i < n; i++) {
-		const uint64_t *q = f + EPF_RQ + i * EPF_RQ_WORDS;
+		const uint64_t *q = first + i * EPF_RQ_WORDS;
 
 		if (psm2_takes(f, q[RQ_FLAGS], q[RQ_TAG], q[RQ_IGNORE], q[RQ_SRC], tagged, tag, epid))
 			return (int) i;

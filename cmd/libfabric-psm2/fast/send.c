@@ -174,12 +174,12 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	if (comp) {
 		/* The send is complete: the message is in the peer's ring (the
 		 * provider's choice for every completion level). */
-		struct fi_cq_tagged_entry *e = (struct fi_cq_tagged_entry *) (cq + CQF_CENTRIES + cc * CQF_CWORDS);
+		uint64_t *e = cq + CQF_CENTRIES + cc * CQF_CWORDS;
 		uint64_t *pending = (uint64_t *) ((char *) sl + LSLOT_CQUEUED);
 
-		memset(e, 0, sizeof(*e));
-		e->op_context = context;
-		e->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+		/* Context and flags: a send's other fields are 0. */
+		e[0] = (uint64_t) (uintptr_t) context;
+		e[1] = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 		__atomic_store_n(&cq[CQF_CQUEUED], cc + 1, __ATOMIC_RELEASE);
 		if (!__atomic_load_n(pending, __ATOMIC_RELAXED))
 			__atomic_store_n(pending, 1, __ATOMIC_RELEASE);
@@ -214,8 +214,15 @@ ssize_t psm2_fast_completions(const uint64_t *cqf, void *buf, size_t count)
 	stride = cq[CQF_STRIDE] / 8;
 	for (k = 0; k < cc && k < count; k++) {
 		const uint64_t *e = cq + CQF_CENTRIES + k * CQF_CWORDS;
+		uint64_t *o = (uint64_t *) buf + k * stride;
 
-		memcpy((uint64_t *) buf + k * stride, e, stride * 8);
+		/* The entry in the CQ's format: context, then flags, len,
+		 * buf, data, tag as it has them (all 0 past the flags). */
+		o[0] = e[0];
+		if (stride > 1) {
+			o[1] = e[1];
+			memset(o + 2, 0, (stride - 2) * 8);
+		}
 	}
 	got = (ssize_t) k;
 	memmove(cq + CQF_CENTRIES, cq + CQF_CENTRIES + k * CQF_CWORDS, (cc - k) * CQF_CWORDS * 8);
