@@ -244,6 +244,7 @@ func (ep *Endpoint) Bind(obj any, flags uint64) error {
 			if ep.sep == nil {
 				return fi.EOPBADSTATE
 			}
+			ep.dom.regroup = true // a CQ may join the context's slot
 			defer ep.syncFastLocked()
 		default:
 			return fi.EOPBADSTATE

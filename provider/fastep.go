@@ -202,7 +202,6 @@ func (ep *Endpoint) syncFastLocked() {
 	if p == nil {
 		return
 	}
-	ep.dom.regroup = true
 	_, wireOK := ep.tp.(transport.FastSender)
 	send := ep.enabled && !ep.closed && wireOK && ep.sendCntr == nil && ep.engine.sendQ.n == 0
 	recv := ep.enabled && !ep.closed

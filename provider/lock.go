@@ -12,10 +12,11 @@ import (
 
 // domLock is the domain lock. Normally it is the futex words of the
 // domain page's lock slots (lockgroup.go), so the C fast paths (fastep.go)
-// take the very same locks as Go: 0 free, 1 held, 2 held with possible sleepers (the three-state futex
-// mutex; C implements the same protocol in cmd/libfabric-psm2/fast/lock.h). Without a domain page,
-// and in race-detector builds (whose tests have no C side and want the
-// detector to see the lock), it is a sync.Mutex.
+// take the very same locks as Go: 0 free, 1 held, 2 held with possible
+// sleepers (the three-state futex mutex; C implements the same protocol in
+// cmd/libfabric-psm2/fast/lock.h). Without a domain page, and in
+// race-detector builds (whose tests have no C side and want the detector
+// to see the lock), it is a sync.Mutex.
 //
 // One change to the textbook protocol: an uncontended unlock (the word is
 // 1) is a plain release store, not an atomic exchange. An exchange is a

@@ -88,3 +88,29 @@ func TestLockSlotsFollowBindings(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncFastDoesNotRegroup: republishing an endpoint's flags, which a
+// send queue starting or draining does on the data path, leaves the slots
+// alone: only bindings, enables and closes put endpoints into slots again
+// (a regroup allocates).
+func TestSyncFastDoesNotRegroup(t *testing.T) {
+	info := &fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	f, d, av := openDomainAV(t, New(newFakeHost(nil)), info)
+	if !d.fastLock {
+		t.Skip("no C fast path: the domain lock is a sync.Mutex (race build)")
+	}
+	a, cqa := openBoundEP(t, d, av, info)
+	b, cqb := openBoundEP(t, d, av, info)
+	if n := testing.AllocsPerRun(100, func() {
+		d.lock()
+		a.syncFastLocked()
+		d.unlock()
+	}); n != 0 {
+		t.Fatalf("%v allocations per republish; want 0", n)
+	}
+	for _, cl := range []interface{ Close() error }{a, b, cqa, cqb, av, d, f} {
+		if err := cl.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

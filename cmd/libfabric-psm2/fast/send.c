@@ -70,6 +70,8 @@ int psm2_fast_send(const uint64_t *f, const void *buf, size_t len,
 	if (!sl || !__atomic_load_n(&f[EPF_SEND_OK], __ATOMIC_RELAXED))
 		goto out;
 	if (comp) {
+		if (cq[CQF_LOCK] != f[EPF_LOCK])
+			goto out;	/* not the slot held: Go completes it */
 		cc = __atomic_load_n(&cq[CQF_CQUEUED], __ATOMIC_RELAXED);
 		if (cc >= CQF_CCAP)
 			goto out;	/* Go takes the queue over and sends this one */
