@@ -32,10 +32,6 @@ import (
 //	domain page: +0  busy: nonzero while Go has work the rings do not show
 //	                 (operations in flight, queued control traffic, a due
 //	                 liveness check)
-//	             +8  number of rings (0..maxFastRings)
-//	             +16 the receive rings of the domain's enabled endpoints,
-//	                 as transport.Endpoint.Probes words (base | log2 cells),
-//	                 0 past the count
 //	             +132 1 if the domain locks at all (uint32)
 //	             +208 number of endpoint pages listed at +256 (0 when the
 //	                  domain has more than maxFastEPs endpoints)
@@ -50,7 +46,8 @@ import (
 //	                  +24, +32 atomics C completed and posted (fastrma.go)
 //	                  +40 number of rings of the slot's endpoints
 //	                      (slotBlind: more than the slot lists)
-//	                  +64 those rings, as at +16
+//	                  +64 those rings, as transport.Endpoint.Probes
+//	                      words (base | log2 cells), 0 past the count
 //	             Endpoint and CQ pages name their slot (epfLock, cqLock).
 //
 // All words are written under the domain lock, with release stores on the
@@ -70,8 +67,6 @@ const fastPageBytes = 4096
 // Offsets in the domain page (bytes).
 const (
 	domBusy    = 0
-	domNRings  = 8
-	domRings   = 16
 	domLocking = 132
 	domNEPs    = 208
 	domEPs     = 256
@@ -236,24 +231,13 @@ func (d *Domain) publishRings() {
 	}
 	d.regroup = true
 	atomic.StoreUint64(fastWord(d.fast, domBusy), 1) // busy while the list changes
-	n, blind := 0, false
+	// The rings themselves are listed per lock slot (regroupLocked).
+	blind := false
 	var words [maxFastRings]uint64
 	for _, ep := range d.eps {
-		ws := probes(ep.tp, words[:0])
-		if len(ws) == 0 || n+len(ws) > maxFastRings {
+		if len(probes(ep.tp, words[:0])) == 0 {
 			blind = true // a queue C cannot see: never call the domain idle
-			continue
 		}
-		for _, w := range ws {
-			atomic.StoreUint64(fastWord(d.fast, domRings+8*n), w)
-			n++
-		}
-	}
-	atomic.StoreUint64(fastWord(d.fast, domNRings), uint64(n))
-	for i := n; i < maxFastRings; i++ {
-		// No stale word past n: a reader that loaded an old n must find
-		// 0 (not idle) rather than a ring that went away.
-		atomic.StoreUint64(fastWord(d.fast, domRings+8*i), 0)
 	}
 	// The endpoints C may deliver for: the count first goes to 0, so a
 	// reader without the lock never pairs the new count with old pages

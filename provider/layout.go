@@ -90,9 +90,6 @@ func CLayout() []cabi.Group {
 		}},
 		{Title: "Domain page, bytes", Source: "provider/fastpath.go", Page: fastPageBytes, Consts: []cabi.Const{
 			cabi.ByteField("DOMF_BUSY", domBusy, 8, "uint64: Go has work the rings do not show"),
-			cabi.ByteField("DOMF_NRINGS", domNRings, 8, "uint64: probe words that follow"),
-			cabi.ByteField("DOMF_RINGS", domRings, 8*maxFastRings, "uint64[DOMF_MAX_RINGS]: probe words"),
-			cabi.Value("DOMF_MAX_RINGS", maxFastRings, "count"),
 			cabi.ByteField("DOMF_LOCKING", domLocking, 4, "uint32: 1 if the domain locks at all"),
 			cabi.ByteField("DOMF_NEPS", domNEPs, 8, "uint64: endpoint pages that follow at DOMF_EPS"),
 			cabi.ByteField("DOMF_EPS", domEPs, 8*maxFastEPs, "uint64[DOMF_MAX_EPS]: the pages C may deliver for"),

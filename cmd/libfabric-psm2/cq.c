@@ -176,7 +176,7 @@ static int cpus_crowded(int *own)
  * moves it at once, the mask it had goes back, and the move stays.
  *
  * It moves only if the message that ended the wait came from its CPU: the
- * latest C producer into one of the domain's rings ran there
+ * latest C producer into one of the rings the CQ's lock slot lists ran there
  * (psm2_fast_peer_cpu, RING_PROD_CPU). So one of the two goes, not both:
  * the first to resume moves before it answers, and its answer, which ends
  * the other's wait, comes from the other CPU. A gap with the peer

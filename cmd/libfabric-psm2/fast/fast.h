@@ -81,10 +81,10 @@ int psm2_fast_idle(const uint64_t *cqf);
 int psm2_fast_idle_held(const uint64_t *cqf, const struct psm2_held *held);
 /* psm2_fast_empty is psm2_fast_idle that ignores work only Go has (a
  * network to read, timers): nothing queued for this CQ and no cell in any
- * ring of the domain. */
+ * ring its lock slot lists. */
 int psm2_fast_empty(const uint64_t *cqf);
-/* psm2_fast_peer_cpu: 1 if the latest C producer into one of the rings of
- * the CQ's domain ran on CPU cpu (a hint: RING_PROD_CPU). */
+/* psm2_fast_peer_cpu: 1 if the latest C producer into one of the rings
+ * the CQ's lock slot lists ran on CPU cpu (a hint: RING_PROD_CPU). */
 int psm2_fast_peer_cpu(const uint64_t *cqf, int cpu);
 
 #endif /* PSM2_FAST_H */

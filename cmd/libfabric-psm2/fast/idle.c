@@ -101,17 +101,17 @@ int psm2_fast_empty(const uint64_t *cqf)
 
 int psm2_fast_peer_cpu(const uint64_t *cqf, int cpu)
 {
-	const uint64_t *d;
+	const uint64_t *sl;
 	uint64_t n;
 
 	if (!cqf || cpu < 0)
 		return 0;
-	d = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_DOMAIN], __ATOMIC_ACQUIRE);
-	if (!d)
+	sl = (const uint64_t *) (uintptr_t) __atomic_load_n(&cqf[CQF_LOCK], __ATOMIC_ACQUIRE);
+	if (!sl)
 		return 0;
-	n = __atomic_load_n(&d[DOMF_NRINGS / 8], __ATOMIC_ACQUIRE);
-	for (uint64_t i = 0; i < n && i < DOMF_MAX_RINGS; i++) {
-		const char *r = psm2_probe_ring(__atomic_load_n(&d[DOMF_RINGS / 8 + i], __ATOMIC_ACQUIRE));
+	n = __atomic_load_n(&sl[LSLOT_NRINGS / 8], __ATOMIC_ACQUIRE);
+	for (uint64_t i = 0; i < n && i < LSLOT_MAX_RINGS; i++) {
+		const char *r = psm2_probe_ring(__atomic_load_n(&sl[LSLOT_RINGS / 8 + i], __ATOMIC_ACQUIRE));
 
 		if (r && __atomic_load_n((const uint64_t *) (r + RING_PROD_CPU), __ATOMIC_RELAXED) ==
 				 (uint64_t) cpu + 1)

@@ -86,9 +86,6 @@
 
 /* Domain page, bytes (provider/fastpath.go) */
 #define DOMF_BUSY 0                      /* uint64: Go has work the rings do not show */
-#define DOMF_NRINGS 8                    /* uint64: probe words that follow */
-#define DOMF_RINGS 16                    /* uint64[DOMF_MAX_RINGS]: probe words */
-#define DOMF_MAX_RINGS 8                 /* count */
 #define DOMF_LOCKING 132                 /* uint32: 1 if the domain locks at all */
 #define DOMF_NEPS 208                    /* uint64: endpoint pages that follow at DOMF_EPS */
 #define DOMF_EPS 256                     /* uint64[DOMF_MAX_EPS]: the pages C may deliver for */
