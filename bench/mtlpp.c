@@ -9,7 +9,11 @@
  * NetPIPE over cm/ofi on the same library, it splits a one-way trip into
  * the provider's share and Open MPI's (bench/mtlpp.sh).
  *
- *   mtlpp [-p PROVIDER] [-n ITERATIONS] [SIZE...]
+ *   mtlpp [-p PROVIDER] [-n ITERATIONS] [-x] [SIZE...]
+ *
+ * With -x it makes instead, on both ranks at once, the calls of one MPI
+ * Exchange (IMB-MPI1) at 2 ranks (exchange() below) and prints the time
+ * of one, not a one-way trip.
  *
  * One process forks (before any libfabric call) into two ranks on this
  * host; they swap endpoint names through pipes. For each size (default
@@ -102,8 +106,40 @@ static void send_one(struct rank *r, const void *buf, size_t size, struct fi_con
 		die("fi_cq_read", (int) rc);
 }
 
+/* exchange makes the calls of one MPI Exchange (IMB-MPI1) between two
+ * ranks, whose left and right neighbour is the same peer: two receives,
+ * two sends with completions (the MTL's MPI_Isend), then reads until the
+ * four entries came. */
+static void exchange(struct rank *r, void *sbuf, void *rbuf, void *rbuf2, size_t size, struct fi_context *ctx)
+{
+	struct fi_cq_tagged_entry e[100];
+	ssize_t rc;
+	int done = 0;
+
+	CHECK(fi_trecv(r->c.ep, rbuf, size, NULL, r->peer, 1, 0, &ctx[0]));
+	CHECK(fi_trecv(r->c.ep, rbuf2, size, NULL, r->peer, 1, 0, &ctx[1]));
+	for (int i = 0; i < 2; i++) {
+		while ((rc = fi_tsenddata(r->c.ep, sbuf, size, NULL, 0, r->peer, 1, &ctx[2 + i])) == -FI_EAGAIN)
+			if ((rc = fi_cq_read(r->c.cq, e, 100)) > 0)
+				done += (int) rc;
+		if (rc)
+			die("fi_tsenddata", (int) rc);
+	}
+	while (done < 4) {
+		rc = fi_cq_read(r->c.cq, e, 100);
+		if (rc > 0)
+			done += (int) rc;
+		else if (rc != -FI_EAGAIN)
+			die("fi_cq_read", (int) rc);
+	}
+}
+
+static int exchange_mode;
+
 static void run(int me, const char *prov, long iters, int nsizes, size_t *sizes, int to_peer, int from_peer)
 {
+	static char rbuf2[MAXSIZE];
+	struct fi_context xctx[4];
 	static char sbuf[MAXSIZE], rbuf[MAXSIZE];
 	struct fi_context ctx, sctx;
 	struct rank r;
@@ -115,7 +151,9 @@ static void run(int me, const char *prov, long iters, int nsizes, size_t *sizes,
 		for (long k = -WARMUP; k < iters; k++) {
 			if (k == 0)
 				t0 = now();
-			if (me == 0) {
+			if (exchange_mode) {
+				exchange(&r, sbuf, rbuf, rbuf2, sizes[s], xctx);
+			} else if (me == 0) {
 				send_one(&r, sbuf, sizes[s], &sctx);
 				recv_wait(&r, rbuf, sizes[s], &ctx);
 			} else {
@@ -124,7 +162,7 @@ static void run(int me, const char *prov, long iters, int nsizes, size_t *sizes,
 			}
 		}
 		if (me == 0)
-			printf("%zu %.4f\n", sizes[s], (now() - t0) / iters / 2 * 1e6);
+			printf("%zu %.4f\n", sizes[s], (now() - t0) / iters / (exchange_mode ? 1 : 2) * 1e6);
 	}
 	fflush(stdout);
 	fi_close(&r.c.ep->fid);
@@ -142,12 +180,13 @@ int main(int argc, char **argv)
 	int nsizes = 0, a[2], b[2], opt, status;
 	pid_t child;
 
-	while ((opt = getopt(argc, argv, "p:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:x")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 'n': iters = atol(optarg); break;
+		case 'x': exchange_mode = 1; break;
 		default:
-			fprintf(stderr, "usage: mtlpp [-p PROVIDER] [-n ITERATIONS] [SIZE...]\n");
+			fprintf(stderr, "usage: mtlpp [-p PROVIDER] [-n ITERATIONS] [-x] [SIZE...]\n");
 			return 2;
 		}
 	}
