@@ -112,13 +112,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "target"))
 		return target();
-	in = ct_start_target(argv[0], &tpid);
-	if (ct_read_target(in, name, &namelen, &key)) {
-		printf("FAIL: no target line\n");
-		if (in)
-			kill(tpid, SIGKILL);
+	if (!(in = ct_target(argv[0], &tpid, name, &namelen, &key)))
 		return 1;
-	}
 
 	olds = mmap(NULL, total * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(olds != MAP_FAILED, "shared memory");

@@ -6,6 +6,7 @@
 #ifndef CTEST_NODE_H
 #define CTEST_NODE_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,23 @@ static inline int ct_read_target(FILE *in, unsigned char *name, size_t *namelen,
 	}
 	*key = strtoul(strchr(line, ' ') + 1, NULL, 10);
 	return 0;
+}
+
+/* ct_target starts the target (ct_start_target) and reads its line
+ * (ct_read_target): the stream of its output, or NULL, having printed a
+ * FAIL line and killed it. */
+static inline FILE *ct_target(const char *argv0, pid_t *pid, unsigned char *name, size_t *namelen,
+			      unsigned long *key)
+{
+	FILE *in = ct_start_target(argv0, pid);
+
+	if (ct_read_target(in, name, namelen, key)) {
+		printf("FAIL: no target line\n");
+		if (in)
+			kill(*pid, SIGKILL);
+		return NULL;
+	}
+	return in;
 }
 
 /* ct_close_ep_stat closes n's endpoint with the statistics it prints at

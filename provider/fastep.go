@@ -117,6 +117,11 @@ const (
 	epfAOps   = epfCSeq + 8
 	epfRxBits = epfAOps + aoCap*aoSize
 	epfLock   = epfRxBits + 8
+	// The RMA reads and writes C posted: counts, then bytes.
+	epfCWrites     = epfLock + 8
+	epfCReads      = epfCWrites + 8
+	epfCWriteBytes = epfCReads + 8
+	epfCReadBytes  = epfCWriteBytes + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.

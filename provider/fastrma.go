@@ -12,7 +12,8 @@ import (
 )
 
 // The atomic fast path at the target. A small atomic request (one whose
-// operands and answer fit in a cell or two) that arrives in an endpoint's
+// operands and answer fit in a cell or two), or a small RMA write or read
+// request (serve.c: psm2_serve_rma), that arrives in an endpoint's
 // ring while the domain is otherwise idle is served by C inside fi_cq_read
 // (cmd/libfabric-psm2/fast/serve.c: psm2_fast_serve): C checks the key against the domain's MR
 // table below, applies the op under the process's atomic lock and pushes
@@ -55,7 +56,8 @@ import (
 // i mod aoCap.
 //
 // C posts an fi_atomic, fi_fetch_atomic or fi_compare_atomic itself
-// (psm2_fast_atomic) when the endpoint
+// (psm2_fast_atomic), and a small fi_write or fi_read (psm2_fast_rma: its
+// entry's aoDest says aoRMA, and the page counts them, epfCWrites on), when the endpoint
 // allows it (no counters, a transmit CQ C writes, no selective
 // completion), the domain has no work of Go's queued (so it overtakes
 // nothing), the peer is a fast one and the operands are small integers:
@@ -85,8 +87,11 @@ const (
 	aoCtx   = 32
 	aoDest  = 40
 
-	// aoDestMask takes the fi_addr out of an entry's aoDest word.
+	// aoDestMask takes the fi_addr out of an entry's aoDest word; aoRMA
+	// marks a C-posted RMA read or write (psm2_fast_rma), whose
+	// completion says FI_RMA, not FI_ATOMIC.
 	aoDestMask = 1<<48 - 1
+	aoRMA      = 1 << 56
 	aoSize     = 48
 
 	// Entry states.
@@ -224,13 +229,24 @@ func (ep *Endpoint) serveFrom(src uint64, c transport.Conn) {
 	}
 }
 
-// cCounts are the requests C served and the fetches C posted for the
-// endpoint (for its statistics).
-func (ep *Endpoint) cCounts() (served, posted uint64) {
+// cCounts are what C did for the endpoint, for its statistics: the
+// requests it served, and the ops it posted (every kind: epfCSeq counts
+// them all) with, among them, the RMA writes and reads and their bytes.
+type cCounts struct {
+	served, posted                       uint64
+	writes, reads, writeBytes, readBytes uint64
+}
+
+func (ep *Endpoint) cCounts() (c cCounts) {
 	if p := ep.fast.page; p != nil {
-		return atomic.LoadUint64(fastWord(p, epfServed)), atomic.LoadUint64(fastWord(p, epfCSeq))
+		c.served = atomic.LoadUint64(fastWord(p, epfServed))
+		c.posted = atomic.LoadUint64(fastWord(p, epfCSeq))
+		c.writes = atomic.LoadUint64(fastWord(p, epfCWrites))
+		c.reads = atomic.LoadUint64(fastWord(p, epfCReads))
+		c.writeBytes = atomic.LoadUint64(fastWord(p, epfCWriteBytes))
+		c.readBytes = atomic.LoadUint64(fastWord(p, epfCReadBytes))
 	}
-	return 0, 0
+	return c
 }
 
 // aoEntry is the offset of armed entry i in the endpoint page.
@@ -259,6 +275,7 @@ func (ep *Endpoint) armAnswer(o *op) {
 	atomic.StoreUint64(fastWord(p, e+aoBuf), uint64(o.Buf))
 	atomic.StoreUint64(fastWord(p, e+aoLen), n)
 	atomic.StoreUint64(fastWord(p, e+aoCtx), uint64(o.Ctx))
+	atomic.StoreUint64(fastWord(p, e+aoDest), 0) // an atomic (not aoRMA)
 	atomicx.StoreRel64(fastWord(p, e+aoState), aoArmed)
 	atomic.AddUint64(fastWord(p, epfArmed), 1)
 	o.Proto.aslot = i + 1
@@ -323,14 +340,23 @@ func (d *Domain) reapLocked() {
 func (d *Domain) adoptLocked() {
 	d.clearSlots(slotCPosted)
 	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
-		c, errno := ep.conn(atomic.LoadUint64(fastWord(p, e+aoDest)) & aoDestMask)
+		dw := atomic.LoadUint64(fastWord(p, e+aoDest))
+		c, errno := ep.conn(dw & aoDestMask)
 		o := ep.engine.New(opRMA)
 		o.Ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
 		o.Len = atomic.LoadUint64(fastWord(p, e+aoLen))
 		o.Buf = uintptr(atomic.LoadUint64(fastWord(p, e+aoBuf)))
-		o.Flags = fi.ATOMIC | fi.READ | fi.COMPLETION
-		// (an fi_atomic's entry has no length: its answer is an ack)
-		o.Proto.atomic, o.Proto.write, o.Proto.conn, o.Proto.aslot = true, o.Len == 0, c, i+1
+		// (an fi_atomic's or fi_write's entry has no length: its answer
+		// is an ack)
+		o.Proto.atomic, o.Proto.write, o.Proto.conn, o.Proto.aslot = dw&aoRMA == 0, o.Len == 0, c, i+1
+		switch {
+		case o.Proto.atomic:
+			o.Flags = fi.ATOMIC | fi.READ | fi.COMPLETION
+		case o.Proto.write:
+			o.Flags = fi.RMA | fi.WRITE | fi.COMPLETION
+		default:
+			o.Flags = fi.RMA | fi.READ | fi.COMPLETION
+		}
 		ep.cops[i] = o
 		atomic.StoreUint64(fastWord(p, e+aoState), aoAdopted)
 		if errno != 0 {

@@ -646,9 +646,10 @@ func (ep *Endpoint) rmaServe(h *transport.Header, src uint64, payload []byte) {
 	if err != nil {
 		return // the initiator is gone or not of this job
 	}
+	// C serves this initiator's later small requests (fastrma.go).
+	ep.serveFrom(src, c)
 	kind := rmaKind(h)
 	if kind >= rmaAtomic {
-		ep.serveFrom(src, c)
 		ep.atomicServe(h, src, c, payload)
 		return
 	}

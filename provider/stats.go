@@ -39,13 +39,19 @@ func (ep *Endpoint) statsGroupsLocked(dst []transport.Counters) []transport.Coun
 		Values: []uint64{ep.engine.refusals, ep.engine.Total()}})
 }
 
-// rmaStatsLocked is the endpoint's RMA counts, with the atomics C posted
-// and served. The caller holds the domain lock.
+// rmaStatsLocked is the endpoint's RMA counts, with the ops C posted and
+// the requests it served. The caller holds the domain lock.
 func (ep *Endpoint) rmaStatsLocked() RMAStats {
 	rma := ep.engine.rma.stats
-	served, posted := ep.cCounts()
-	rma.Served += served
-	rma.Atomics += posted
+	c := ep.cCounts()
+	rma.Served += c.served
+	if c.posted >= c.writes+c.reads { // (epfCSeq wraps after 2^32/aoCap ops)
+		rma.Atomics += c.posted - c.writes - c.reads
+	}
+	rma.Writes += c.writes
+	rma.Reads += c.reads
+	rma.WriteBytes += c.writeBytes
+	rma.ReadBytes += c.readBytes
 	return rma
 }
 

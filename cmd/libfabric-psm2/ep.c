@@ -604,7 +604,9 @@ static struct fi_ops_tagged ep_tagged_ops = {
  *
  * Every call goes to Go (provider/rma.go) with FI_RMA and FI_READ or
  * FI_WRITE added to its flags: the fid's transmit op flags, or
- * fi_readmsg/fi_writemsg's. The *msg calls take exactly one remote
+ * fi_readmsg/fi_writemsg's; a small fi_read or fi_write to a connected
+ * shm peer is posted in C instead when it can be (fast/atomic.c:
+ * psm2_fast_rma). The *msg calls take exactly one remote
  * segment (rma_iov_limit is 1). */
 
 #define RMA_READ_FLAGS(e) (EP(e)->tx_op_flags | FI_RMA | FI_READ)
@@ -617,6 +619,9 @@ static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_rma(EP(ep)->fast, 0, buf, len, src_addr, addr, key, context, RMA_READ_FLAGS(ep)) ==
+	    PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, src_addr, addr, key, 0, context,
 			     RMA_READ_FLAGS(ep));
 }
@@ -650,6 +655,9 @@ static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *d
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	(void) desc;
+	if (psm2_fast_rma(EP(ep)->fast, 1, (void *) buf, len, dest_addr, addr, key, context, RMA_WRITE_FLAGS(ep)) ==
+	    PSM2_FAST_DONE)
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, &iov, 1, dest_addr, addr, key, 0, context,
 			     RMA_WRITE_FLAGS(ep));
 }

@@ -3,14 +3,22 @@
 #include "match.h"
 #include "page.h"
 
+/* psm2_is_answer says whether header flags hflags are those of an answer
+ * C completes: an ack, an atomic's old values or a read's bytes, without
+ * an error (that comes as data, which Go reports). */
+static inline int psm2_is_answer(uint32_t hflags)
+{
+	return hflags == (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) ||
+	       hflags == (HF_RMA | RMA_ACK << RMA_KIND_SHIFT) || hflags == (HF_RMA | RMA_READ_RESP << RMA_KIND_SHIFT);
+}
+
 /* psm2_answer_waits says whether the head of f's ring looks like the
  * answer of an armed op. */
 static inline int psm2_answer_waits(const uint64_t *f)
 {
 	uint32_t hflags;
 
-	return psm2_head_hflags(f, &hflags) && (hflags == (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) ||
-						 hflags == (HF_RMA | RMA_ACK << RMA_KIND_SHIFT));
+	return psm2_head_hflags(f, &hflags) && psm2_is_answer(hflags);
 }
 
 /* psm2_answers_ep completes, for endpoint page f, the armed ops whose
@@ -44,8 +52,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride
 				break;
 			cells = inbuf = 1;
 		}
-		if (m.hflags != (HF_RMA | RMA_ATOMIC_RESP << RMA_KIND_SHIFT) &&
-		    m.hflags != (HF_RMA | RMA_ACK << RMA_KIND_SHIFT))
+		if (!psm2_is_answer(m.hflags))
 			break;
 		a = f + EPF_AOPS + ((m.tag & 0xffffffffu) % AO_CAP) * AO_WORDS;
 		st = __atomic_load_n(&a[AO_STATE], __ATOMIC_RELAXED);
@@ -60,7 +67,7 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride
 			uint64_t *busy, bit = (uint64_t) 1 << (idx & 63);
 			int32_t *holder;
 
-			if ((st != AO_CPOSTED && st != AO_ADOPTED) || (dw >> 48) != (uint64_t) idx + 1 || idx >= 64 ||
+			if ((st != AO_CPOSTED && st != AO_ADOPTED) || ((dw >> 48) & 0xff) != (uint64_t) idx + 1 || idx >= 64 ||
 			    !m.len || dest >= f[EPF_NPEERS])
 				break;
 			d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest],
@@ -82,9 +89,10 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride
 			break;	/* Go reports the fault */
 		}
 		e.op_context = (void *) (uintptr_t) a[AO_CTX];
-		/* An ack answers an fi_atomic (AO_LEN 0), the old values a fetch
-		 * or compare: the flags Go's rmaMaybeDone gives them. */
-		e.flags = m.len ? FI_ATOMIC | FI_READ : FI_ATOMIC | FI_WRITE;
+		/* An ack answers an fi_atomic or fi_write (AO_LEN 0), the old
+		 * values a fetch or compare, the bytes a read: the flags Go's
+		 * rmaMaybeDone gives them. */
+		e.flags = (a[AO_DEST] & AO_RMA ? FI_RMA : FI_ATOMIC) | (m.len ? FI_READ : FI_WRITE);
 		e.len = 0;
 		e.buf = NULL;
 		e.data = 0;
@@ -147,54 +155,26 @@ out:
 	return got;
 }
 
-/* psm2_fast_atomic is fi_atomic (kind RMA_ATOMIC), fi_fetch_atomic
- * (RMA_ATOMIC_FETCH) or fi_compare_atomic (RMA_ATOMIC_COMPARE) done in C
- * when it can be (provider/fastrma.go): count elements of integer
- * datatype dt (psm2_atomic_fits) of op from buf (NULL for
- * FI_ATOMIC_READ), compared with cmp, at addr/key of connected shm peer
- * dest, the old values to res (a fetch or compare). It pushes the request
- * and arms an entry as C-posted; the answer completes it
- * (psm2_fast_answers), or Go once it adopts it. Returns PSM2_FAST_DONE or
- * PSM2_FAST_GO (nothing done). */
-int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cmp, size_t count,
-			void *res, fi_addr_t dest, uint64_t addr, uint64_t key, int dt, int op,
-			void *context, uint64_t flags)
+/* psm2_fast_post posts, in C, the request of m.len bytes at req with
+ * header flags m.hflags of an op whose answer C completes (an atomic,
+ * psm2_fast_atomic, or an RMA read or write, psm2_fast_rma) to connected
+ * shm peer dest of endpoint page f, when the endpoint allows it and the
+ * domain has no work of Go's queued (so it overtakes nothing): it pushes
+ * the request (inline, or past a few cells in a bounce buffer of ours, as
+ * an eager message) and arms an entry as C-posted with a tag of its own,
+ * where the answer's len bytes go to res (ack: 0) and the entry's class
+ * (AO_RMA or 0). With stat (an EPF_ index, else 0) it adds 1 to that
+ * count and bytes to the word two after it, for Go's statistics. Returns
+ * PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
+static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inline *m, void *res, uint64_t len,
+			  uint64_t class, int stat, uint64_t bytes, fi_addr_t dest, void *context)
 {
-	static const uint64_t size[] = ATOMIC_DT_SIZES;
 	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
-	unsigned char req[ATOMIC_MAX];
-	uint64_t *d, *a = NULL, *dom, n, seq, low, tag, *sl;
-	struct psm2_inline m;
-	int locking, ret = PSM2_FAST_GO, cells_n, i, opok, bidx;
+	uint64_t *d, *a = NULL, *dom, seq, low, tag, *sl;
+	int locking, ret = PSM2_FAST_GO, cells_n, i, bidx;
 
-	/* The pairs Go's AtomicValid takes for integers. */
-	opok = kind == RMA_ATOMIC_COMPARE ? op >= FI_CSWAP && op <= FI_MSWAP && cmp && res :
-	       kind == RMA_ATOMIC_FETCH ? op >= FI_MIN && op <= FI_ATOMIC_WRITE && res :
-	       kind == RMA_ATOMIC && op >= FI_MIN && op <= FI_ATOMIC_WRITE && op != FI_ATOMIC_READ;
-	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || (flags & (FI_TRIGGER | FI_INJECT)) ||
-	    dt < FI_INT8 || dt > FI_UINT64 || !opok || !count || (!buf && op != FI_ATOMIC_READ) ||
-	    dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
-		return PSM2_FAST_GO;
-	if (count > ATOMIC_MAX || !psm2_atomic_fits(kind, op, n = count * size[dt]))
-		return PSM2_FAST_GO;
-	memcpy(req, &key, 8);
-	memcpy(req + 8, &addr, 8);
-	memcpy(req + 16, &n, 8);
-	m.len = RMA_PREFIX;
-	if (op != FI_ATOMIC_READ) {
-		if (psm2_ucopy(req + RMA_PREFIX, buf, n))
-			return PSM2_FAST_GO;	/* Go reports the fault */
-		m.len += n;
-	}
-	if (kind == RMA_ATOMIC_COMPARE) {
-		if (psm2_ucopy(req + m.len, cmp, n))
-			return PSM2_FAST_GO;
-		m.len += n;
-	}
-	m.data = 0;
-	m.with_data = 0;
-	m.hflags = HF_RMA | kind << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
-		   (uint32_t) dt << ATOMIC_DT_SHIFT;
+	m->data = 0;
+	m->with_data = 0;
 	dom = (uint64_t *) (uintptr_t) f[EPF_DOMAIN];
 	sl = psm2_slot_lock(&f[EPF_LOCK], dom, &locking);
 	/* Nothing of Go's may be overtaken, and the flags may have changed. */
@@ -220,13 +200,13 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	seq %= 0xffffffffu / AO_CAP;
 	low = seq * AO_CAP + (uint64_t) ((a - (f + EPF_AOPS)) / AO_WORDS);
 	tag = (uint64_t) C_TAG_GEN << 32 | low;
-	m.epid = d[FP_EPID];
-	m.tag = tag;
+	m->epid = d[FP_EPID];
+	m->tag = tag;
 	bidx = -1;
-	if (!psm2_inline_cells(&m, FAST_INLINE_CELLS) && d[FP_BUFS] && d[FP_BUSY] && m.len <= d[FP_EAGER_MAX]) {
+	if (!psm2_inline_cells(m, FAST_INLINE_CELLS) && d[FP_BUFS] && d[FP_BUSY] && m->len <= d[FP_EAGER_MAX]) {
 		/* Past a few cells, in a bounce buffer of ours, as an eager
-		 * message: the target writes the old values back into it
-		 * (psm2_serve_one), so the bytes cross between the cores
+		 * message: the target writes an atomic's old values back into
+		 * it (psm2_serve_one), so the bytes cross between the cores
 		 * once each way, not twice, and no cell per 55 bytes. */
 		uint64_t *busy = (uint64_t *) (uintptr_t) d[FP_BUSY];
 		uint64_t free = ~__atomic_load_n(busy, __ATOMIC_ACQUIRE) & d[FP_ALL_BUFS], bit;
@@ -235,9 +215,8 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 			bidx = __builtin_ctzll(free);
 			bit = (uint64_t) 1 << bidx;
 			__atomic_fetch_or(busy, bit, __ATOMIC_SEQ_CST);
-			memcpy((char *) (uintptr_t) d[FP_BUFS] + (uint64_t) bidx * d[FP_BUF_SIZE], req, m.len);
-			m.data = 0;
-			psm2_eager_build(cells[0], &m, (uint16_t) bidx);
+			memcpy((char *) (uintptr_t) d[FP_BUFS] + (uint64_t) bidx * d[FP_BUF_SIZE], req, m->len);
+			psm2_eager_build(cells[0], m, (uint16_t) bidx);
 			if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
 			   (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, 1)) {
 				__atomic_fetch_and(busy, ~bit, __ATOMIC_SEQ_CST);
@@ -245,11 +224,11 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 			}
 			((int32_t *) (uintptr_t) d[FP_HOLDER])[bidx] = (int32_t) d[FP_IDX];
 			d[FP_EAGER_SENT]++;
-			d[FP_EAGER_BYTES] += m.len;
+			d[FP_EAGER_BYTES] += m->len;
 		}
 	}
 	if (bidx < 0) {
-		if ((cells_n = psm2_inline_build(cells, &m, req, PUSH_CELLS_MAX)) <= 0)
+		if ((cells_n = psm2_inline_build(cells, m, req, PUSH_CELLS_MAX)) <= 0)
 			goto out;
 		if (psm2_push((char *) (uintptr_t) d[FP_RING], d[FP_MASK], (uint64_t *) (uintptr_t) d[FP_SLOT],
 			      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) cells_n))
@@ -257,16 +236,103 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	}
 	a[AO_ID] = tag;
 	a[AO_BUF] = (uint64_t) (uintptr_t) res;
-	a[AO_LEN] = kind == RMA_ATOMIC ? 0 : n;	/* (an ack answers an fi_atomic) */
+	a[AO_LEN] = len;
 	a[AO_CTX] = (uint64_t) (uintptr_t) context;
-	a[AO_DEST] = dest | (uint64_t) (bidx + 1) << 48;
+	a[AO_DEST] = dest | (uint64_t) (bidx + 1) << 48 | class;
 	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);
 	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);
 	psm2_slot_add(sl, LSLOT_CPOSTED, 1);
+	if (stat) {
+		__atomic_store_n(&f[stat], f[stat] + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&f[stat + 2], f[stat + 2] + bytes, __ATOMIC_RELAXED);
+	}
 	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
 out:
 	psm2_slot_unlock(sl, locking);
 	return ret;
+}
+
+/* psm2_fast_atomic is fi_atomic (kind RMA_ATOMIC), fi_fetch_atomic
+ * (RMA_ATOMIC_FETCH) or fi_compare_atomic (RMA_ATOMIC_COMPARE) done in C
+ * when it can be (provider/fastrma.go): count elements of integer
+ * datatype dt (psm2_atomic_fits) of op from buf (NULL for
+ * FI_ATOMIC_READ), compared with cmp, at addr/key of connected shm peer
+ * dest, the old values to res (a fetch or compare). It pushes the request
+ * and arms an entry as C-posted (psm2_fast_post); the answer completes it
+ * (psm2_fast_answers), or Go once it adopts it. Returns PSM2_FAST_DONE or
+ * PSM2_FAST_GO (nothing done). */
+int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cmp, size_t count,
+			void *res, fi_addr_t dest, uint64_t addr, uint64_t key, int dt, int op,
+			void *context, uint64_t flags)
+{
+	static const uint64_t size[] = ATOMIC_DT_SIZES;
+	unsigned char req[ATOMIC_MAX];
+	struct psm2_inline m;
+	uint64_t n;
+	int opok;
+
+	/* The pairs Go's AtomicValid takes for integers. */
+	opok = kind == RMA_ATOMIC_COMPARE ? op >= FI_CSWAP && op <= FI_MSWAP && cmp && res :
+	       kind == RMA_ATOMIC_FETCH ? op >= FI_MIN && op <= FI_ATOMIC_WRITE && res :
+	       kind == RMA_ATOMIC && op >= FI_MIN && op <= FI_ATOMIC_WRITE && op != FI_ATOMIC_READ;
+	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || (flags & (FI_TRIGGER | FI_INJECT)) ||
+	    dt < FI_INT8 || dt > FI_UINT64 || !opok || !count || (!buf && op != FI_ATOMIC_READ) ||
+	    dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+		return PSM2_FAST_GO;
+	if (count > ATOMIC_MAX || !psm2_atomic_fits(kind, op, n = count * size[dt]))
+		return PSM2_FAST_GO;
+	memcpy(req, &key, 8);
+	memcpy(req + 8, &addr, 8);
+	memcpy(req + 16, &n, 8);
+	m.len = RMA_PREFIX;
+	if (op != FI_ATOMIC_READ) {
+		if (psm2_ucopy(req + RMA_PREFIX, buf, n))
+			return PSM2_FAST_GO;	/* Go reports the fault */
+		m.len += n;
+	}
+	if (kind == RMA_ATOMIC_COMPARE) {
+		if (psm2_ucopy(req + m.len, cmp, n))
+			return PSM2_FAST_GO;
+		m.len += n;
+	}
+	m.hflags = HF_RMA | kind << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
+		   (uint32_t) dt << ATOMIC_DT_SHIFT;
+	/* (an ack answers an fi_atomic) */
+	return psm2_fast_post(f, req, &m, res, kind == RMA_ATOMIC ? 0 : n, 0, 0, 0, dest, context);
+}
+
+_Static_assert(EPF_CWRITE_BYTES == EPF_CWRITES + 2 && EPF_CREAD_BYTES == EPF_CREADS + 2,
+	       "psm2_fast_post's stat: the bytes two words after the count");
+
+/* psm2_fast_rma is fi_write (write) or fi_read of len bytes at buf done
+ * in C when it can be (provider/fastrma.go): a write whose request (the
+ * RMA prefix and its bytes) or a read whose answer is an inline message,
+ * to connected shm peer dest, under the rules of psm2_fast_post, whose
+ * entry says AO_RMA: its completion is FI_RMA's. Go's rmaLocked sends the
+ * same request. Returns PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
+int psm2_fast_rma(uint64_t *f, int write, void *buf, size_t len, fi_addr_t dest, uint64_t addr, uint64_t key,
+		  void *context, uint64_t flags)
+{
+	unsigned char req[ATOMIC_MAX];
+	struct psm2_inline m;
+	uint64_t n = len;
+
+	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) ||
+	    (flags & (FI_TRIGGER | FI_INJECT | FI_REMOTE_CQ_DATA)) || !len || !buf ||
+	    len > ATOMIC_MAX - RMA_PREFIX || dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+		return PSM2_FAST_GO;
+	memcpy(req, &key, 8);
+	memcpy(req + 8, &addr, 8);
+	memcpy(req + 16, &n, 8);
+	m.len = RMA_PREFIX;
+	if (write) {
+		if (psm2_ucopy(req + RMA_PREFIX, buf, n))
+			return PSM2_FAST_GO;	/* Go reports the fault */
+		m.len += n;
+	}
+	m.hflags = HF_RMA | (uint32_t) (write ? RMA_WRITE : RMA_READ) << RMA_KIND_SHIFT;
+	return psm2_fast_post(f, req, &m, write ? NULL : buf, write ? 0 : n, AO_RMA, write ? EPF_CWRITES : EPF_CREADS,
+			      n, dest, context);
 }

@@ -13,7 +13,8 @@
  *   - receives (deliver.c): fi_recv/fi_trecv with plain flags are queued
  *     in the endpoint's page, and fi_cq_read delivers inline, eager and
  *     rendezvous (CMA) messages to them and writes their completions;
- *   - small atomics (atomic.c at the initiator, serve.c at the target);
+ *   - small atomics, RMA reads and writes (atomic.c at the initiator,
+ *     serve.c at the target);
  *   - the idle answer of fi_cq_read (idle.c).
  * All of it runs under the domain lock, so Go's state is consistent
  * while C looks at it: futex words Go takes all of (provider/lock.go)
@@ -58,6 +59,8 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src, uint64_t t
 		   void *context, uint64_t flags);
 int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cmp, size_t count, void *res,
 		     fi_addr_t dest, uint64_t addr, uint64_t key, int dt, int op, void *context, uint64_t flags);
+int psm2_fast_rma(uint64_t *f, int write, void *buf, size_t len, fi_addr_t dest, uint64_t addr, uint64_t key,
+		  void *context, uint64_t flags);
 
 /* psm2_held lists the messages psm2_fast_deliver left in their rings
  * because no receive C queued takes them, each the last unit in its ring:

@@ -16,7 +16,10 @@
 
 /* RMA and atomic messages (provider/rma.go, provider/atomic.go) */
 #define RMA_KIND_SHIFT 8
+#define RMA_WRITE 1                      /* kind: fi_write request with its bytes */
 #define RMA_ACK 4                        /* kind: a write's or atomic's answer, Data the errno */
+#define RMA_READ 5                       /* kind: fi_read request */
+#define RMA_READ_RESP 6                  /* kind: a read's bytes */
 #define RMA_ATOMIC 7                     /* kind: fi_atomic request */
 #define RMA_ATOMIC_FETCH 8               /* kind: fi_fetch_atomic request */
 #define RMA_ATOMIC_COMPARE 9             /* kind: fi_compare_atomic request */
@@ -53,14 +56,18 @@
 #define EPF_SENDERS 31                   /* the senders' table: fast-peer descriptors by epid hash */
 #define EPF_SENDERS_SHIFT 58             /* slot = (epid * SENDER_HASH) >> EPF_SENDERS_SHIFT */
 #define SENDER_HASH 0x9e3779b97f4a7c15ULL
-#define EPF_SERVE 95                     /* C may serve small atomic requests */
-#define EPF_SERVED 96                    /* atomic requests C served */
+#define EPF_SERVE 95                     /* C may serve small atomic, write and read requests */
+#define EPF_SERVED 96                    /* requests C served */
 #define EPF_ARMED 97                     /* answers armed for C to complete */
-#define EPF_APOST 98                     /* C may post small atomics (psm2_fast_atomic) */
+#define EPF_APOST 98                     /* C may post small atomics, writes and reads (psm2_fast_atomic, psm2_fast_rma) */
 #define EPF_CSEQ 99                      /* C's tag counter */
 #define EPF_AOPS 100                     /* the armed table */
 #define EPF_RX_BITS 142                  /* the AV's rx_ctx_bits: fi_addr a's peer slot is a rotated left by them */
 #define EPF_LOCK 143                     /* the address of the endpoint's lock slot (0: call Go) */
+#define EPF_CWRITES 144                  /* RMA writes C posted */
+#define EPF_CREADS 145                   /* RMA reads C posted */
+#define EPF_CWRITE_BYTES 146             /* their bytes */
+#define EPF_CREAD_BYTES 147              /* their bytes */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */
@@ -74,7 +81,8 @@
 #define AO_BUF 2                         /* where the old values go */
 #define AO_LEN 3                         /* their length (0: an fi_atomic, answered by an ack) */
 #define AO_CTX 4                         /* the completion's context */
-#define AO_DEST 5                        /* a C-posted op's fi_addr; bits 48-63: its eager request's buffer + 1 */
+#define AO_DEST 5                        /* a C-posted op's fi_addr; bits 48-55: its eager request's buffer + 1; AO_RMA */
+#define AO_RMA 0x100000000000000ULL      /* in AO_DEST: an RMA read (AO_LEN > 0) or write, not an atomic */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
 #define RQ_LEN 1

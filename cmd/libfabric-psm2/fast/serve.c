@@ -1,4 +1,4 @@
-/* serve.c: the atomic fast path at the target: small atomic requests served inside fi_cq_read. */
+/* serve.c: the atomic and RMA fast path at the target: small atomic, read and write requests served inside fi_cq_read. */
 #include "atomic.h"
 #include "match.h"
 #include "page.h"
@@ -19,6 +19,64 @@ static inline uint64_t psm2_mr_find(const uint64_t *dom, uint64_t key, uint64_t 
 	if (!va || va + len < va || va < base || va + len > base + *(const uint64_t *) (e + MRF_LEN))
 		return 0;
 	return va;
+}
+
+/* psm2_serve_done is what follows the answer to a request served in C:
+ * the initiator's bounce buffer idx back if the request came in it (the
+ * locked AND fences the bell), else the fence; then the bell. */
+static inline void psm2_serve_done(const uint64_t *sd, int idx)
+{
+	if (idx >= 0)
+		__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
+				   __ATOMIC_SEQ_CST);
+	else if (sd[FP_FENCE])
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	psm2_bell(sd);
+}
+
+/* psm2_serve_rma serves the RMA write or read request m (kind RMA_WRITE
+ * or RMA_READ; bytes req, idx as for psm2_serve_one) as Go's rmaServe
+ * does when it succeeds: a write's bytes into the region, then an ack; a
+ * read's bytes in an inline answer. Returns 1, or 0 when Go must serve it:
+ * nothing was sent (a write's bytes may have landed, and Go lands the
+ * same bytes again before its answer, which is the first). */
+static inline int psm2_serve_rma(uint64_t *f, const uint64_t *dom, const struct psm2_inline *m,
+				 const unsigned char *req, int idx, uint32_t kind)
+{
+	unsigned char out[ATOMIC_MAX];
+	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
+	uint64_t key, addr, n, va;
+	struct psm2_inline a;
+	const uint64_t *sd;
+	int k;
+
+	if (m->hflags != (HF_RMA | kind << RMA_KIND_SHIFT) || m->len < RMA_PREFIX)
+		return 0;
+	/* (read once: a buffer the initiator could still write) */
+	memcpy(&key, req, 8);
+	memcpy(&addr, req + 8, 8);
+	memcpy(&n, req + 16, 8);
+	if (!n || (kind == RMA_READ && n > ATOMIC_MAX) || m->len - RMA_PREFIX != (kind == RMA_WRITE ? n : 0))
+		return 0;
+	if (!(va = psm2_mr_find(dom, key, addr, n, kind == RMA_WRITE ? FI_REMOTE_WRITE : FI_REMOTE_READ)) ||
+	    !(sd = psm2_sender(f, m->epid)))
+		return 0;
+	if (kind == RMA_WRITE ? psm2_ucopy((void *) (uintptr_t) va, req + RMA_PREFIX, n) :
+				psm2_ucopy(out, (const void *) (uintptr_t) va, n))
+		return 0;	/* the region faulted: Go answers it */
+	a.epid = sd[FP_EPID];
+	a.tag = m->tag;
+	a.data = 0;
+	a.with_data = 0;
+	a.len = kind == RMA_READ ? n : 0;
+	a.hflags = HF_RMA | (uint32_t) (kind == RMA_WRITE ? RMA_ACK : RMA_READ_RESP) << RMA_KIND_SHIFT;
+	/* (the commit's release store orders a write's bytes before the ack) */
+	if ((k = psm2_inline_build(cells, &a, out, PUSH_CELLS_MAX)) <= 0 ||
+	    psm2_push((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], (uint64_t *) (uintptr_t) sd[FP_SLOT],
+		      (const uint64_t (*)[CELL_PAYLOAD / 8]) cells, (uint64_t) k))
+		return 0;
+	psm2_serve_done(sd, idx);
+	return 1;
 }
 
 /* psm2_serve_one serves the atomic request m, whose bytes are req, for
@@ -42,6 +100,8 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	struct psm2_inline a;
 	const uint64_t *sd;
 
+	if (kind == RMA_WRITE || kind == RMA_READ)
+		return psm2_serve_rma(f, dom, m, req, idx, kind);
 	if ((m->hflags & ~(uint32_t) (HF_RMA | 0xffffff00u)) || m->len < RMA_PREFIX ||
 	    m->len > ATOMIC_MAX || dt < FI_INT8 || dt > FI_UINT64)
 		return 0;
@@ -117,16 +177,11 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	(void) psm2_inline_build(cells, &a, old, PUSH_CELLS_MAX);	/* ours: no fault */
 	psm2_commit((char *) (uintptr_t) sd[FP_RING], sd[FP_MASK], pos, (const uint64_t (*)[CELL_PAYLOAD / 8]) cells,
 		    (uint64_t) k);
-	if (idx >= 0)	/* the buffer back (the locked AND fences the bell) */
-		__atomic_fetch_and((uint64_t *) (uintptr_t) sd[FP_PEER_BUSY], ~((uint64_t) 1 << idx),
-				   __ATOMIC_SEQ_CST);
-	else if (sd[FP_FENCE])
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	psm2_bell(sd);
+	psm2_serve_done(sd, idx);
 	return 1;
 }
 
-/* psm2_serve_ep serves the atomic requests at the head of endpoint page
+/* psm2_serve_ep serves the requests at the head of endpoint page
  * f's ring, in order, until anything else: returns how many. The caller
  * holds f's lock slot and has seen the domain idle otherwise. */
 static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
@@ -179,7 +234,7 @@ static inline int psm2_serve_ep(uint64_t *f, const uint64_t *dom)
 }
 
 /* psm2_request_waits says whether the head of f's ring looks like an
- * atomic request. */
+ * atomic, write or read request. */
 static inline int psm2_request_waits(const uint64_t *f)
 {
 	uint32_t hflags, kind;
@@ -187,12 +242,13 @@ static inline int psm2_request_waits(const uint64_t *f)
 	if (!psm2_head_hflags(f, &hflags))
 		return 0;
 	kind = (hflags >> RMA_KIND_SHIFT) & 0xff;
-	return (hflags & HF_RMA) && kind >= RMA_ATOMIC && kind <= RMA_ATOMIC_COMPARE;
+	return (hflags & HF_RMA) && ((kind >= RMA_ATOMIC && kind <= RMA_ATOMIC_COMPARE) || kind == RMA_WRITE ||
+				     kind == RMA_READ);
 }
 
-/* psm2_fast_serve is the atomic fast path at the target: called by
- * fi_cq_read with the CQ's page when C delivered nothing, it serves the
- * atomic requests at the heads of the rings of the endpoints of the CQ's
+/* psm2_fast_serve is the atomic and RMA fast path at the target: called
+ * by fi_cq_read with the CQ's page when C delivered nothing, it serves the
+ * small atomic, write and read requests at the heads of the rings of the endpoints of the CQ's
  * lock slot that allow it (EPF_SERVE), while Go has no work of its own (an older
  * request Go still handles must be applied first). Returns the requests
  * served. */
