@@ -54,6 +54,7 @@ struct ct_opts {
 	int threading;			/* enum fi_threading; 0: the provider's */
 	uint64_t tx_op_flags;
 	enum fi_av_type av_type;	/* 0: FI_AV_TABLE */
+	int rx_ctx_bits;		/* the AV's */
 	enum fi_cq_format cq_format;	/* 0: FI_CQ_FORMAT_TAGGED */
 	size_t cq_size;
 	enum fi_wait_obj cq_wait;	/* 0: FI_WAIT_NONE */
@@ -71,7 +72,7 @@ struct ct_opts {
 static inline int ct_open(struct ct_node *n, const struct ct_opts *o)
 {
 	struct fi_info *hints = fi_allocinfo();
-	struct fi_av_attr av_attr = { .type = o->av_type ? o->av_type : FI_AV_TABLE };
+	struct fi_av_attr av_attr = { .type = o->av_type ? o->av_type : FI_AV_TABLE, .rx_ctx_bits = o->rx_ctx_bits };
 	struct fi_cq_attr cq_attr = { .format = o->cq_format ? o->cq_format : FI_CQ_FORMAT_TAGGED,
 				      .size = o->cq_size, .wait_obj = o->cq_wait ? o->cq_wait : FI_WAIT_NONE };
 	int ret;

@@ -23,7 +23,6 @@
  *     it with its copy;
  *   - closes its endpoint and checks the statistics count every write and
  *     read it posted, C's and Go's.
- *
  * ctest: no-valgrind (two processes and thousands of round trips; the RMA
  * entry points run under valgrind in rma.c). */
 #define _GNU_SOURCE

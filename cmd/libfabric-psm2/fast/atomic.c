@@ -63,10 +63,12 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride
 			 * put this op's request in (its entry says which; Go
 			 * takes any other: shm's onAnswerBuf), still handed to
 			 * that peer; then it is ours again. */
+			/* (the fi_addr's slot in the peer table) */
 			uint64_t dw = a[AO_DEST], dest = dw & ((1ull << 48) - 1), *d;
 			uint64_t *busy, bit = (uint64_t) 1 << (idx & 63);
 			int32_t *holder;
 
+			dest = psm2_peer_slot(f, dest);
 			if ((st != AO_CPOSTED && st != AO_ADOPTED) || ((dw >> 48) & 0xff) != (uint64_t) idx + 1 || idx >= 64 ||
 			    !m.len || dest >= f[EPF_NPEERS])
 				break;
@@ -158,7 +160,7 @@ out:
 /* psm2_fast_post posts, in C, the request of m.len bytes at req with
  * header flags m.hflags of an op whose answer C completes (an atomic,
  * psm2_fast_atomic, or an RMA read or write, psm2_fast_rma) to connected
- * shm peer dest of endpoint page f, when the endpoint allows it and the
+ * shm peer dest (an fi_addr: its descriptor is at psm2_peer_slot) of endpoint page f, when the endpoint allows it and the
  * domain has no work of Go's queued (so it overtakes nothing): it pushes
  * the request (inline, or past a few cells in a bounce buffer of ours, as
  * an eager message) and arms an entry as C-posted with a tag of its own,
@@ -170,9 +172,11 @@ static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inl
 			  uint64_t class, int stat, uint64_t bytes, fi_addr_t dest, void *context)
 {
 	uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
-	uint64_t *d, *a = NULL, *dom, seq, low, tag, *sl;
+	uint64_t *d, *a = NULL, *dom, seq, low, tag, *sl, slot = psm2_peer_slot(f, dest);
 	int locking, ret = PSM2_FAST_GO, cells_n, i, bidx;
 
+	if (slot >= f[EPF_NPEERS])
+		return PSM2_FAST_GO;
 	m->data = 0;
 	m->with_data = 0;
 	dom = (uint64_t *) (uintptr_t) f[EPF_DOMAIN];
@@ -180,7 +184,7 @@ static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inl
 	/* Nothing of Go's may be overtaken, and the flags may have changed. */
 	if (!sl || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || __atomic_load_n(&dom[DOMF_BUSY / 8], __ATOMIC_ACQUIRE))
 		goto out;
-	d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[dest], __ATOMIC_RELAXED);
+	d = (uint64_t *) (uintptr_t) __atomic_load_n(&((uint64_t *) (uintptr_t) f[EPF_PEERS])[slot], __ATOMIC_RELAXED);
 	if (!d || !__atomic_load_n(&d[FP_OK], __ATOMIC_RELAXED) || !d[FP_SLOT] ||
 	    __atomic_load_n((uint64_t *) (uintptr_t) d[FP_STATE], __ATOMIC_ACQUIRE) != 0)
 		goto out;
@@ -279,7 +283,7 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	       kind == RMA_ATOMIC && op >= FI_MIN && op <= FI_ATOMIC_WRITE && op != FI_ATOMIC_READ;
 	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) || (flags & (FI_TRIGGER | FI_INJECT)) ||
 	    dt < FI_INT8 || dt > FI_UINT64 || !opok || !count || (!buf && op != FI_ATOMIC_READ) ||
-	    dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+	    !psm2_ucopy_ready())
 		return PSM2_FAST_GO;
 	if (count > ATOMIC_MAX || !psm2_atomic_fits(kind, op, n = count * size[dt]))
 		return PSM2_FAST_GO;
@@ -321,7 +325,7 @@ int psm2_fast_rma(uint64_t *f, int write, void *buf, size_t len, fi_addr_t dest,
 
 	if (!f || !__atomic_load_n(&f[EPF_APOST], __ATOMIC_RELAXED) ||
 	    (flags & (FI_TRIGGER | FI_INJECT | FI_REMOTE_CQ_DATA)) || !len || !buf ||
-	    len > ATOMIC_MAX - RMA_PREFIX || dest >= f[EPF_NPEERS] || !psm2_ucopy_ready())
+	    len > ATOMIC_MAX - RMA_PREFIX || !psm2_ucopy_ready())
 		return PSM2_FAST_GO;
 	memcpy(req, &key, 8);
 	memcpy(req + 8, &addr, 8);

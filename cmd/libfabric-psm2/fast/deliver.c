@@ -66,10 +66,12 @@ int psm2_fast_recv(uint64_t *f, void *buf, size_t len, fi_addr_t src,
 		goto out;
 	if (src != FI_ADDR_UNSPEC && (f[EPF_CAPS] & FI_DIRECTED_RECV)) {
 		/* Only a source Go has connected (so the AV knows it). */
-		if (src >= f[EPF_NPEERS])
+		uint64_t slot = psm2_peer_slot(f, src);
+
+		if (slot >= f[EPF_NPEERS])
 			goto out;
 		peers = (uint64_t *) (uintptr_t) f[EPF_PEERS];
-		d = (uint64_t *) (uintptr_t) __atomic_load_n(&peers[src], __ATOMIC_RELAXED);
+		d = (uint64_t *) (uintptr_t) __atomic_load_n(&peers[slot], __ATOMIC_RELAXED);
 		if (!d)
 			goto out;
 	}

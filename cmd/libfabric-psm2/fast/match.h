@@ -3,6 +3,7 @@
 #define PSM2_FAST_MATCH_H
 
 #include "cell.h"
+#include "page.h"
 
 /* psm2_takes says whether a receive of flags qflags, tag qtag, ignore
  * bits qign and source fi_addr qsrc, queued on endpoint page f, takes a
@@ -20,11 +21,11 @@ static inline int psm2_takes(const uint64_t *f, uint64_t qflags, uint64_t qtag, 
 	if (tagged && ((tag ^ (qtag & mask)) & ~(qign | ~mask)))
 		return 0;
 	if ((f[EPF_CAPS] & FI_DIRECTED_RECV) && qsrc != FI_ADDR_UNSPEC) {
-		const uint64_t *d;
+		const uint64_t *d, slot = psm2_peer_slot(f, qsrc);
 
-		if (qsrc >= f[EPF_NPEERS])
+		if (slot >= f[EPF_NPEERS])
 			return 0;
-		d = (const uint64_t *) (uintptr_t) ((const uint64_t *) (uintptr_t) f[EPF_PEERS])[qsrc];
+		d = (const uint64_t *) (uintptr_t) ((const uint64_t *) (uintptr_t) f[EPF_PEERS])[slot];
 		if (!d || d[FP_PEER] != epid)
 			return 0;
 	}
