@@ -8,17 +8,25 @@ import (
 	"github.com/gopsm2/libfabric-psm2/internal/fi"
 )
 
+// openSlotDomain opens a domain and AV for tagged RDM endpoints, or skips
+// the test where the domain lock has no slots (a race build's sync.Mutex).
+func openSlotDomain(t *testing.T) (*fi.Info, *Fabric, *Domain, *AV) {
+	t.Helper()
+	info := &fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM}}
+	f, d, av := openDomainAV(t, New(newFakeHost(nil)), info)
+	if !d.fastLock {
+		t.Skip("no C fast path: the domain lock is a sync.Mutex (race build)")
+	}
+	return info, f, d, av
+}
+
 // TestLockSlotsFollowBindings: endpoints that share no CQ get lock slots
 // of their own (so C fast paths on them do not contend), an endpoint
 // bound to another's CQ joins its slot, each slot lists only its
 // endpoints' rings, Go's lock takes every slot in use, and a closed
 // endpoint's slot goes out of use.
 func TestLockSlotsFollowBindings(t *testing.T) {
-	info := &fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM}}
-	f, d, av := openDomainAV(t, New(newFakeHost(nil)), info)
-	if !d.fastLock {
-		t.Skip("no C fast path: the domain lock is a sync.Mutex (race build)")
-	}
+	info, f, d, av := openSlotDomain(t)
 	a, cqa := openBoundEP(t, d, av, info)
 	b, cqb := openBoundEP(t, d, av, info)
 	c, err := d.OpenEndpoint(info, 0)
@@ -94,11 +102,7 @@ func TestLockSlotsFollowBindings(t *testing.T) {
 // alone: only bindings, enables and closes put endpoints into slots again
 // (a regroup allocates).
 func TestSyncFastDoesNotRegroup(t *testing.T) {
-	info := &fi.Info{Caps: fi.TAGGED, EP: &fi.EPAttr{Type: fi.EP_RDM}}
-	f, d, av := openDomainAV(t, New(newFakeHost(nil)), info)
-	if !d.fastLock {
-		t.Skip("no C fast path: the domain lock is a sync.Mutex (race build)")
-	}
+	info, f, d, av := openSlotDomain(t)
 	a, cqa := openBoundEP(t, d, av, info)
 	b, cqb := openBoundEP(t, d, av, info)
 	if n := testing.AllocsPerRun(100, func() {
