@@ -271,26 +271,28 @@ static inline FILE *ct_target(const char *argv0, pid_t *pid, unsigned char *name
 	return in;
 }
 
-/* ct_close_ep_stat closes n's endpoint with the statistics it prints at
+/* ct_close_ep_stats closes n's endpoint with the statistics it prints at
  * close (FI_PSM2_PRINT_STATS, set before it opened) going to a file, and
- * returns counter name of group group (" group=shm ", " received="
- * style: group and name as printed), or -1 if none was printed. */
-static inline long ct_close_ep_stat(struct ct_node *n, const char *group, const char *name)
+ * puts in vals[i] counter names[i] of group group (" group=shm ", "
+ * received=" style: group and names as printed), or -1 if none was
+ * printed. */
+static inline void ct_close_ep_stats(struct ct_node *n, const char *group, const char *const *names, long *vals,
+				     int k)
 {
-	char line[4096], g[64], k[64];
+	char line[4096], g[64], key[64];
 	FILE *log = tmpfile();
 	int saved = dup(2);
-	long v = -1;
 
+	for (int i = 0; i < k; i++)
+		vals[i] = -1;
 	snprintf(g, sizeof(g), " group=%s ", group);
-	snprintf(k, sizeof(k), " %s=", name);
 	fflush(stderr);
 	if (!log || saved < 0 || dup2(fileno(log), 2) != 2) {
 		if (log)
 			fclose(log);
 		if (saved >= 0)
 			close(saved);
-		return -1;
+		return;
 	}
 	fi_close(&n->ep->fid);
 	n->ep = NULL;
@@ -299,12 +301,25 @@ static inline long ct_close_ep_stat(struct ct_node *n, const char *group, const 
 	close(saved);
 	rewind(log);
 	while (fgets(line, sizeof(line), log)) {
-		char *p = strstr(line, k);
+		if (strncmp(line, "psm2-stats ", 11) || !strstr(line, g))
+			continue;
+		for (int i = 0; i < k; i++) {
+			char *p;
 
-		if (!strncmp(line, "psm2-stats ", 11) && strstr(line, g) && p)
-			v = strtol(p + strlen(k), NULL, 10);
+			snprintf(key, sizeof(key), " %s=", names[i]);
+			if ((p = strstr(line, key)))
+				vals[i] = strtol(p + strlen(key), NULL, 10);
+		}
 	}
 	fclose(log);
+}
+
+/* ct_close_ep_stat is ct_close_ep_stats for one counter: its value. */
+static inline long ct_close_ep_stat(struct ct_node *n, const char *group, const char *name)
+{
+	long v;
+
+	ct_close_ep_stats(n, group, &name, &v, 1);
 	return v;
 }
 

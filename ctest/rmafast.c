@@ -22,7 +22,11 @@
  *   - reads the whole region by one 64 KiB read, Go's path, and compares
  *     it with its copy;
  *   - closes its endpoint and checks the statistics count every write and
- *     read it posted, C's and Go's.
+ *     read it posted, C's and Go's;
+ *   - posts fetch-adds and compare-swaps of a word and fi_atomic sums of 4
+ *     and of 100 words, and checks what landed and that the statistics
+ *     count each atomic and its operand bytes (C's were missing from
+ *     atomic_bytes).
  * ctest: no-valgrind (two processes and thousands of round trips; the RMA
  * entry points run under valgrind in rma.c). */
 #define _GNU_SOURCE
@@ -33,6 +37,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include "check.h"
 #include "node.h"
@@ -49,7 +54,7 @@ static int target(void)
 	struct fid_mr *mr, *mr_ro;
 	struct fi_cq_tagged_entry e;
 
-	if (ct_open_node_caps(&n, FI_TAGGED | FI_RMA) ||
+	if (ct_open_node_caps(&n, FI_TAGGED | FI_RMA | FI_ATOMIC) ||
 	    fi_mr_reg(n.domain, region, sizeof(region), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 5, 0, &mr, NULL) ||
 	    fi_mr_reg(n.domain, ro, sizeof(ro), FI_REMOTE_READ, 0, 6, 0, &mr_ro, NULL))
 		return 1;
@@ -153,6 +158,67 @@ static int window(int k)
 	return 0;
 }
 
+/* atomics opens a, posts atomics of the shapes C posts at the region's
+ * first 864 bytes, and checks what they did and what the statistics say
+ * of them. */
+static int atomics(const unsigned char *name)
+{
+	static uint64_t ones[100], got[108];
+	const char *names[] = { "atomics", "atomic_bytes" };
+	long want = 0, want_bytes = 0, stats[2];
+	uint64_t v, old, cmp;
+	struct fi_context c;
+	int ret;
+
+	for (int i = 0; i < 100; i++)
+		ones[i] = 1;
+	CHECK(ct_open_node_caps(&a, FI_TAGGED | FI_RMA | FI_ATOMIC) == 0, "open for atomics");
+	CHECK(fi_av_insert(a.av, name, 1, &peer, 0, NULL) == 1, "insert the target for atomics");
+	memset(got, 0, sizeof(got));
+	if ((ret = (int) fi_write(a.ep, got, sizeof(got), NULL, peer, 0, key, &c)) ||
+	    (ret = wait_op(&c, FI_RMA | FI_WRITE)))
+		return ret;
+	for (int i = 0; i < 40; i++) {
+		v = 3;
+		if ((ret = (int) fi_fetch_atomic(a.ep, &v, 1, NULL, &old, NULL, peer, 0, key, FI_UINT64, FI_SUM, &c)) ||
+		    (ret = wait_op(&c, FI_ATOMIC | FI_READ)))
+			return ret;
+		CHECK(old == (uint64_t) i * 3, "fetch-add %d: old %lu", i, (unsigned long) old);
+		want++, want_bytes += 8;
+		cmp = (uint64_t) i;
+		v = (uint64_t) i + 1;
+		if ((ret = (int) fi_compare_atomic(a.ep, &v, 1, NULL, &cmp, NULL, &old, NULL, peer, 8, key, FI_UINT64,
+						  FI_CSWAP, &c)) ||
+		    (ret = wait_op(&c, FI_ATOMIC | FI_READ)))
+			return ret;
+		CHECK(old == (uint64_t) i, "compare-swap %d: old %lu", i, (unsigned long) old);
+		want++, want_bytes += 16;
+		if ((ret = (int) fi_atomic(a.ep, ones, 4, NULL, peer, 16, key, FI_UINT64, FI_SUM, &c)) ||
+		    (ret = wait_op(&c, FI_ATOMIC | FI_WRITE)))
+			return ret;
+		want++, want_bytes += 32;
+		if (i % 8 == 0) {
+			if ((ret = (int) fi_atomic(a.ep, ones, 100, NULL, peer, 64, key, FI_UINT64, FI_SUM, &c)) ||
+			    (ret = wait_op(&c, FI_ATOMIC | FI_WRITE)))
+				return ret;
+			want++, want_bytes += 800;
+		}
+	}
+	if ((ret = (int) fi_read(a.ep, got, sizeof(got), NULL, peer, 0, key, &c)) || (ret = wait_op(&c, FI_RMA | FI_READ)))
+		return ret;
+	/* 40 fetch-adds of 3 at word 0, the swaps up to 40 at word 1, 40 sums
+	 * of 4 at words 2-5, 5 sums of 100 at words 8-107. */
+	CHECK(got[0] == 40 * 3 && got[1] == 40 && got[2] == 40 && got[5] == 40 && got[6] == 0 && got[7] == 0 &&
+		      got[8] == 5 && got[107] == 5,
+	      "the region after the atomics: %lu %lu %lu %lu %lu %lu", (unsigned long) got[0], (unsigned long) got[1],
+	      (unsigned long) got[2], (unsigned long) got[5], (unsigned long) got[8], (unsigned long) got[107]);
+	ct_close_ep_stats(&a, "rma", names, stats, 2);
+	CHECK(stats[0] == want && stats[1] == want_bytes, "statistics: %ld atomics of %ld bytes, %ld of %ld posted",
+	      stats[0], stats[1], want, want_bytes);
+	ct_close_node(&a);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = { 1, 7, 8, 9, 31, 32, 33, 87, 88, 142, 143, 197, 198, 199, 256, 1000, 4096, CMAX };
@@ -233,6 +299,9 @@ int main(int argc, char **argv)
 	r = ct_close_ep_stat(&a, "rma", "reads");
 	CHECK(r == reads, "statistics: %ld reads, %ld posted", r, reads);
 	ct_close_node(&a);
+
+	ret = atomics(name);
+	CHECK(ret == 0, "atomics: %s (%d)", fi_strerror(ret < 0 ? -ret : ret), ret);
 
 	kill(tpid, SIGKILL);
 	waitpid(tpid, NULL, 0);

@@ -117,11 +117,14 @@ const (
 	epfAOps   = epfCSeq + 8
 	epfRxBits = epfAOps + aoCap*aoSize
 	epfLock   = epfRxBits + 8
-	// The RMA reads and writes C posted: counts, then bytes.
-	epfCWrites     = epfLock + 8
-	epfCReads      = epfCWrites + 8
-	epfCWriteBytes = epfCReads + 8
-	epfCReadBytes  = epfCWriteBytes + 8
+	// The RMA writes, reads and atomics C posted: counts, then bytes
+	// (each kind's three words after its count).
+	epfCWrites      = epfLock + 8
+	epfCReads       = epfCWrites + 8
+	epfCAtomics     = epfCReads + 8
+	epfCWriteBytes  = epfCAtomics + 8
+	epfCReadBytes   = epfCWriteBytes + 8
+	epfCAtomicBytes = epfCReadBytes + 8
 )
 
 // senderSlot is the slot of the senders' table for endpoint id epid.

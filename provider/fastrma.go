@@ -230,21 +230,23 @@ func (ep *Endpoint) serveFrom(src uint64, c transport.Conn) {
 }
 
 // cCounts are what C did for the endpoint, for its statistics: the
-// requests it served, and the ops it posted (every kind: epfCSeq counts
-// them all) with, among them, the RMA writes and reads and their bytes.
+// requests it served, and the RMA writes, reads and atomics it posted
+// with their bytes.
 type cCounts struct {
-	served, posted                       uint64
-	writes, reads, writeBytes, readBytes uint64
+	served                             uint64
+	writes, reads, atomics             uint64
+	writeBytes, readBytes, atomicBytes uint64
 }
 
 func (ep *Endpoint) cCounts() (c cCounts) {
 	if p := ep.fast.page; p != nil {
 		c.served = atomic.LoadUint64(fastWord(p, epfServed))
-		c.posted = atomic.LoadUint64(fastWord(p, epfCSeq))
 		c.writes = atomic.LoadUint64(fastWord(p, epfCWrites))
 		c.reads = atomic.LoadUint64(fastWord(p, epfCReads))
+		c.atomics = atomic.LoadUint64(fastWord(p, epfCAtomics))
 		c.writeBytes = atomic.LoadUint64(fastWord(p, epfCWriteBytes))
 		c.readBytes = atomic.LoadUint64(fastWord(p, epfCReadBytes))
+		c.atomicBytes = atomic.LoadUint64(fastWord(p, epfCAtomicBytes))
 	}
 	return c
 }

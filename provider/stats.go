@@ -45,13 +45,12 @@ func (ep *Endpoint) rmaStatsLocked() RMAStats {
 	rma := ep.engine.rma.stats
 	c := ep.cCounts()
 	rma.Served += c.served
-	if c.posted >= c.writes+c.reads { // (epfCSeq wraps after 2^32/aoCap ops)
-		rma.Atomics += c.posted - c.writes - c.reads
-	}
 	rma.Writes += c.writes
 	rma.Reads += c.reads
+	rma.Atomics += c.atomics
 	rma.WriteBytes += c.writeBytes
 	rma.ReadBytes += c.readBytes
+	rma.AtomicBytes += c.atomicBytes
 	return rma
 }
 

@@ -166,7 +166,7 @@ out:
  * an eager message) and arms an entry as C-posted with a tag of its own,
  * where the answer's len bytes go to res (ack: 0) and the entry's class
  * (AO_RMA or 0). With stat (an EPF_ index, else 0) it adds 1 to that
- * count and bytes to the word two after it, for Go's statistics. Returns
+ * count and bytes to the word three after it, for Go's statistics. Returns
  * PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
 static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inline *m, void *res, uint64_t len,
 			  uint64_t class, int stat, uint64_t bytes, fi_addr_t dest, void *context)
@@ -249,7 +249,7 @@ static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inl
 	psm2_slot_add(sl, LSLOT_CPOSTED, 1);
 	if (stat) {
 		__atomic_store_n(&f[stat], f[stat] + 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&f[stat + 2], f[stat + 2] + bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&f[stat + 3], f[stat + 3] + bytes, __ATOMIC_RELAXED);
 	}
 	psm2_doorbell(d);
 	ret = PSM2_FAST_DONE;
@@ -303,12 +303,15 @@ int psm2_fast_atomic(uint64_t *f, uint32_t kind, const void *buf, const void *cm
 	}
 	m.hflags = HF_RMA | kind << RMA_KIND_SHIFT | (uint32_t) op << ATOMIC_OP_SHIFT |
 		   (uint32_t) dt << ATOMIC_DT_SHIFT;
-	/* (an ack answers an fi_atomic) */
-	return psm2_fast_post(f, req, &m, res, kind == RMA_ATOMIC ? 0 : n, 0, 0, 0, dest, context);
+	/* (an ack answers an fi_atomic; the operand bytes are counted, as
+	 * Go's AtomicBytes does) */
+	return psm2_fast_post(f, req, &m, res, kind == RMA_ATOMIC ? 0 : n, 0, EPF_CATOMICS, m.len - RMA_PREFIX, dest,
+			      context);
 }
 
-_Static_assert(EPF_CWRITE_BYTES == EPF_CWRITES + 2 && EPF_CREAD_BYTES == EPF_CREADS + 2,
-	       "psm2_fast_post's stat: the bytes two words after the count");
+_Static_assert(EPF_CWRITE_BYTES == EPF_CWRITES + 3 && EPF_CREAD_BYTES == EPF_CREADS + 3 &&
+		       EPF_CATOMIC_BYTES == EPF_CATOMICS + 3,
+	       "psm2_fast_post's stat: the bytes three words after the count");
 
 /* psm2_fast_rma is fi_write (write) or fi_read of len bytes at buf done
  * in C when it can be (provider/fastrma.go): a write whose request (the

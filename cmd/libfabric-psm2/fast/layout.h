@@ -66,8 +66,10 @@
 #define EPF_LOCK 143                     /* the address of the endpoint's lock slot (0: call Go) */
 #define EPF_CWRITES 144                  /* RMA writes C posted */
 #define EPF_CREADS 145                   /* RMA reads C posted */
-#define EPF_CWRITE_BYTES 146             /* their bytes */
-#define EPF_CREAD_BYTES 147              /* their bytes */
+#define EPF_CATOMICS 146                 /* atomics C posted */
+#define EPF_CWRITE_BYTES 147             /* their bytes */
+#define EPF_CREAD_BYTES 148              /* their bytes */
+#define EPF_CATOMIC_BYTES 149            /* their operand bytes */
 #define AO_CAP 7                         /* entries; op id i at entry i % AO_CAP */
 #define AO_WORDS 6                       /* words an entry takes */
 #define AO_STATE 0                       /* in an entry: an AO_* state */
