@@ -17,36 +17,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "check.h"
+#include "fuzz.h"
 #include "../cmd/libfabric-psm2/fast/fast.h"
 #include "../cmd/libfabric-psm2/fast/ring.h"
 #include "../cmd/libfabric-psm2/fast/match.h"
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-/* guarded returns n bytes that end exactly at an inaccessible page. */
-static void *guarded(size_t n)
-{
-	size_t pg = (size_t) sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;
-	char *m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED) {
-		perror("mmap");
-		exit(2);
-	}
-	if (mprotect(m + span, pg, PROT_NONE)) {
-		perror("mprotect");
-		exit(2);
-	}
-	return m + span - n;
-}
 
 #define CELLS 8
 #define LOG2_CELLS 3
@@ -55,11 +29,6 @@ static void *guarded(size_t n)
 #define RBUF 128
 #define NOUT 4
 #define STRIDE 48
-
-static uint64_t pick(const uint64_t *choices, int n)
-{
-	return choices[rnd() % (uint64_t) n];
-}
 
 /* fill_ring writes hostile contents: counters near or far from each other,
  * sequence words that say "published" for some cells and garbage for
