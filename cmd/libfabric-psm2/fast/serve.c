@@ -128,7 +128,8 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 		return 0;
 	access = op == FI_ATOMIC_READ ? FI_REMOTE_READ :
 		 kind == RMA_ATOMIC ? FI_REMOTE_WRITE : FI_REMOTE_READ | FI_REMOTE_WRITE;
-	if (!(va = psm2_mr_find(dom, key, addr, n, access)))
+	/* (Go applies a misaligned one; psm2_uapply refuses it) */
+	if (!(va = psm2_mr_find(dom, key, addr, n, access)) || (va & (size[dt] - 1)))
 		return 0;
 	/* A region across pages is read whole first, as Go's atomicApply
 	 * copies the old values before any store: an unmapped page then
