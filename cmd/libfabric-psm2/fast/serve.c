@@ -140,6 +140,11 @@ static inline int psm2_serve_one(uint64_t *f, const uint64_t *dom, const struct 
 	lock = (uint32_t *) (uintptr_t) __atomic_load_n(&dom[DOMF_ALOCK / 8], __ATOMIC_ACQUIRE);
 	if (!lock || !(sd = psm2_sender(f, m->epid)))
 		return 0;
+	/* The old values go back over a request in a bounce buffer only if
+	 * they fit in it (an atomic read's request is 24 bytes, whatever its
+	 * length). */
+	if (idx >= 0 && kind != RMA_ATOMIC && n > sd[FP_PEER_BUF_SIZE])
+		return 0;
 	a.epid = sd[FP_EPID];
 	a.tag = m->tag;
 	a.data = 0;
