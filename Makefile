@@ -86,9 +86,11 @@ $(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast/layout.h $(shell find include
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
 
-# fastfuzz drives the C fast path's own translation units.
+# fastfuzz (delivery) and servefuzz (the target's serve path) drive the C
+# fast path's own translation units.
 FASTC := $(wildcard $(SHIM)/fast/*.c)
-$(BUILD)/ctest/fastfuzz: ctest/fastfuzz.c ctest/*.h $(FASTC) $(wildcard $(SHIM)/fast/*.h) | $(LIB)
+FUZZ  := $(BUILD)/ctest/fastfuzz $(BUILD)/ctest/servefuzz
+$(FUZZ): $(BUILD)/ctest/%: ctest/%.c ctest/*.h $(FASTC) $(wildcard $(SHIM)/fast/*.h) | $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< $(FASTC) -L$(LIBDIR) -lfabric
 
