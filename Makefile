@@ -150,7 +150,7 @@ bench: deps all bench-tools
 # libfabric link our library (LD_LIBRARY_PATH picks the one a run wants).
 BENCH_CFLAGS := -std=gnu11 -O2 -Wall -Werror -Iinclude
 BENCHBIN := $(BUILD)/bench/bin
-BENCH_FI := $(addprefix $(BENCHBIN)/,msgrate rmabench mtlpp ctxrate)
+BENCH_FI := $(addprefix $(BENCHBIN)/,msgrate rmabench mtlpp ctxrate hotpoll)
 BENCH_PLAIN := $(addprefix $(BENCHBIN)/,udppp floor)
 
 bench-tools: $(BENCH_FI) $(BENCH_PLAIN)
