@@ -1,7 +1,7 @@
 /* rmabench: RMA and atomic latency and bandwidth over libfabric, for make
  * bench.
  *
- *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F]
+ *   rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F] [-m]
  *   rmabench -p PROVIDER -S PORT                 (target, another host)
  *   rmabench -p PROVIDER -S PORT -C HOST [...]   (initiator)
  *
@@ -20,7 +20,9 @@
  *              (default 16) in flight
  *   read_bw    MB/s of BWSIZE-byte fi_reads, WINDOW in flight
  *
- * and prints one "NAME VALUE" line each. With -F it measures instead
+ * and prints one "NAME VALUE" line each (with -m the latencies of writes
+ * and reads come from fi_writemsg and fi_readmsg, FI_DELIVERY_COMPLETE,
+ * as MPICH posts them). With -F it measures instead
  * fi_fetch_atomic(FI_UINT64, FI_SUM) latency at every power of two from
  * 8 B to 4 KiB of operands (the most Debian's shm provider takes) and
  * prints "fadd SIZE US" lines. Built against include/rdma and
@@ -114,6 +116,8 @@ static void target(const char *prov, size_t size, int wfd, int rfd)
 	exit(0);
 }
 
+static int use_msg;	/* -m */
+
 /* lat measures one 8-byte operation at a time (a fetch-add of count
  * uint64, kind 2); returns us per op. */
 static double lat(struct node *n, int kind, const struct target_info *ti, double secs, size_t count)
@@ -122,6 +126,10 @@ static double lat(struct node *n, int kind, const struct target_info *ti, double
 	uint64_t v = 1, old;
 	long ops = 0;
 	double t0 = 0, end = 0;
+	struct iovec iov = { .iov_base = kind == 0 ? (void *) &v : (void *) &old, .iov_len = 8 };
+	struct fi_rma_iov riov = { .addr = ti->addr, .len = 8, .key = ti->key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .addr = n->peer, .rma_iov = &riov,
+				  .rma_iov_count = 1, .context = &n->ctx[0] };
 
 	for (int warm = 1; warm >= 0; warm--) {
 		t0 = now();
@@ -131,7 +139,11 @@ static double lat(struct node *n, int kind, const struct target_info *ti, double
 			for (int i = 0; i < 100; i++) {
 				int done = 0;
 
-				if (kind == 0)
+				if (kind == 0 && use_msg)
+					POST(n->c.cq, fi_writemsg(n->c.ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE), &done);
+				else if (kind == 1 && use_msg)
+					POST(n->c.cq, fi_readmsg(n->c.ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE), &done);
+				else if (kind == 0)
 					POST(n->c.cq, fi_write(n->c.ep, &v, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
 				else if (kind == 1)
 					POST(n->c.cq, fi_read(n->c.ep, &old, 8, NULL, n->peer, ti->addr, ti->key, &n->ctx[0]), &done);
@@ -185,7 +197,7 @@ int main(int argc, char **argv)
 	char *buf;
 	pid_t pid = 0;
 
-	while ((opt = getopt(argc, argv, "p:t:s:w:S:C:F")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:s:w:S:C:Fm")) != -1) {
 		switch (opt) {
 		case 'p': prov = optarg; break;
 		case 't': secs = atof(optarg); break;
@@ -194,8 +206,9 @@ int main(int argc, char **argv)
 		case 'S': port = optarg; break;
 		case 'C': host = optarg; break;
 		case 'F': fsweep = 1; break;
+		case 'm': use_msg = 1; break;
 		default:
-			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F] [-S PORT [-C HOST]]\n");
+			fprintf(stderr, "usage: rmabench -p PROVIDER [-t SECONDS] [-s BWSIZE] [-w WINDOW] [-F] [-m] [-S PORT [-C HOST]]\n");
 			return 2;
 		}
 	}

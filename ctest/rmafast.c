@@ -9,7 +9,10 @@
  * and reads its CQ. The initiator, with FI_PSM2_PRINT_STATS set:
  *   - writes and reads back every size from 1 byte to the largest C posts
  *     (4329) around the inline and bounce-buffer limits, and random ones,
- *     at random offsets, keeping a copy of what the region must hold;
+ *     at random offsets, keeping a copy of what the region must hold, by
+ *     fi_write/fi_read, fi_writev/fi_readv and fi_writemsg/fi_readmsg of
+ *     one segment (C posts them all) and fi_writemsg/fi_readmsg with
+ *     FI_FENCE (Go's);
  *     each completion must carry its context and FI_RMA with FI_WRITE or
  *     FI_READ, each read the bytes last written;
  *   - posts windows of 5 and of 12 operations before it reaps (the table
@@ -93,7 +96,32 @@ static int wait_op(void *ctx, uint64_t want)
 	return ret;
 }
 
-/* write_read writes n pattern bytes at off, then reads them back. */
+/* rma posts the write or read of n bytes at buf to off by one of the
+ * calls C posts from (how, 0-3: fi_write/fi_read, fi_writev/fi_readv,
+ * fi_writemsg/fi_readmsg with completion flags, the same with FI_FENCE,
+ * which is Go's). */
+static int rma(int write, void *buf, size_t n, size_t off, int how, struct fi_context *ctx)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = n };
+	struct fi_rma_iov riov = { .addr = off, .len = n, .key = key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .addr = peer, .rma_iov = &riov,
+				  .rma_iov_count = 1, .context = ctx };
+	uint64_t flags = FI_COMPLETION | (how == 3 ? FI_FENCE : FI_DELIVERY_COMPLETE);
+
+	switch (how) {
+	case 0:
+		return (int) (write ? fi_write(a.ep, buf, n, NULL, peer, off, key, ctx) :
+				      fi_read(a.ep, buf, n, NULL, peer, off, key, ctx));
+	case 1:
+		return (int) (write ? fi_writev(a.ep, &iov, NULL, 1, peer, off, key, ctx) :
+				      fi_readv(a.ep, &iov, NULL, 1, peer, off, key, ctx));
+	default:
+		return (int) (write ? fi_writemsg(a.ep, &msg, flags) : fi_readmsg(a.ep, &msg, flags));
+	}
+}
+
+/* write_read writes n pattern bytes at off, then reads them back, by the
+ * calls seed picks. */
 static int write_read(size_t off, size_t n, unsigned seed)
 {
 	static uint8_t buf[CMAX], back[CMAX];
@@ -102,12 +130,12 @@ static int write_read(size_t off, size_t n, unsigned seed)
 
 	for (size_t i = 0; i < n; i++)
 		buf[i] = (uint8_t) (i * 29 + seed);
-	if ((ret = (int) fi_write(a.ep, buf, n, NULL, peer, off, key, &c1)) || (ret = wait_op(&c1, FI_RMA | FI_WRITE)))
+	if ((ret = rma(1, buf, n, off, (int) (seed % 4), &c1)) || (ret = wait_op(&c1, FI_RMA | FI_WRITE)))
 		return ret;
 	writes++;
 	memcpy(shadow + off, buf, n);
 	memset(back, 0xee, n);
-	if ((ret = (int) fi_read(a.ep, back, n, NULL, peer, off, key, &c2)) || (ret = wait_op(&c2, FI_RMA | FI_READ)))
+	if ((ret = rma(0, back, n, off, (int) (seed / 4 % 4), &c2)) || (ret = wait_op(&c2, FI_RMA | FI_READ)))
 		return ret;
 	reads++;
 	return memcmp(back, shadow + off, n) ? -FI_EIO : 0;

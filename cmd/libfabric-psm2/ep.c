@@ -604,13 +604,31 @@ static struct fi_ops_tagged ep_tagged_ops = {
  *
  * Every call goes to Go (provider/rma.go) with FI_RMA and FI_READ or
  * FI_WRITE added to its flags: the fid's transmit op flags, or
- * fi_readmsg/fi_writemsg's; a small fi_read or fi_write to a connected
- * shm peer is posted in C instead when it can be (fast/atomic.c:
- * psm2_fast_rma). The *msg calls take exactly one remote
- * segment (rma_iov_limit is 1). */
+ * fi_readmsg/fi_writemsg's; a small read or write of one local segment
+ * to a connected shm peer is posted in C instead when it can be
+ * (fast/atomic.c: psm2_fast_rma), whichever call made it (rma_fast). The
+ * *msg calls take exactly one remote segment (rma_iov_limit is 1). */
 
 #define RMA_READ_FLAGS(e) (EP(e)->tx_op_flags | FI_RMA | FI_READ)
 #define RMA_WRITE_FLAGS(e) (EP(e)->tx_op_flags | FI_RMA | FI_WRITE)
+
+/* The flags with which an op may be posted in C: what C's completion
+ * (when the target's answer comes, after the bytes landed or were read)
+ * honours. Anything else (FI_FENCE, FI_INJECT, FI_REMOTE_CQ_DATA,
+ * FI_TRIGGER, ...) is Go's. */
+#define RMA_FAST_FLAGS                                                                                       \
+	(FI_RMA | FI_READ | FI_WRITE | FI_COMPLETION | FI_MORE | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
+	 FI_DELIVERY_COMPLETE)
+
+/* rma_fast posts the read or write of count local segments iov in C if it
+ * can: 1 if it did (the caller returns 0). */
+static inline int rma_fast(struct fid_ep *ep, int write, const struct iovec *iov, size_t count, fi_addr_t peer,
+			   uint64_t addr, uint64_t key, void *context, uint64_t flags)
+{
+	return count == 1 && iov && !(flags & ~(uint64_t) RMA_FAST_FLAGS) &&
+	       psm2_fast_rma(EP(ep)->fast, write, iov[0].iov_base, iov[0].iov_len, peer, addr, key, context, flags) ==
+		       PSM2_FAST_DONE;
+}
 
 static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
@@ -632,6 +650,8 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
+	if (rma_fast(ep, 0, iov, count, src_addr, addr, key, context, RMA_READ_FLAGS(ep)))
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) iov, count, src_addr, addr, key, 0,
 			     context, RMA_READ_FLAGS(ep));
 }
@@ -642,9 +662,13 @@ static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
 		return -FI_EINVAL;
+	flags = (flags | FI_RMA | FI_READ) & ~FI_WRITE;
+	if (rma_fast(ep, 0, msg->msg_iov, msg->iov_count, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
+		     msg->context, flags))
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
 			     msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, 0,
-			     msg->context, (flags | FI_RMA | FI_READ) & ~FI_WRITE);
+			     msg->context, flags);
 }
 
 static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
@@ -668,6 +692,8 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **des
 {
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	(void) desc;
+	if (rma_fast(ep, 1, iov, count, dest_addr, addr, key, context, RMA_WRITE_FLAGS(ep)))
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) iov, count, dest_addr, addr, key, 0,
 			     context, RMA_WRITE_FLAGS(ep));
 }
@@ -678,9 +704,13 @@ static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	PSM2_FORK_GUARD(-FI_EOPNOTSUPP);
 	if (!msg || !msg->rma_iov || msg->rma_iov_count != 1)
 		return -FI_EINVAL;
+	flags = (flags | FI_RMA | FI_WRITE) & ~FI_READ;
+	if (rma_fast(ep, 1, msg->msg_iov, msg->iov_count, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
+		     msg->context, flags))
+		return 0;
 	return psm2go_ep_rma(EP(ep)->slot, (struct iovec *) msg->msg_iov, msg->iov_count,
 			     msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data,
-			     msg->context, (flags | FI_RMA | FI_WRITE) & ~FI_READ);
+			     msg->context, flags);
 }
 
 static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len,
