@@ -1,12 +1,16 @@
 /* fuzz.h: what the fuzz tests of the C fast path share (fastfuzz.c,
- * servefuzz.c): a generator with a fixed seed, so that a failing round
- * comes back on the next run, and memory that ends at a guard page. */
+ * servefuzz.c, answerfuzz.c): a generator with a fixed seed, so that a
+ * failing round comes back on the next run; memory that ends at a guard
+ * page; the areas a call may touch, saved before it and after it and put
+ * back for the model; the model's trace of a round. */
 #ifndef CTEST_FUZZ_H
 #define CTEST_FUZZ_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,6 +44,86 @@ static inline void *guarded(size_t n)
 		exit(2);
 	}
 	return m + span - n;
+}
+
+/* fenced returns n bytes with an inaccessible page before them and
+ * tail inaccessible bytes (a page at least) after them. */
+static inline unsigned char *fenced(size_t n, size_t tail)
+{
+	size_t pg = (size_t) sysconf(_SC_PAGESIZE), span = (n + pg - 1) / pg * pg;
+	char *m;
+
+	tail = (tail + pg - 1) / pg * pg;
+	m = mmap(NULL, pg + span + tail, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED || mprotect(m + pg, span, PROT_READ | PROT_WRITE)) {
+		perror("mmap");
+		exit(2);
+	}
+	return (unsigned char *) m + pg + span - n;
+}
+
+/* --- what the call may touch: saved, compared and put back --------------- */
+
+struct area {
+	const char *name;
+	void *p;
+	size_t n, off;		/* (off: where a saved copy holds it) */
+	int ro;			/* mapped read-only: compared, never put back */
+};
+
+static struct area areas[64] __attribute__((unused));
+static int nareas __attribute__((unused));
+static size_t area_bytes __attribute__((unused));
+
+static inline void area(const char *name, void *p, size_t n, int ro)
+{
+	if (nareas == (int) (sizeof(areas) / sizeof(areas[0]))) {
+		fprintf(stderr, "fuzz.h: more than %d areas\n", nareas);
+		exit(2);
+	}
+	areas[nareas++] = (struct area) { name, p, n, area_bytes, ro };
+	area_bytes += n;
+}
+
+static inline void save(unsigned char *to)
+{
+	for (int i = 0; i < nareas; to += areas[i].n, i++)
+		memcpy(to, areas[i].p, areas[i].n);
+}
+
+static inline void put_back(const unsigned char *from)
+{
+	for (int i = 0; i < nareas; from += areas[i].n, i++)
+		if (!areas[i].ro)
+			memcpy(areas[i].p, from, areas[i].n);
+}
+
+/* saved is where the copy save wrote into to holds the byte at p (which
+ * must lie in an area). */
+static inline unsigned char *saved(unsigned char *to, const void *p)
+{
+	for (int i = 0; i < nareas; i++)
+		if ((const char *) p >= (const char *) areas[i].p &&
+		    (const char *) p < (const char *) areas[i].p + areas[i].n)
+			return to + areas[i].off + (size_t) ((const char *) p - (const char *) areas[i].p);
+	fprintf(stderr, "fuzz.h: %p is in no area\n", p);
+	exit(2);
+}
+
+/* --- the model's trace of a round, printed when the call differs ---------- */
+
+static char trace[16][240] __attribute__((unused));
+static int ntrace __attribute__((unused));
+
+static inline void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ntrace == 16)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(trace[ntrace++], sizeof(trace[0]), fmt, ap);
+	va_end(ap);
 }
 
 #endif
