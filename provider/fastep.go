@@ -321,6 +321,9 @@ func (ep *Endpoint) setFastPeer(a uint64, desc unsafe.Pointer) {
 // address's. C computes the same (fast/send.c).
 func fastSlot(a uint64, bits int) uint64 { return bits64.RotateLeft64(a, bits) }
 
+// fastAddr is the fi_addr whose slot is s (fastSlot's inverse).
+func fastAddr(s uint64, bits int) uint64 { return bits64.RotateLeft64(s, -bits) }
+
 // forgetFastPeer clears every slot of base address a: its own and, in an
 // AV with receive-context bits, those of its contexts.
 func (ep *Endpoint) forgetFastPeer(a uint64) {

@@ -50,10 +50,12 @@ import (
 // served, for the endpoint's statistics), epfArmed (entries armed),
 // epfAPost (1 while C may post atomics itself), epfCSeq (C's tag counter)
 // and the armed table at epfAOps: aoCap entries of 48 bytes (state; the
-// op's id, its answer's tag; result buffer; length; context; the fi_addr
-// of a C-posted op, with in bits 48-63 one more than the index of the
-// bounce buffer its request went in, if it went eager), op id i at entry
-// i mod aoCap.
+// op's id, its answer's tag; result buffer; length; context; the peer
+// table's slot of a C-posted op's fi_addr (fastSlot: an fi_rx_addr's
+// context index is in its top bits, which this word gives to the rest),
+// with in bits 48-55 one more than the index of the bounce buffer its
+// request went in, if it went eager, and aoRMA), op id i at entry i mod
+// aoCap.
 //
 // C posts an fi_atomic, fi_fetch_atomic or fi_compare_atomic itself
 // (psm2_fast_atomic), and a small fi_write or fi_read (psm2_fast_rma: its
@@ -87,7 +89,7 @@ const (
 	aoCtx   = 32
 	aoDest  = 40
 
-	// aoDestMask takes the fi_addr out of an entry's aoDest word; aoRMA
+	// aoDestMask takes the peer's slot out of an entry's aoDest word; aoRMA
 	// marks a C-posted RMA read or write (psm2_fast_rma), whose
 	// completion says FI_RMA, not FI_ATOMIC.
 	aoDestMask = 1<<48 - 1
@@ -343,7 +345,7 @@ func (d *Domain) adoptLocked() {
 	d.clearSlots(slotCPosted)
 	d.eachEntry(aoCPosted, func(ep *Endpoint, p []byte, i, e int) {
 		dw := atomic.LoadUint64(fastWord(p, e+aoDest))
-		c, errno := ep.conn(dw & aoDestMask)
+		c, errno := ep.conn(fastAddr(dw&aoDestMask, ep.rxBits()))
 		o := ep.engine.New(opRMA)
 		o.Ctx = uintptr(atomic.LoadUint64(fastWord(p, e+aoCtx)))
 		o.Len = atomic.LoadUint64(fastWord(p, e+aoLen))

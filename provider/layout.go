@@ -87,7 +87,7 @@ func CLayout() []cabi.Group {
 			cabi.Word("AO_BUF", aoBuf, "where the old values go"),
 			cabi.Word("AO_LEN", aoLen, "their length (0: an fi_atomic, answered by an ack)"),
 			cabi.Word("AO_CTX", aoCtx, "the completion's context"),
-			cabi.Word("AO_DEST", aoDest, "a C-posted op's fi_addr; bits 48-55: its eager request's buffer + 1; AO_RMA"),
+			cabi.Word("AO_DEST", aoDest, "a C-posted op's peer slot (psm2_peer_slot of its fi_addr); bits 48-55: its eager request's buffer + 1; AO_RMA"),
 			cabi.Value("AO_RMA", aoRMA, "in AO_DEST: an RMA read (AO_LEN > 0) or write, not an atomic"),
 			cabi.Word("EPF_RQ_WORDS", rqEntrySize, "words an entry takes"),
 			cabi.Word("RQ_BUF", rqBuf, "in an entry"),

@@ -63,12 +63,11 @@ static inline ssize_t psm2_answers_ep(uint64_t *f, uint64_t *sl, uint64_t stride
 			 * put this op's request in (its entry says which; Go
 			 * takes any other: shm's onAnswerBuf), still handed to
 			 * that peer; then it is ours again. */
-			/* (the fi_addr's slot in the peer table) */
+			/* (the op's peer's slot in the peer table) */
 			uint64_t dw = a[AO_DEST], dest = dw & ((1ull << 48) - 1), *d;
 			uint64_t *busy, bit = (uint64_t) 1 << (idx & 63);
 			int32_t *holder;
 
-			dest = psm2_peer_slot(f, dest);
 			if ((st != AO_CPOSTED && st != AO_ADOPTED) || ((dw >> 48) & 0xff) != (uint64_t) idx + 1 || idx >= 64 ||
 			    !m.len || dest >= f[EPF_NPEERS])
 				break;
@@ -164,7 +163,9 @@ out:
  * domain has no work of Go's queued (so it overtakes nothing): it pushes
  * the request (inline, or past a few cells in a bounce buffer of ours, as
  * an eager message) and arms an entry as C-posted with a tag of its own,
- * where the answer's len bytes go to res (ack: 0) and the entry's class
+ * where the answer's len bytes go to res (ack: 0), with the peer's slot
+ * (not dest, an fi_rx_addr's context index in whose top rx_ctx_bits bits
+ * would run into the buffer's index and the class) and the entry's class
  * (AO_RMA or 0). With stat (an EPF_ index, else 0) it adds 1 to that
  * count and bytes to the word three after it, for Go's statistics. Returns
  * PSM2_FAST_DONE or PSM2_FAST_GO (nothing done). */
@@ -242,7 +243,7 @@ static int psm2_fast_post(uint64_t *f, const unsigned char *req, struct psm2_inl
 	a[AO_BUF] = (uint64_t) (uintptr_t) res;
 	a[AO_LEN] = len;
 	a[AO_CTX] = (uint64_t) (uintptr_t) context;
-	a[AO_DEST] = dest | (uint64_t) (bidx + 1) << 48 | class;
+	a[AO_DEST] = slot | (uint64_t) (bidx + 1) << 48 | class;
 	__atomic_store_n(&a[AO_STATE], AO_CPOSTED, __ATOMIC_RELEASE);
 	__atomic_store_n(&f[EPF_ARMED], f[EPF_ARMED] + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f[EPF_CSEQ], seq + 1, __ATOMIC_RELAXED);

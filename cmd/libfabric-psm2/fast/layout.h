@@ -83,7 +83,7 @@
 #define AO_BUF 2                         /* where the old values go */
 #define AO_LEN 3                         /* their length (0: an fi_atomic, answered by an ack) */
 #define AO_CTX 4                         /* the completion's context */
-#define AO_DEST 5                        /* a C-posted op's fi_addr; bits 48-55: its eager request's buffer + 1; AO_RMA */
+#define AO_DEST 5                        /* a C-posted op's peer slot (psm2_peer_slot of its fi_addr); bits 48-55: its eager request's buffer + 1; AO_RMA */
 #define AO_RMA 0x100000000000000ULL      /* in AO_DEST: an RMA read (AO_LEN > 0) or write, not an atomic */
 #define EPF_RQ_WORDS 8                   /* words an entry takes */
 #define RQ_BUF 0                         /* in an entry */
