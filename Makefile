@@ -86,10 +86,10 @@ $(BUILD)/ctest/%: ctest/%.c ctest/*.h $(SHIM)/fast/layout.h $(shell find include
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lfabric
 
-# fastfuzz (delivery) and servefuzz (the target's serve path) drive the C
-# fast path's own translation units.
+# fastfuzz (delivery), servefuzz (the target's serve path) and answerfuzz
+# (the initiator's answers) drive the C fast path's own translation units.
 FASTC := $(wildcard $(SHIM)/fast/*.c)
-FUZZ  := $(BUILD)/ctest/fastfuzz $(BUILD)/ctest/servefuzz
+FUZZ  := $(BUILD)/ctest/fastfuzz $(BUILD)/ctest/servefuzz $(BUILD)/ctest/answerfuzz
 $(FUZZ): $(BUILD)/ctest/%: ctest/%.c ctest/*.h $(FASTC) $(wildcard $(SHIM)/fast/*.h) | $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CTEST_CFLAGS) -o $@ $< $(FASTC) -L$(LIBDIR) -lfabric
