@@ -1034,24 +1034,6 @@ bad:
 	return 1;
 }
 
-static volatile long now_round = -1;
-static char altstack[1 << 16];
-
-/* on_fault reports a fault no guarded copy took (psm2_ucopy's handler
- * passes those on to the one before it): an access out of bounds. The
- * fault then comes again, and kills the test. */
-static void on_fault(int sig, siginfo_t *si, void *uc)
-{
-	char msg[160];
-	int n = snprintf(msg, sizeof(msg), "round %ld: signal %d at %p, outside a guarded copy\n", now_round, sig,
-			 si->si_addr);
-
-	(void) uc;
-	if (write(2, msg, (size_t) n) < 0)
-		_exit(3);
-	signal(sig, SIG_DFL);
-}
-
 int main(void)
 {
 	static struct world w;
@@ -1059,9 +1041,7 @@ int main(void)
 	long prev;
 	unsigned char *before, *after;
 	int nprint = 10;
-	struct sigaction sa;
 	pthread_t th;
-	stack_t ss;
 
 	if (getenv("FASTFUZZ_ITERS"))
 		iters = atol(getenv("FASTFUZZ_ITERS"));
@@ -1069,24 +1049,8 @@ int main(void)
 	/* (a lock the call never lets go of hangs the next take of it) */
 	alarm((unsigned) (60 + iters / (ct_under_valgrind() ? 20 : 1000)));
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* (what it found, before a fault kills it) */
-	/* The faults psm2_ucopy takes are handled on a stack of their own
-	 * (valgrind cannot grow the main stack to deliver them). */
-	ss.ss_sp = altstack;
-	ss.ss_size = sizeof(altstack);
-	ss.ss_flags = 0;
-	if (sigaltstack(&ss, NULL)) {
-		perror("sigaltstack");
+	if (fuzz_catch_faults("answerfuzz"))
 		return 2;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	if (!psm2_ucopy_ready()) {
-		fprintf(stderr, "answerfuzz: no fault handler\n");
-		return 2;
-	}
 	w.dom = guarded(4096);
 	w.cq = guarded(4096);
 	w.outbuf = guarded(NOUT * ENTRY);
@@ -1145,7 +1109,7 @@ int main(void)
 
 	for (long round = 0; round < iters; round++) {
 		prev = st.inl + st.inbuf + st.ack;
-		now_round = round;
+		fuzz_round = round;
 		round_setup(&w);
 		if (check_round(&w, round, before, after, &nprint))
 			bad++;
@@ -1170,7 +1134,7 @@ int main(void)
 		race_cpus(th);
 	entries = 0;
 	for (long round = 0; round < races; round++) {
-		now_round = iters + round;
+		fuzz_round = iters + round;
 		round_setup(&w);
 		if (check_race(&w, round, before, &nprint))
 			rbad++;

@@ -2,10 +2,12 @@
  * servefuzz.c, answerfuzz.c): a generator with a fixed seed, so that a
  * failing round comes back on the next run; memory that ends at a guard
  * page; the areas a call may touch, saved before it and after it and put
- * back for the model; the model's trace of a round. */
+ * back for the model; the model's trace of a round; the report of a fault
+ * no guarded copy took. */
 #ifndef CTEST_FUZZ_H
 #define CTEST_FUZZ_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +126,55 @@ static inline void __attribute__((format(printf, 1, 2))) note(const char *fmt, .
 	va_start(ap, fmt);
 	vsnprintf(trace[ntrace++], sizeof(trace[0]), fmt, ap);
 	va_end(ap);
+}
+
+/* fuzz_round is the round under test, for fuzz_catch_faults' report. */
+static volatile long fuzz_round = -1;
+
+/* fuzz_on_fault reports a fault no guarded copy took (psm2_ucopy's
+ * handler passes those on to the one before it): an access out of
+ * bounds. The fault then comes again, and kills the test. */
+static inline void fuzz_on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char msg[160];
+	int n = snprintf(msg, sizeof(msg), "round %ld: signal %d at %p, outside a guarded copy\n", fuzz_round, sig,
+			 si->si_addr);
+
+	(void) uc;
+	if (write(2, msg, (size_t) n) < 0)
+		_exit(3);
+	signal(sig, SIG_DFL);
+}
+
+int psm2_ucopy_ready(void);
+
+/* fuzz_catch_faults installs fuzz_on_fault for SIGSEGV and SIGBUS, on a
+ * stack of its own (valgrind cannot grow the main stack to deliver the
+ * faults psm2_ucopy takes), then psm2_ucopy's handler in front of it: 0,
+ * or -1 with the reason printed. */
+static inline int fuzz_catch_faults(const char *prog)
+{
+	static char altstack[1 << 16];
+	struct sigaction sa;
+	stack_t ss;
+
+	ss.ss_sp = altstack;
+	ss.ss_size = sizeof(altstack);
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL)) {
+		perror("sigaltstack");
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fuzz_on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	if (!psm2_ucopy_ready()) {
+		fprintf(stderr, "%s: no fault handler\n", prog);
+		return -1;
+	}
+	return 0;
 }
 
 #endif

@@ -939,32 +939,12 @@ static int check_round(struct world *w, long round, unsigned char *before, unsig
 	return bad;
 }
 
-static volatile long now_round = -1;
-static char altstack[1 << 16];
-
-/* on_fault reports a fault no guarded copy took (psm2_ucopy's handler
- * passes those on to the one before it): an access out of bounds. The
- * fault then comes again, and kills the test. */
-static void on_fault(int sig, siginfo_t *si, void *uc)
-{
-	char msg[160];
-	int n = snprintf(msg, sizeof(msg), "round %ld: signal %d at %p, outside a guarded copy\n", now_round, sig,
-			 si->si_addr);
-
-	(void) uc;
-	if (write(2, msg, (size_t) n) < 0)
-		_exit(3);
-	signal(sig, SIG_DFL);
-}
-
 int main(void)
 {
 	struct world w;
 	long iters = ct_under_valgrind() ? 5000 : 50000, bad = 0, served = 0;
 	unsigned char *before, *after, *first;
 	int nprint = 10;
-	struct sigaction sa;
-	stack_t ss;
 	char *dom;
 
 	if (getenv("FASTFUZZ_ITERS"))
@@ -972,24 +952,8 @@ int main(void)
 	/* (a lock the call never lets go of hangs the next take of it) */
 	alarm((unsigned) (60 + iters / (ct_under_valgrind() ? 20 : 1000)));
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* (what it found, before a fault kills it) */
-	/* The faults psm2_ucopy takes are handled on a stack of their own
-	 * (valgrind cannot grow the main stack to deliver them). */
-	ss.ss_sp = altstack;
-	ss.ss_size = sizeof(altstack);
-	ss.ss_flags = 0;
-	if (sigaltstack(&ss, NULL)) {
-		perror("sigaltstack");
+	if (fuzz_catch_faults("servefuzz"))
 		return 2;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	if (!psm2_ucopy_ready()) {
-		fprintf(stderr, "servefuzz: no fault handler\n");
-		return 2;
-	}
 	memset(&w, 0, sizeof(w));
 	w.dom = guarded(4096);
 	w.cq = guarded(4096);
@@ -1089,7 +1053,7 @@ int main(void)
 	for (long round = 0; round < iters; round++) {
 		long was = st.write + st.read + st.atomic + st.fetch + st.inbuf + st.efault;
 
-		now_round = round;
+		fuzz_round = round;
 		round_setup(&w);
 		if (check_round(&w, round, before, after, &nprint))
 			bad++;
