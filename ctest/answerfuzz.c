@@ -344,16 +344,6 @@ static size_t model_answers(struct world *w)
 
 /* --- the hostile round ---------------------------------------------------- */
 
-/* some_counter is a ring counter: near 0, near the wrap, anywhere. */
-static uint64_t some_counter(void)
-{
-	switch (rnd() % 4) {
-	case 0: return rnd() % 64;
-	case 1: return ~(uint64_t) 0 - rnd() % 64;
-	default: return rnd();
-	}
-}
-
 /* gen_op arms entry i of e's table: a state; an id that names the entry
  * (now and then one that names another, never found here); a length; a
  * result buffer that ends at its area's end (now and then one that
@@ -531,48 +521,17 @@ static uint64_t gen_unit(struct ep *e, uint64_t cells[][CELL_PAYLOAD / 8])
 	return k;
 }
 
-/* fill_ring writes e's ring: stale cells of the lap before, then up to
- * MAXUNITS answers from the consumer counter on, their sequence words
- * now and then wrong, a random published cell after them now and then. */
+/* unit is gen_unit for fuzz_fill_ring. */
+static uint64_t unit(void *e, uint64_t cells[][CELL_PAYLOAD / 8])
+{
+	return gen_unit(e, cells);
+}
+
+/* fill_ring writes e's ring: up to MAXUNITS answers, as fuzz_fill_ring
+ * leaves a ring. */
 static void fill_ring(struct ep *e)
 {
-	static uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
-	char *r = e->ring;
-	uint64_t *h = (uint64_t *) r, size = (uint64_t) 1 << e->log, mask = size - 1, cons = some_counter(), pos = cons;
-	uint64_t n = rnd() % (MAXUNITS + 1);
-
-	h[RING_PROD / 8] = rnd();
-	h[RING_SEEN / 8] = rnd();
-	h[RING_CONS / 8] = cons;
-	for (uint64_t i = 0; i < size; i++) {
-		uint64_t q = cons + ((i - cons) & mask);
-
-		*(uint64_t *) cell_at(r, mask, q) = rnd() % 64 ? q - size + 1 : rnd();
-	}
-	for (uint64_t u = 0; u < n; u++) {
-		uint64_t k = gen_unit(e, cells);
-
-		if (pos + k - cons > size)
-			continue;
-		for (uint64_t i = 0; i < k; i++) {
-			unsigned char *c = cell_at(r, mask, pos + i);
-
-			memcpy(c + CELL_PAYLOAD_OFF, cells[i], CELL_PAYLOAD);
-			*(uint64_t *) (c + CELL_SEQ) = pos + i + 1;
-		}
-		pos += k;
-	}
-	if (pos - cons < size && rnd() % 4 == 0) {
-		unsigned char *c = cell_at(r, mask, pos);
-
-		fill_rnd(c + CELL_PAYLOAD_OFF, CELL_PAYLOAD);
-		*(uint64_t *) (c + CELL_SEQ) = pos + 1;
-	}
-	if (pos != cons && rnd() % 16 == 0) {
-		uint64_t *seq = (uint64_t *) cell_at(r, mask, cons + rnd() % (pos - cons));
-
-		*seq = rnd() % 2 ? rnd() : 0;
-	}
+	fuzz_fill_ring(e->ring, (uint64_t) 1 << e->log, fuzz_counter(), rnd() % (MAXUNITS + 1), unit, e);
 }
 
 /* setup_ep makes endpoint e's part of a round: our bounce buffers, the
@@ -727,21 +686,9 @@ static int check_round(struct world *w, long round, unsigned char *before, unsig
 	put_back(before);
 	ntrace = 0;
 	want = model_answers(w);
-	for (int i = 0; i < nareas; a += areas[i].n, b += areas[i].n, i++) {
-		unsigned char *p = areas[i].p;
-
-		if (memcmp(p, a, areas[i].n)) {
-			size_t o = 0;
-
-			while (p[o] == a[o])
-				o++;
+	for (int i = 0; i < nareas; a += areas[i].n, b += areas[i].n, i++)
+		if (area_differs(i, round, a, b, nprint))
 			bad = 1;
-			if (*nprint > 0)
-				printf("round %ld: %s differs at byte %zu (%zu bytes): the call wrote %#x, the model %#x, before %#x\n",
-				       round, areas[i].name, o, areas[i].n, a[o], p[o], b[o]);
-			memcpy(p, a, areas[i].n);	/* (the call's, from here on) */
-		}
-	}
 	/* (a lock left held, reported above, would hang the next round) */
 	*(uint32_t *) (SLOT(w->dom, 0) + LSLOT_LOCK) = 0;
 	if (got != (ssize_t) want) {

@@ -2,8 +2,8 @@
  * servefuzz.c, answerfuzz.c): a generator with a fixed seed, so that a
  * failing round comes back on the next run; memory that ends at a guard
  * page; the areas a call may touch, saved before it and after it and put
- * back for the model; the model's trace of a round; the report of a fault
- * no guarded copy took. */
+ * back for the model; the model's trace of a round; a ring filled as a
+ * hostile peer leaves it; the report of a fault no guarded copy took. */
 #ifndef CTEST_FUZZ_H
 #define CTEST_FUZZ_H
 
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "../cmd/libfabric-psm2/fast/layout.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -126,6 +127,89 @@ static inline void __attribute__((format(printf, 1, 2))) note(const char *fmt, .
 	va_start(ap, fmt);
 	vsnprintf(trace[ntrace++], sizeof(trace[0]), fmt, ap);
 	va_end(ap);
+}
+
+
+/* area_differs compares area i as the model left it (at p) with call's
+ * copy of it (before: the copy saved before the call): 0 if they agree;
+ * else 1, with the first byte that differs printed while *nprint lasts,
+ * and the call's bytes put back into the area (unless it is read-only)
+ * so that the rounds go on from what the call did. */
+static inline int area_differs(int i, long round, const unsigned char *call, const unsigned char *before, int *nprint)
+{
+	unsigned char *p = areas[i].p;
+	size_t o = 0;
+
+	if (!memcmp(p, call, areas[i].n))
+		return 0;
+	while (p[o] == call[o])
+		o++;
+	if (*nprint > 0)
+		printf("round %ld: %s differs at byte %zu (%zu bytes): the call wrote %#x, the model %#x, before %#x\n",
+		       round, areas[i].name, o, areas[i].n, call[o], p[o], before[o]);
+	if (!areas[i].ro)
+		memcpy(p, call, areas[i].n);
+	return 1;
+}
+
+/* fuzz_counter is a ring counter: near 0, near the wrap, anywhere. */
+static inline uint64_t fuzz_counter(void)
+{
+	switch (rnd() % 4) {
+	case 0: return rnd() % 64;
+	case 1: return ~(uint64_t) 0 - rnd() % 64;
+	default: return rnd();
+	}
+}
+
+/* fuzz_unit_fn writes one unit (a message, a request, an answer: up to
+ * PUSH_CELLS_MAX cells' payloads) at cells, from arg: how many cells. */
+typedef uint64_t (*fuzz_unit_fn)(void *arg, uint64_t cells[][CELL_PAYLOAD / 8]);
+
+/* fuzz_fill_ring writes ring r of size cells (a power of two) as a peer
+ * may leave it: random producer words, consumer counter cons, stale cells
+ * of the lap before (now and then a random sequence word), then units
+ * units of gen from cons on (one that does not fit is left out), a random
+ * published cell after them now and then, and now and then a wrong
+ * sequence word among them. */
+static inline void fuzz_fill_ring(char *r, uint64_t size, uint64_t cons, uint64_t units, fuzz_unit_fn gen, void *arg)
+{
+	static uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
+	uint64_t *h = (uint64_t *) r, mask = size - 1, pos = cons;
+
+	h[RING_PROD / 8] = rnd();
+	h[RING_SEEN / 8] = rnd();
+	h[RING_CONS / 8] = cons;
+	for (uint64_t i = 0; i < size; i++) {
+		uint64_t q = cons + ((i - cons) & mask);
+
+		*(uint64_t *) (r + RING_HDR + (q & mask) * CELL_SIZE) = rnd() % 64 ? q - size + 1 : rnd();
+	}
+	for (uint64_t u = 0; u < units; u++) {
+		uint64_t k = gen(arg, cells);
+
+		if (pos + k - cons > size)
+			continue;
+		for (uint64_t i = 0; i < k; i++) {
+			char *c = r + RING_HDR + ((pos + i) & mask) * CELL_SIZE;
+
+			memcpy(c + CELL_PAYLOAD_OFF, cells[i], CELL_PAYLOAD);
+			*(uint64_t *) (c + CELL_SEQ) = pos + i + 1;
+		}
+		pos += k;
+	}
+	if (pos - cons < size && rnd() % 4 == 0) {
+		char *c = r + RING_HDR + (pos & mask) * CELL_SIZE;
+
+		for (int i = CELL_PAYLOAD_OFF; i < CELL_SIZE; i++)
+			c[i] = (char) rnd();
+		*(uint64_t *) (c + CELL_SEQ) = pos + 1;
+	}
+	if (pos != cons && rnd() % 16 == 0) {
+		uint64_t *seq = (uint64_t *) (r + RING_HDR + ((cons + rnd() % (pos - cons)) & mask) * CELL_SIZE);
+
+		*seq = rnd() % 2 ? rnd() : 0;
+	}
 }
 
 /* fuzz_round is the round under test, for fuzz_catch_faults' report. */

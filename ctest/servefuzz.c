@@ -749,58 +749,17 @@ static uint64_t gen_unit(struct world *w, uint64_t cells[][CELL_PAYLOAD / 8])
 	return k;
 }
 
-/* some_counter is a ring counter: near 0, near the wrap, anywhere. */
-static uint64_t some_counter(void)
+/* unit is gen_unit for fuzz_fill_ring. */
+static uint64_t unit(void *w, uint64_t cells[][CELL_PAYLOAD / 8])
 {
-	switch (rnd() % 4) {
-	case 0: return rnd() % 64;
-	case 1: return ~(uint64_t) 0 - rnd() % 64;
-	default: return rnd();
-	}
+	return gen_unit(w, cells);
 }
 
-/* fill_requests writes a request ring: stale cells of the lap before,
- * then up to MAXREQ units from the consumer counter on, their sequence
- * words now and then wrong, a random published cell after them now and
- * then. */
+/* fill_requests writes a request ring: up to MAXREQ requests, as
+ * fuzz_fill_ring leaves a ring. */
 static void fill_requests(struct world *w, char *r)
 {
-	uint64_t *h = (uint64_t *) r, mask = RCELLS - 1, cons = some_counter(), pos = cons, nreq = rnd() % (MAXREQ + 1);
-	static uint64_t cells[PUSH_CELLS_MAX][CELL_PAYLOAD / 8];
-
-	h[RING_PROD / 8] = rnd();
-	h[RING_SEEN / 8] = rnd();
-	h[RING_CONS / 8] = cons;
-	for (uint64_t i = 0; i < RCELLS; i++) {
-		uint64_t q = cons + ((i - cons) & mask);
-
-		*(uint64_t *) cell_at(r, mask, q) = rnd() % 64 ? q - RCELLS + 1 : rnd();
-	}
-	for (uint64_t u = 0; u < nreq; u++) {
-		uint64_t k = gen_unit(w, cells);
-
-		if (pos + k - cons > RCELLS)
-			break;
-		for (uint64_t i = 0; i < k; i++) {
-			char *c = cell_at(r, mask, pos + i);
-
-			memcpy(c + CELL_PAYLOAD_OFF, cells[i], CELL_PAYLOAD);
-			*(uint64_t *) (c + CELL_SEQ) = pos + i + 1;
-		}
-		pos += k;
-	}
-	if (pos - cons < RCELLS && rnd() % 4 == 0) {
-		char *c = cell_at(r, mask, pos);
-
-		for (int i = CELL_PAYLOAD_OFF; i < CELL_SIZE; i++)
-			c[i] = (char) rnd();
-		*(uint64_t *) (c + CELL_SEQ) = pos + 1;
-	}
-	if (pos != cons && rnd() % 16 == 0) {
-		uint64_t *seq = (uint64_t *) cell_at(r, mask, cons + rnd() % (pos - cons));
-
-		*seq = rnd() % 2 ? rnd() : 0;
-	}
+	fuzz_fill_ring(r, RCELLS, fuzz_counter(), rnd() % (MAXREQ + 1), unit, w);
 }
 
 /* fill_answers writes the answer ring's counters: the initiator consumes
@@ -810,7 +769,7 @@ static void fill_requests(struct world *w, char *r)
 static void fill_answers(struct world *w)
 {
 	uint64_t *h = (uint64_t *) w->ans[w->ans_i], size = (uint64_t) 1 << ans_log[w->ans_i];
-	uint64_t cons = some_counter();
+	uint64_t cons = fuzz_counter();
 
 	h[RING_CONS / 8] = cons;
 	h[RING_PROD / 8] = cons + (rnd() % 8 == 0 ? size - rnd() % 8 : rnd() % (size / 2 + 1));
@@ -906,18 +865,8 @@ static int check_round(struct world *w, long round, unsigned char *before, unsig
 			if (cpu == CPU_MARK && c >= 1 && c <= 4096)
 				memcpy(p + RING_PROD_CPU, &c, 8);
 		}
-		if (memcmp(p, a, areas[i].n)) {
-			size_t o = 0;
-
-			while (p[o] == a[o])
-				o++;
+		if (area_differs(i, round, a, b, nprint))
 			bad = 1;
-			if (*nprint > 0)
-				printf("round %ld: %s differs at byte %zu (%zu bytes): the call wrote %#x, the model %#x, before %#x\n",
-				       round, areas[i].name, o, areas[i].n, a[o], p[o], b[o]);
-			if (!areas[i].ro)
-				memcpy(p, a, areas[i].n);	/* (the call's, from here on) */
-		}
 	}
 	/* (a lock left held, reported above, would hang the next round) */
 	*(uint32_t *) ((char *) w->dom + DOMF_SLOTS + LSLOT_LOCK) = 0;
