@@ -27,9 +27,10 @@
  *   - closes its endpoint and checks the statistics count every write and
  *     read it posted, C's and Go's;
  *   - posts fetch-adds and compare-swaps of a word and fi_atomic sums of 4
- *     and of 100 words, and checks what landed and that the statistics
- *     count each atomic and its operand bytes (C's were missing from
- *     atomic_bytes).
+ *     and of 100 words, and fetch-adds at a misaligned address (C left
+ *     them to the target's Go only after the first: FI_EFAULT), and checks
+ *     what landed and that the statistics count each atomic and its
+ *     operand bytes (C's were missing from atomic_bytes).
  * ctest: no-valgrind (two processes and thousands of round trips; the RMA
  * entry points run under valgrind in rma.c). */
 #define _GNU_SOURCE
@@ -231,6 +232,18 @@ static int atomics(const unsigned char *name)
 				return ret;
 			want++, want_bytes += 800;
 		}
+	}
+	/* Misaligned: Go applies them (C's apply takes aligned words only). */
+	v = 0;
+	if ((ret = (int) fi_write(a.ep, &v, 8, NULL, peer, 2003, key, &c)) || (ret = wait_op(&c, FI_RMA | FI_WRITE)))
+		return ret;
+	for (int i = 0; i < 20; i++) {
+		v = 1;
+		if ((ret = (int) fi_fetch_atomic(a.ep, &v, 1, NULL, &old, NULL, peer, 2003, key, FI_UINT64, FI_SUM, &c)) ||
+		    (ret = wait_op(&c, FI_ATOMIC | FI_READ)))
+			return ret;
+		CHECK(old == (uint64_t) i, "misaligned fetch-add %d: old %lu", i, (unsigned long) old);
+		want++, want_bytes += 8;
 	}
 	if ((ret = (int) fi_read(a.ep, got, sizeof(got), NULL, peer, 0, key, &c)) || (ret = wait_op(&c, FI_RMA | FI_READ)))
 		return ret;
