@@ -187,6 +187,18 @@ static int window(int k)
 	return 0;
 }
 
+/* fetch_add adds v to the word at off of the target's region: 0 with
+ * the old value in *old, or the op's error. */
+static int fetch_add(uint64_t off, uint64_t v, uint64_t *old)
+{
+	struct fi_context c;
+	int ret;
+
+	if ((ret = (int) fi_fetch_atomic(a.ep, &v, 1, NULL, old, NULL, peer, off, key, FI_UINT64, FI_SUM, &c)))
+		return ret;
+	return wait_op(&c, FI_ATOMIC | FI_READ);
+}
+
 /* atomics opens a, posts atomics of the shapes C posts at the region's
  * first 864 bytes, and checks what they did and what the statistics say
  * of them. */
@@ -208,9 +220,7 @@ static int atomics(const unsigned char *name)
 	    (ret = wait_op(&c, FI_RMA | FI_WRITE)))
 		return ret;
 	for (int i = 0; i < 40; i++) {
-		v = 3;
-		if ((ret = (int) fi_fetch_atomic(a.ep, &v, 1, NULL, &old, NULL, peer, 0, key, FI_UINT64, FI_SUM, &c)) ||
-		    (ret = wait_op(&c, FI_ATOMIC | FI_READ)))
+		if ((ret = fetch_add(0, 3, &old)))
 			return ret;
 		CHECK(old == (uint64_t) i * 3, "fetch-add %d: old %lu", i, (unsigned long) old);
 		want++, want_bytes += 8;
@@ -238,9 +248,7 @@ static int atomics(const unsigned char *name)
 	if ((ret = (int) fi_write(a.ep, &v, 8, NULL, peer, 2003, key, &c)) || (ret = wait_op(&c, FI_RMA | FI_WRITE)))
 		return ret;
 	for (int i = 0; i < 20; i++) {
-		v = 1;
-		if ((ret = (int) fi_fetch_atomic(a.ep, &v, 1, NULL, &old, NULL, peer, 2003, key, FI_UINT64, FI_SUM, &c)) ||
-		    (ret = wait_op(&c, FI_ATOMIC | FI_READ)))
+		if ((ret = fetch_add(2003, 1, &old)))
 			return ret;
 		CHECK(old == (uint64_t) i, "misaligned fetch-add %d: old %lu", i, (unsigned long) old);
 		want++, want_bytes += 8;
