@@ -91,6 +91,14 @@ func (s *Segment) splitWords(i int) (claim, done, fault *atomic.Uint64) {
 // -> 126.1; Allreduce 256 KiB 76.5 -> 72.5, 1 MiB 227.7 -> 219.2. A
 // ping-pong, whose sender only waits, keeps its split (1 MiB: 61-73 us
 // split, 122-149 not).
+//
+// Tried and dropped: no split where the job's ranks outnumber the CPUs
+// (a sender that claimed its half may lose its CPU before it copied it,
+// and the receiver waits for it). 4 ranks on 2 cores, Open MPI cm/ofi,
+// bench/patterns.c, medians of 5-8 alternating runs in three sweeps,
+// split -> not: Exchange 256 KiB 0.84-0.86x, Sendrecv 256 KiB 0.85-1.00x,
+// but PingPong 4 MiB (2 ranks busy, 2 waiting) 1.03-1.65x and 1 MiB
+// 0.95-1.23x, Allreduce 1 MiB 0.95-1.24x: no better on the whole.
 func (e *Endpoint) splitOK(p *peer, want int) bool {
 	if e.cfg.SplitThreshold <= 0 || want < e.splitMin() || p.sendsTo > 0 {
 		return false
