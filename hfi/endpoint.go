@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopsm2/libfabric-psm2/internal/slots"
+	"github.com/gopsm2/libfabric-psm2/internal/sys"
 	"github.com/gopsm2/libfabric-psm2/transport"
 )
 
@@ -106,6 +107,14 @@ type Config struct {
 	// does. Called with the caller's lock held; it should cost
 	// nanoseconds.
 	Stalled func()
+	// SameKernel, if set, is told the id of each peer whose handshake
+	// says it runs on this endpoint's kernel (KernelID): a rank in
+	// another network namespace of this machine, which shares its CPUs.
+	// Called from Poll, with the caller's lock held.
+	SameKernel func(epid uint64)
+	// KernelID names this endpoint's kernel in the handshake; 0 means
+	// sys.KernelID (tests give endpoints of one process different ones).
+	KernelID uint32
 	// Linger (FI_PSM2_TIMEOUT) bounds how long Close waits for sent
 	// packets to be acknowledged (0: not at all).
 	Linger time.Duration
@@ -123,6 +132,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.KernelID == 0 {
+		c.KernelID = sys.KernelID()
+	}
 	if c.ConnTimeout <= 0 {
 		c.ConnTimeout = 5 * time.Second
 	}

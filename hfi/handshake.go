@@ -65,6 +65,7 @@ func (e *Endpoint) putHandshake(b []byte, p *peer) {
 	for i, ip := range e.cfg.Rails {
 		copy(b[hsRails+4*i:], ip[:])
 	}
+	put32(b, hsKernel, e.cfg.KernelID)
 }
 
 // peerRails are the further rails of handshake packet b's sender that
@@ -239,6 +240,9 @@ func (e *Endpoint) up(p *peer, b []byte, h *hdr) {
 		p.mac = e.newMacer(p)
 	}
 	e.setRoom(p)
+	if k := get32(b, hsKernel); k != 0 && k == e.cfg.KernelID && e.cfg.SameKernel != nil {
+		e.cfg.SameKernel(p.epid)
+	}
 	now := e.clock.Now()
 	p.progress, p.heard = now, now
 	// Packets queued while connecting were built before the peer's id

@@ -82,7 +82,8 @@ const (
 //	+100 u32 serial: the initiator's count of connections to this peer
 //	+104 [8]u16 the sender's source ports, path 0..7 (0: no such path)
 //	+120 [3][4]byte the sender's addresses on its further rails, at its
-//	        id's port (Config.Rails; 0.0.0.0: none)  +132 u32 0
+//	        id's port (Config.Rails; 0.0.0.0: none)
+//	+132 u32 the sender's kernel (Config.KernelID; 0: unknown)
 //	+136 [32] HMAC-SHA256 of bytes 0..136 with the job key (hsProof)
 //
 // A challenge is chLen bytes: +32 u64 dst epid, +40 [16] the request's
@@ -99,6 +100,7 @@ const (
 	hsSerial    = 100
 	hsPorts     = 104
 	hsRails     = 120
+	hsKernel    = 132
 	hsProof     = 136
 	hsLen       = hsProof + 32
 	chDstEPID   = 32

@@ -66,3 +66,28 @@ func TestLocalProcs(t *testing.T) {
 		t.Fatalf("%d peers named: %d local processes, want the bound %d", 2*maxLocalPeers, n, 1+maxLocalPeers)
 	}
 }
+
+// TestKernelPeers: a peer whose handshake said it shares this kernel counts
+// as a local rank whatever its address (another network namespace), once,
+// and not if it is one of this process's own endpoints.
+func TestKernelPeers(t *testing.T) {
+	saved, savedOwn := localPeers.ids, localPeers.own
+	t.Cleanup(func() { localPeers.ids, localPeers.own = saved, savedOwn })
+	localPeers.ids, localPeers.own = nil, nil
+
+	ours := transport.NetEPID([4]byte{10, 0, 0, 1}, 5000, 0)
+	mine := transport.NetEPID([4]byte{10, 0, 1, 1}, 5001, 0)
+	noteOwnEndpoint(ours)
+	noteOwnEndpoint(mine)
+	other := transport.NetEPID([4]byte{10, 0, 0, 2}, 6000, 0)
+	noteLocalPeer(ours, other, 0) // another address: another host, by the AV
+	if n := LocalProcs(); n != 1 {
+		t.Fatalf("a peer at another address: %d local processes, want 1", n)
+	}
+	noteKernelPeer(other)
+	noteKernelPeer(other)
+	noteKernelPeer(mine)
+	if n := LocalProcs(); n != 2 {
+		t.Fatalf("that peer on this kernel, told twice, and our own endpoint: %d local processes, want 2", n)
+	}
+}

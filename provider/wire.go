@@ -48,6 +48,7 @@ func newWire(c wireConfig) (transport.Endpoint, error) {
 	hc.ConnTimeout = c.connTimeout
 	hc.Linger = c.linger
 	hc.Stalled = c.stalled
+	hc.SameKernel = noteKernelPeer
 	return route.Open(route.Config{
 		Devices: c.net.devices,
 		Ctx:     uint8(c.ctx),

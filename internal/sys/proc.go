@@ -74,3 +74,22 @@ func (id ProcIdentity) Gone() bool {
 	}
 	return id.Start != 0 && start != id.Start
 }
+
+// KernelID names the running kernel: a 32-bit hash (FNV-1a) of its boot
+// id (/proc/sys/kernel/random/boot_id), which every network and mount
+// namespace of the machine shares. Two endpoints with the same KernelID
+// share the CPUs, whatever their addresses say (containers, or the test
+// hosts of nshost/, on one machine). Never 0; 0 if the boot id cannot be
+// read. Read once.
+var KernelID = sync.OnceValue(func() uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	b = bytes.TrimSpace(b)
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return max(h, 1)
+})

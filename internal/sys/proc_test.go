@@ -40,3 +40,11 @@ func TestProcIdentityGone(t *testing.T) {
 		t.Error("a reaped child is not gone")
 	}
 }
+
+// TestKernelID: this kernel has a boot id, and its id is the same at every
+// call.
+func TestKernelID(t *testing.T) {
+	if a, b := KernelID(), KernelID(); a == 0 || a != b {
+		t.Fatalf("KernelID() = %d, then %d", a, b)
+	}
+}
