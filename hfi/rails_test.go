@@ -115,8 +115,12 @@ func TestRailsStripe(t *testing.T) {
 	if r1 < 300 || r0 < 300 {
 		t.Errorf("1 MiB: %d packets on rail 0, %d on rail 1; want each about half of ~730", r0, r1)
 	}
-	// (A slow run may see a timer expire: a probe is one packet again.)
-	if st := a.Stats(); st.RailPkts != uint64(r1) || st.Retransmits > st.Probes || st.RailsDown != 0 {
+	// (A slow run may see a timer expire: a probe is one packet again,
+	// sent on the rail of the packet it repeats, so rail 1 may carry a
+	// probe or more beside its stripes: a -race run with 4 CPU spinners
+	// beside it, RailPkts 375, rail 1 376, 3 probes.)
+	st := a.Stats()
+	if st.RailPkts > uint64(r1) || uint64(r1)-st.RailPkts > st.Probes || st.Retransmits > st.Probes || st.RailsDown != 0 {
 		t.Errorf("stats: RailPkts %d (rail 1 carried %d), Retransmits %d Probes %d RailsDown %d (want no loss found: nothing was lost); %+v",
 			st.RailPkts, r1, st.Retransmits, st.Probes, st.RailsDown, st)
 	}
